@@ -1,0 +1,76 @@
+/* The contract between the PJRT layer and everything below it.
+ *
+ * The PJRT layer hands over the bytes it got from PJRT_Client_Compile; it gets back an
+ * av_program: a loaded, verified, compiled program with its execution plan. It then runs the
+ * program on tensors. It never looks inside: op semantics live below this line.
+ *
+ *   bytes --(frontend)--> av_module (IR) --(compiler)--> plan --(runtime)--> outputs */
+#ifndef ANVIL_COMPILER_PROGRAM_H
+#define ANVIL_COMPILER_PROGRAM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ir/dtype.h"
+#include "util/diag.h"
+#include "util/storage.h"
+
+enum { AV_MAX_RANK = 16 };
+
+/* A dense row-major tensor in anvil storage format (see ir/dtype.h). */
+typedef struct av_tensor {
+  av_storage *storage; /* one reference owned by whoever holds the av_tensor */
+  av_dtype dtype;
+  int rank;
+  int64_t dims[AV_MAX_RANK];
+} av_tensor;
+
+/* What the compile options (xla.CompileOptionsProto) say that matters to us. */
+typedef struct av_compile_options {
+  int num_replicas;   /* >= 1 */
+  int num_partitions; /* >= 1 */
+  /* device_assignment[replica * num_partitions + partition] = device id; NULL = identity */
+  int64_t *device_assignment;
+  bool use_spmd_partitioning;
+  bool use_shardy_partitioner;
+} av_compile_options;
+
+typedef struct av_program av_program;
+
+/* Decodes a serialized CompileOptionsProto (empty input gives the defaults: 1 replica,
+ * 1 partition). The device_assignment array is malloc'd; free with av_compile_options_free. */
+av_code av_compile_options_parse(const void *data, size_t size, av_compile_options *out,
+                                 av_diag *d);
+void av_compile_options_free(av_compile_options *o);
+
+/* format: "mlir" (bytecode or text) or "hlo" (serialized HloModuleProto). On failure returns
+ * NULL and fills `d` with every problem found (unsupported ops are listed all at once). */
+av_program *av_program_compile(const char *format, size_t format_size, const void *code,
+                               size_t code_size, const av_compile_options *options, av_diag *d);
+void av_program_free(av_program *p);
+
+const char *av_program_name(const av_program *p);
+int av_program_num_replicas(const av_program *p);
+int av_program_num_partitions(const av_program *p);
+/* Per-device (per-shard) signature. */
+int av_program_num_inputs(const av_program *p);
+int av_program_num_outputs(const av_program *p);
+av_dtype av_program_output_dtype(const av_program *p, int i);
+int av_program_output_rank(const av_program *p, int i);
+const int64_t *av_program_output_dims(const av_program *p, int i);
+/* Output i may reuse input `*input` storage when that input is donated; -1 if none. */
+int av_program_output_alias(const av_program *p, int i);
+/* 64-bit fingerprint of the compiled program (stable across runs for the same input). */
+uint64_t av_program_fingerprint(const av_program *p);
+/* StableHLO text of the program as compiled; malloc'd, caller frees. */
+char *av_program_text(const av_program *p);
+
+/* Runs the program for one device (replica/partition index `device_index` of the
+ * assignment). inputs: num_inputs tensors (read only). outputs: num_outputs tensors that the
+ * runtime fills with newly referenced storage. Thread-safe: one program may run on several
+ * devices at once. Collectives between devices synchronise through the program's own state. */
+av_code av_program_execute(av_program *p, int device_index, const av_tensor *inputs,
+                           av_tensor *outputs, av_diag *d);
+
+#endif

@@ -1,0 +1,56 @@
+#include "util/storage.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+static av_storage *alloc_aligned(size_t size, int zero) {
+  if (size > SIZE_MAX - AV_STORAGE_ALIGN) return NULL;
+  av_storage *s = malloc(sizeof *s);
+  if (!s) return NULL;
+  size_t rounded = (size + AV_STORAGE_ALIGN - 1) & ~(size_t)(AV_STORAGE_ALIGN - 1);
+  if (rounded == 0) rounded = AV_STORAGE_ALIGN; /* a valid pointer even for empty arrays */
+  s->data = aligned_alloc(AV_STORAGE_ALIGN, rounded);
+  if (!s->data) {
+    free(s);
+    return NULL;
+  }
+  if (zero) memset(s->data, 0, rounded);
+  atomic_init(&s->refcount, 1);
+  s->size = size;
+  s->owned = 1;
+  s->release = NULL;
+  s->release_ctx = NULL;
+  return s;
+}
+
+av_storage *av_storage_alloc(size_t size) { return alloc_aligned(size, 1); }
+av_storage *av_storage_alloc_uninit(size_t size) { return alloc_aligned(size, 0); }
+
+av_storage *av_storage_wrap(void *data, size_t size, av_storage_release_fn release, void *ctx) {
+  if (!data) return NULL;
+  av_storage *s = malloc(sizeof *s);
+  if (!s) return NULL;
+  atomic_init(&s->refcount, 1);
+  s->data = data;
+  s->size = size;
+  s->owned = 0;
+  s->release = release;
+  s->release_ctx = ctx;
+  return s;
+}
+
+av_storage *av_storage_retain(av_storage *s) {
+  if (s) atomic_fetch_add_explicit(&s->refcount, 1, memory_order_relaxed);
+  return s;
+}
+
+void av_storage_release(av_storage *s) {
+  if (!s) return;
+  if (atomic_fetch_sub_explicit(&s->refcount, 1, memory_order_acq_rel) != 1) return;
+  if (s->owned)
+    free(s->data);
+  else if (s->release)
+    s->release(s->release_ctx);
+  free(s);
+}

@@ -1,0 +1,32 @@
+/* Reference-counted byte storage behind every device buffer and every runtime tensor.
+ * Either owned (64-byte aligned, freed on last release) or wrapped (zero-copy host memory,
+ * whose owner is told through `release` when the last reference goes). Thread-safe. */
+#ifndef ANVIL_UTIL_STORAGE_H
+#define ANVIL_UTIL_STORAGE_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+
+enum { AV_STORAGE_ALIGN = 64 };
+
+typedef void (*av_storage_release_fn)(void *ctx);
+
+typedef struct av_storage {
+  atomic_int refcount;
+  void *data;  /* never NULL, even for size 0 */
+  size_t size;
+  int owned; /* 1: data is ours (aligned_alloc); 0: wrapped caller memory */
+  av_storage_release_fn release; /* wrapped storage only; may be NULL */
+  void *release_ctx;
+} av_storage;
+
+/* New zero-filled aligned storage with refcount 1; NULL if out of memory. */
+av_storage *av_storage_alloc(size_t size);
+/* Like av_storage_alloc but not zero-filled (for outputs that are fully written). */
+av_storage *av_storage_alloc_uninit(size_t size);
+/* Wraps caller memory without copying; `release(ctx)` runs when the last reference goes. */
+av_storage *av_storage_wrap(void *data, size_t size, av_storage_release_fn release, void *ctx);
+av_storage *av_storage_retain(av_storage *s);
+void av_storage_release(av_storage *s);
+
+#endif

@@ -1,0 +1,40 @@
+"""anvil: a PJRT plugin for the CPU, written in C.
+
+JAX finds this module through the ``jax_plugins`` entry point and calls
+:func:`initialize`, which registers the platform ``anvil``. Select it with
+``JAX_PLATFORMS=anvil`` (or ``jax.config.update("jax_platforms", "anvil")``).
+
+Configuration (environment):
+  ANVIL_DEVICE_COUNT   number of CPU devices the client exposes (default 1)
+  ANVIL_TRACE=1        log every PJRT call to stderr
+"""
+
+import os
+
+__all__ = ["library_path", "initialize", "client_create_options"]
+
+_LIBRARY_NAME = "libanvil_pjrt.so"
+
+
+def library_path() -> str:
+    """Absolute path of the PJRT plugin shared library inside this package."""
+    override = os.environ.get("ANVIL_LIBRARY_PATH")
+    if override:
+        return override
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), _LIBRARY_NAME)
+
+
+def client_create_options() -> dict:
+    """PJRT_Client_Create options taken from the environment."""
+    options = {}
+    count = os.environ.get("ANVIL_DEVICE_COUNT")
+    if count:
+        options["device_count"] = int(count)
+    return options
+
+
+def initialize() -> None:
+    """Called by JAX's plugin discovery: registers platform 'anvil'."""
+    from . import _jax_support
+
+    _jax_support.register(library_path(), client_create_options)

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# One-time setup on a fresh Debian 12 machine: system packages, a Python venv (.venv) with
+# JAX, and anvil built and installed into it. Safe to run again.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES=(build-essential clang cmake ninja-build pkg-config
+              libcmocka-dev libopenblas-dev libprotobuf-c-dev protobuf-c-compiler
+              python3-venv)
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  echo "setup: installing Debian packages: ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+PYTHON=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  echo "setup: creating .venv"
+  "$PYTHON" -m venv .venv
+fi
+# JAX 0.10.2 is the newest JAX for Python 3.11; newer Pythons get the newest JAX.
+JAX_SPEC=${ANVIL_JAX_SPEC:-"jax>=0.10.2"}
+if .venv/bin/python -c 'import sys; sys.exit(sys.version_info >= (3, 12))'; then
+  JAX_SPEC=${ANVIL_JAX_SPEC:-"jax==0.10.2"}
+fi
+.venv/bin/pip install -q --upgrade pip
+.venv/bin/pip install -q "$JAX_SPEC" numpy ml_dtypes pytest scikit-build-core
+echo "setup: building and installing anvil into .venv"
+.venv/bin/pip install -q --no-build-isolation .
+.venv/bin/python -c 'import anvil_pjrt, os; assert os.path.exists(anvil_pjrt.library_path())'
+echo "setup: done"

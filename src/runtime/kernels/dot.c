@@ -1,0 +1,289 @@
+/* dot_general: validate the dimension numbers, bring both operands into batch x M x K and
+ * batch x K x N form (skipping the copy when the layout already fits, possibly as a BLAS
+ * transpose), then one GEMM per batch (BLAS for f32/f64/c64/c128, f32 accumulation for
+ * narrow floats, exact wrap-around loops for integers, or/and for pred). */
+#include "runtime/kernels/dot.h"
+
+#include <cblas.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/kernels/reduce_elem.h"
+
+typedef struct dot_plan {
+  int lperm[AV_KMAX_RANK], rperm[AV_KMAX_RANK]; /* batch, free, contract / batch, contract, free */
+  int lfree[AV_KMAX_RANK], rfree[AV_KMAX_RANK];
+  int nlfree, nrfree;
+  int64_t B, M, N, K;
+} dot_plan;
+
+static bool in_list(const int64_t *v, int n, int64_t x) {
+  for (int i = 0; i < n; i++)
+    if (v[i] == x) return true;
+  return false;
+}
+
+static av_code check_dims(const char *what, const int64_t *v, int n, int rank, av_diag *d) {
+  for (int i = 0; i < n; i++) {
+    if (v[i] < 0 || v[i] >= rank)
+      return av_diag_set(d, AV_INVALID_ARGUMENT, "dot_general: %s[%d] = %lld out of range [0, %d)",
+                         what, i, (long long)v[i], rank);
+    for (int j = 0; j < i; j++)
+      if (v[j] == v[i])
+        return av_diag_set(d, AV_INVALID_ARGUMENT, "dot_general: %s repeats dimension %lld", what,
+                           (long long)v[i]);
+  }
+  return AV_OK;
+}
+
+static av_code make_plan(const av_dot_params *p, const av_view *l, const av_view *r,
+                         const av_view *o, dot_plan *pl, av_diag *d) {
+  if (p->nbatch < 0 || p->ncontract < 0 || p->nbatch > AV_KMAX_RANK || p->ncontract > AV_KMAX_RANK)
+    return av_diag_set(d, AV_INVALID_ARGUMENT, "dot_general: bad dimension counts");
+  if (l->rank > AV_KMAX_RANK || r->rank > AV_KMAX_RANK || o->rank > AV_KMAX_RANK || l->rank < 0 ||
+      r->rank < 0)
+    return av_diag_set(d, AV_INVALID_ARGUMENT, "dot_general: rank over %d", AV_KMAX_RANK);
+  av_code c;
+  if ((c = check_dims("lhs_batching_dimensions", p->lhs_batch, p->nbatch, l->rank, d)) ||
+      (c = check_dims("rhs_batching_dimensions", p->rhs_batch, p->nbatch, r->rank, d)) ||
+      (c = check_dims("lhs_contracting_dimensions", p->lhs_contract, p->ncontract, l->rank, d)) ||
+      (c = check_dims("rhs_contracting_dimensions", p->rhs_contract, p->ncontract, r->rank, d)))
+    return c;
+  pl->B = pl->M = pl->N = pl->K = 1;
+  int li = 0, ri = 0;
+  for (int i = 0; i < p->nbatch; i++) {
+    if (in_list(p->lhs_contract, p->ncontract, p->lhs_batch[i]) ||
+        in_list(p->rhs_contract, p->ncontract, p->rhs_batch[i]))
+      return av_diag_set(d, AV_INVALID_ARGUMENT, "dot_general: a dimension is both batch and contracting");
+    if (l->dims[p->lhs_batch[i]] != r->dims[p->rhs_batch[i]])
+      return av_diag_set(d, AV_INVALID_ARGUMENT, "dot_general: batch dimension %d sizes differ", i);
+    pl->B *= l->dims[p->lhs_batch[i]];
+    pl->lperm[li++] = (int)p->lhs_batch[i];
+    pl->rperm[ri++] = (int)p->rhs_batch[i];
+  }
+  pl->nlfree = pl->nrfree = 0;
+  for (int i = 0; i < l->rank; i++)
+    if (!in_list(p->lhs_batch, p->nbatch, i) && !in_list(p->lhs_contract, p->ncontract, i)) {
+      pl->lfree[pl->nlfree++] = i;
+      pl->lperm[li++] = i;
+      pl->M *= l->dims[i];
+    }
+  for (int i = 0; i < p->ncontract; i++) {
+    if (l->dims[p->lhs_contract[i]] != r->dims[p->rhs_contract[i]])
+      return av_diag_set(d, AV_INVALID_ARGUMENT, "dot_general: contracting dimension %d sizes differ", i);
+    pl->K *= l->dims[p->lhs_contract[i]];
+    pl->lperm[li++] = (int)p->lhs_contract[i];
+    pl->rperm[ri++] = (int)p->rhs_contract[i];
+  }
+  for (int i = 0; i < r->rank; i++)
+    if (!in_list(p->rhs_batch, p->nbatch, i) && !in_list(p->rhs_contract, p->ncontract, i)) {
+      pl->rfree[pl->nrfree++] = i;
+      pl->rperm[ri++] = i;
+      pl->N *= r->dims[i];
+    }
+  /* Result shape: batch, lhs free, rhs free. */
+  int orank = p->nbatch + pl->nlfree + pl->nrfree;
+  if (o->rank != orank)
+    return av_diag_set(d, AV_INVALID_ARGUMENT, "dot_general: result rank %d, expected %d", o->rank, orank);
+  int k = 0;
+  for (int i = 0; i < p->nbatch; i++, k++)
+    if (o->dims[k] != l->dims[p->lhs_batch[i]]) goto bad_shape;
+  for (int i = 0; i < pl->nlfree; i++, k++)
+    if (o->dims[k] != l->dims[pl->lfree[i]]) goto bad_shape;
+  for (int i = 0; i < pl->nrfree; i++, k++)
+    if (o->dims[k] != r->dims[pl->rfree[i]]) goto bad_shape;
+  return AV_OK;
+bad_shape:
+  return av_diag_set(d, AV_INVALID_ARGUMENT, "dot_general: result dimension %d does not match operands", k);
+}
+
+static bool is_identity(const int *perm, int n) {
+  for (int i = 0; i < n; i++)
+    if (perm[i] != i) return false;
+  return true;
+}
+
+/* Swaps the two trailing groups [nb, nb+g1) and [nb+g1, nb+g1+g2) of a permutation. */
+static void swap_groups(const int *perm, int nb, int g1, int g2, int *outp) {
+  int k = 0;
+  for (int i = 0; i < nb; i++) outp[k++] = perm[i];
+  for (int i = 0; i < g2; i++) outp[k++] = perm[nb + g1 + i];
+  for (int i = 0; i < g1; i++) outp[k++] = perm[nb + i];
+}
+
+/* How an operand reaches GEMM: in place (maybe transposed) or packed into `buf`. */
+typedef struct operand_src {
+  const void *data;
+  bool trans;
+  void *owned;
+} operand_src;
+
+static av_code prepare(const av_view *v, const int *perm, int nb, int g1, int g2, av_dtype ct,
+                       operand_src *s, av_diag *d) {
+  s->owned = NULL;
+  s->trans = false;
+  if (v->dtype == ct) {
+    if (is_identity(perm, v->rank)) {
+      s->data = v->data;
+      return AV_OK;
+    }
+    int alt[AV_KMAX_RANK];
+    swap_groups(perm, nb, g1, g2, alt);
+    if (nb == 0 && is_identity(alt, v->rank)) {
+      s->data = v->data;
+      s->trans = true;
+      return AV_OK;
+    }
+  }
+  int64_t n = av_view_num_elements(v);
+  s->owned = malloc((size_t)(n ? n : 1) * av_dtype_size(ct));
+  if (!s->owned) return av_diag_set(d, AV_RESOURCE_EXHAUSTED, "dot_general: out of memory packing operand");
+  av_kel_permute_copy(ct, s->owned, v->dtype, v->data, v->rank, v->dims, perm);
+  s->data = s->owned;
+  return AV_OK;
+}
+
+static void gemm_blas(av_dtype ct, const dot_plan *pl, const operand_src *a, const operand_src *b,
+                      void *c) {
+  int64_t M = pl->M, N = pl->N, K = pl->K;
+  size_t es = av_dtype_size(ct);
+  const char *A = a->data, *Bm = b->data;
+  char *C = c;
+  int lda = (int)(a->trans ? (M > 0 ? M : 1) : (K > 0 ? K : 1));
+  int ldb = (int)(b->trans ? (K > 0 ? K : 1) : (N > 0 ? N : 1));
+  int ldc = (int)(N > 0 ? N : 1);
+  CBLAS_TRANSPOSE ta = a->trans ? CblasTrans : CblasNoTrans;
+  CBLAS_TRANSPOSE tb = b->trans ? CblasTrans : CblasNoTrans;
+  for (int64_t bi = 0; bi < pl->B; bi++) {
+    const void *Ab = A + (size_t)(bi * M * K) * es;
+    const void *Bb = Bm + (size_t)(bi * K * N) * es;
+    void *Cb = C + (size_t)(bi * M * N) * es;
+    switch (ct) {
+      case AV_DT_F32:
+        cblas_sgemm(CblasRowMajor, ta, tb, (int)M, (int)N, (int)K, 1.0f, Ab, lda, Bb, ldb, 0.0f, Cb, ldc);
+        break;
+      case AV_DT_F64:
+        cblas_dgemm(CblasRowMajor, ta, tb, (int)M, (int)N, (int)K, 1.0, Ab, lda, Bb, ldb, 0.0, Cb, ldc);
+        break;
+      case AV_DT_C64: {
+        const float one[2] = {1, 0}, zero[2] = {0, 0};
+        cblas_cgemm(CblasRowMajor, ta, tb, (int)M, (int)N, (int)K, one, Ab, lda, Bb, ldb, zero, Cb, ldc);
+        break;
+      }
+      default: {
+        const double one[2] = {1, 0}, zero[2] = {0, 0};
+        cblas_zgemm(CblasRowMajor, ta, tb, (int)M, (int)N, (int)K, one, Ab, lda, Bb, ldb, zero, Cb, ldc);
+        break;
+      }
+    }
+  }
+}
+
+/* Integers: operands converted to the result type and widened to 64 bits; products and sums
+ * wrap modulo 2^64, whose low bits equal the wrap in the narrower result type. */
+static void gemm_int(const dot_plan *pl, const uint64_t *A, const uint64_t *Bm, uint64_t *C,
+                     bool pred) {
+  int64_t M = pl->M, N = pl->N, K = pl->K;
+  for (int64_t bi = 0; bi < pl->B; bi++) {
+    const uint64_t *Ab = A + bi * M * K, *Bb = Bm + bi * K * N;
+    uint64_t *Cb = C + bi * M * N;
+    memset(Cb, 0, (size_t)(M * N) * sizeof *Cb);
+    for (int64_t i = 0; i < M; i++)
+      for (int64_t k = 0; k < K; k++) {
+        uint64_t a = Ab[i * K + k];
+        if (!a) continue;
+        const uint64_t *brow = Bb + k * N;
+        uint64_t *crow = Cb + i * N;
+        if (pred)
+          for (int64_t j = 0; j < N; j++) crow[j] |= brow[j];
+        else
+          for (int64_t j = 0; j < N; j++) crow[j] += a * brow[j];
+      }
+  }
+}
+
+av_code av_kernel_dot_general(const av_dot_params *p, const av_view *lhs, const av_view *rhs,
+                              av_view *out, av_diag *d) {
+  dot_plan pl;
+  av_code c = make_plan(p, lhs, rhs, out, &pl, d);
+  if (c) return c;
+  av_dtype ot = out->dtype;
+  size_t oes = av_dtype_size(ot);
+  int64_t on = pl.B * pl.M * pl.N;
+  if (on == 0) return AV_OK;
+  if (pl.K == 0) {
+    for (int64_t i = 0; i < on; i++) av_kel_store_real(ot, (char *)out->data + i * (int64_t)oes, 0.0);
+    return AV_OK;
+  }
+  if (pl.M > INT32_MAX || pl.N > INT32_MAX || pl.K > INT32_MAX)
+    return av_diag_set(d, AV_UNIMPLEMENTED, "dot_general: matrix dimension over 2^31");
+  bool is_int = av_dtype_is_int(ot) || ot == AV_DT_PRED;
+  av_dtype ct;
+  if (is_int) ct = AV_DT_U64;
+  else if (ot == AV_DT_F64 || ot == AV_DT_C64 || ot == AV_DT_C128) ct = ot;
+  else if (av_dtype_is_float(ot)) ct = AV_DT_F32;
+  else return av_diag_set(d, AV_UNIMPLEMENTED, "dot_general: result type %s", av_dtype_mlir_name(ot));
+
+  operand_src a = {0}, b = {0};
+  void *cbuf = NULL;
+  int nb = p->nbatch;
+  if (is_int) {
+    /* convert to the result type first so the wrap happens in it, then widen */
+    c = prepare(lhs, pl.lperm, nb, pl.nlfree, p->ncontract, ot, &a, d);
+    if (!c) c = prepare(rhs, pl.rperm, nb, p->ncontract, pl.nrfree, ot, &b, d);
+    /* widen (and pack, if prepare kept the original layout) into u64 */
+    uint64_t *wa = NULL, *wb = NULL;
+    if (!c) {
+      wa = malloc((size_t)(pl.B * pl.M * pl.K) * 8);
+      wb = malloc((size_t)(pl.B * pl.K * pl.N) * 8);
+      cbuf = malloc((size_t)on * 8);
+      if (!wa || !wb || !cbuf) c = av_diag_set(d, AV_RESOURCE_EXHAUSTED, "dot_general: out of memory");
+    }
+    if (!c) {
+      /* `prepare` only returns the original layout untransposed here (nb may be > 0) or
+       * transposed with nb == 0; re-pack transposed ones through permute_copy. */
+      int64_t dims_a[2] = {pl.K, pl.M}, dims_b[2] = {pl.N, pl.K};
+      int tp[2] = {1, 0};
+      if (a.trans) av_kel_permute_copy(AV_DT_U64, wa, ot, a.data, 2, dims_a, tp);
+      if (b.trans) av_kel_permute_copy(AV_DT_U64, wb, ot, b.data, 2, dims_b, tp);
+      size_t es = av_dtype_size(ot);
+      if (!a.trans)
+        for (int64_t i = 0; i < pl.B * pl.M * pl.K; i++)
+          wa[i] = av_kel_load_bits(ot == AV_DT_PRED ? AV_DT_U8 : ot, (const char *)a.data + i * (int64_t)es);
+      if (!b.trans)
+        for (int64_t i = 0; i < pl.B * pl.K * pl.N; i++)
+          wb[i] = av_kel_load_bits(ot == AV_DT_PRED ? AV_DT_U8 : ot, (const char *)b.data + i * (int64_t)es);
+      if (ot == AV_DT_PRED) {
+        for (int64_t i = 0; i < pl.B * pl.M * pl.K; i++) wa[i] = wa[i] != 0;
+        for (int64_t i = 0; i < pl.B * pl.K * pl.N; i++) wb[i] = wb[i] != 0;
+      }
+      gemm_int(&pl, wa, wb, cbuf, ot == AV_DT_PRED);
+      for (int64_t i = 0; i < on; i++) av_kel_store_bits(ot, (char *)out->data + i * (int64_t)oes, ((uint64_t *)cbuf)[i]);
+    }
+    free(wa);
+    free(wb);
+  } else {
+    c = prepare(lhs, pl.lperm, nb, pl.nlfree, p->ncontract, ct, &a, d);
+    if (!c) c = prepare(rhs, pl.rperm, nb, p->ncontract, pl.nrfree, ct, &b, d);
+    if (!c) {
+      void *dst = out->data;
+      if (ct != ot) {
+        cbuf = malloc((size_t)on * av_dtype_size(ct));
+        if (!cbuf) c = av_diag_set(d, AV_RESOURCE_EXHAUSTED, "dot_general: out of memory");
+        dst = cbuf;
+      }
+      if (!c) {
+        gemm_blas(ct, &pl, &a, &b, dst);
+        if (ct != ot) {
+          const float *f = cbuf;
+          for (int64_t i = 0; i < on; i++) av_kel_store_real(ot, (char *)out->data + i * (int64_t)oes, f[i]);
+        }
+      }
+    }
+  }
+  free(a.owned);
+  free(b.owned);
+  free(cbuf);
+  return c;
+}

@@ -1,0 +1,28 @@
+/* stablehlo.reduce (variadic). `inputs`, `inits` and `outputs` are arrays of `ninputs`
+ * views. The body is called as body(acc_0..acc_{n-1}, x_0..x_{n-1}) -> (acc'_0..acc'_{n-1}),
+ * i.e. block arguments in StableHLO order (accumulators first). Reducing a zero-size axis
+ * yields the init values. Fast paths: single input with a `simple` body (add, multiply,
+ * maximum, minimum, and, or, xor) on f32/f64/integer/pred. */
+#ifndef ANVIL_RUNTIME_KERNELS_REDUCE_H
+#define ANVIL_RUNTIME_KERNELS_REDUCE_H
+
+#include <stdint.h>
+
+#include "runtime/kernels/kernel_api.h"
+
+#ifndef AV_KMAX_RANK
+#define AV_KMAX_RANK 16
+#endif
+#define AV_KMAX_VARIADIC 64
+
+typedef struct av_reduce_params {
+  int ninputs;                   /* 1 .. AV_KMAX_VARIADIC */
+  int ndims;
+  int64_t dims[AV_KMAX_RANK];    /* `dimensions`: input axes to reduce (any order) */
+  av_scalar_fn body;
+} av_reduce_params;
+
+av_code av_kernel_reduce(const av_reduce_params *p, const av_view *inputs, const av_view *inits,
+                         av_view *outputs, av_diag *d);
+
+#endif

@@ -1,0 +1,24 @@
+/* stablehlo.sort (variadic) along one dimension. The comparator gets block arguments in
+ * StableHLO order (lhs_0, rhs_0, lhs_1, rhs_1, ...) and returns i1 "lhs before rhs". The
+ * sort is always stable (so is_stable is honoured trivially). Fast path: a `simple`
+ * compare LT/GT of args 0 and 1 (operand 0 is the key) with FLOAT or TOTALORDER semantics. */
+#ifndef ANVIL_RUNTIME_KERNELS_SORT_H
+#define ANVIL_RUNTIME_KERNELS_SORT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "runtime/kernels/kernel_api.h"
+#include "runtime/kernels/reduce.h"
+
+typedef struct av_sort_params {
+  int ninputs;        /* 1 .. AV_KMAX_VARIADIC */
+  int64_t dimension;  /* may be negative: counts from the end */
+  bool is_stable;
+  av_scalar_fn comparator;
+} av_sort_params;
+
+av_code av_kernel_sort(const av_sort_params *p, const av_view *inputs, av_view *outputs,
+                       av_diag *d);
+
+#endif

@@ -1,0 +1,204 @@
+/* dot_general kernel: expected values from numpy einsum (expressions in comments) or by hand. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdlib.h>
+#include <time.h>
+
+#include "runtime/kernels/dot.h"
+#include "runtime/kernels/reduce_elem.h"
+#include "test_kernels_util.h"
+
+static void test_plain_matmul_f32(void **state) {
+  (void)state;
+  float a[6] = {1, 2, 3, 4, 5, 6}, b[6] = {7, 8, 9, 10, 11, 12}, c[4] = {0};
+  int64_t ad[2] = {2, 3}, bd[2] = {3, 2}, cd[2] = {2, 2};
+  av_view A = tk_view(a, AV_DT_F32, 2, ad), B = tk_view(b, AV_DT_F32, 2, bd), C = tk_view(c, AV_DT_F32, 2, cd);
+  av_dot_params p = {.nbatch = 0, .ncontract = 1, .lhs_contract = {1}, .rhs_contract = {0}};
+  av_diag d;
+  av_diag_init(&d);
+  assert_int_equal(av_kernel_dot_general(&p, &A, &B, &C, &d), AV_OK);
+  /* by hand: [[58, 64], [139, 154]] */
+  assert_true(c[0] == 58 && c[1] == 64 && c[2] == 139 && c[3] == 154);
+}
+
+/* lhs [2,3,4] (b,m,k), rhs [4,2,5] (k,b,n), batch lhs0/rhs1, contract lhs2/rhs0.
+ * l = (np.arange(24).reshape(2,3,4) % 7 - 3); r = (np.arange(40).reshape(4,2,5) % 5 - 2)
+ * np.einsum('bmk,kbn->bmn', l, r) */
+static const int kBatched[30] = {12, 6, 0, -6, -12, -6, -3, 0, 3, 6, 4, 2, 0, -2, -4,
+                                 0,  0, 0, 0,  0,   -4, -2, 0, 2, 4, 6, 3, 0, -3, -6};
+
+static void run_batched(av_dtype dt) {
+  size_t es = av_dtype_size(dt);
+  char l[24 * 16], r[40 * 16], o[30 * 16];
+  for (int i = 0; i < 24; i++) av_kel_store_real(dt, l + i * es, (double)(i % 7 - 3));
+  for (int i = 0; i < 40; i++) av_kel_store_real(dt, r + i * es, (double)(i % 5 - 2));
+  int64_t ld[3] = {2, 3, 4}, rd[3] = {4, 2, 5}, od[3] = {2, 3, 5};
+  av_view L = tk_view(l, dt, 3, ld), R = tk_view(r, dt, 3, rd), O = tk_view(o, dt, 3, od);
+  av_dot_params p = {.nbatch = 1, .ncontract = 1, .lhs_batch = {0}, .rhs_batch = {1},
+                     .lhs_contract = {2}, .rhs_contract = {0}};
+  av_diag d;
+  av_diag_init(&d);
+  assert_int_equal(av_kernel_dot_general(&p, &L, &R, &O, &d), AV_OK);
+  for (int i = 0; i < 30; i++) assert_true(av_kel_load_real(dt, o + i * es) == kBatched[i]);
+}
+
+static void test_batched_all_types(void **state) {
+  (void)state;
+  av_dtype types[] = {AV_DT_F32, AV_DT_F64, AV_DT_C64, AV_DT_C128, AV_DT_BF16,
+                      AV_DT_F16, AV_DT_S8,  AV_DT_S32, AV_DT_S64,  AV_DT_F8E4M3FN};
+  for (size_t i = 0; i < sizeof types / sizeof *types; i++) run_batched(types[i]);
+}
+
+/* Two contracting dims in swapped order: lhs [3,2,2] contract (2,1), rhs [2,2,4] contract (1,0).
+ * np.einsum('mab,abk->mk', np.arange(12).reshape(3,2,2)-5, np.arange(16).reshape(2,2,4)%3) */
+static void test_two_contracting_f64(void **state) {
+  (void)state;
+  static const double expect[12] = {-10, -15, -17, -10, 2, 1, 3, 2, 14, 17, 23, 14};
+  double l[12], r[16], o[12];
+  for (int i = 0; i < 12; i++) l[i] = i - 5;
+  for (int i = 0; i < 16; i++) r[i] = i % 3;
+  int64_t ld[3] = {3, 2, 2}, rd[3] = {2, 2, 4}, od[2] = {3, 4};
+  av_view L = tk_view(l, AV_DT_F64, 3, ld), R = tk_view(r, AV_DT_F64, 3, rd), O = tk_view(o, AV_DT_F64, 2, od);
+  av_dot_params p = {.nbatch = 0, .ncontract = 2, .lhs_contract = {2, 1}, .rhs_contract = {1, 0}};
+  av_diag d;
+  av_diag_init(&d);
+  assert_int_equal(av_kernel_dot_general(&p, &L, &R, &O, &d), AV_OK);
+  for (int i = 0; i < 12; i++) assert_true(o[i] == expect[i]);
+}
+
+/* Transposed lhs (contract dim 0) takes the BLAS-transpose path: a^T b with a [3,2]. */
+static void test_transposed_lhs_f32(void **state) {
+  (void)state;
+  float a[6] = {1, 4, 2, 5, 3, 6}, b[6] = {7, 8, 9, 10, 11, 12}, c[4];
+  int64_t ad[2] = {3, 2}, bd[2] = {3, 2}, cd[2] = {2, 2};
+  av_view A = tk_view(a, AV_DT_F32, 2, ad), B = tk_view(b, AV_DT_F32, 2, bd), C = tk_view(c, AV_DT_F32, 2, cd);
+  av_dot_params p = {.ncontract = 1, .lhs_contract = {0}, .rhs_contract = {0}};
+  av_diag d;
+  av_diag_init(&d);
+  assert_int_equal(av_kernel_dot_general(&p, &A, &B, &C, &d), AV_OK);
+  assert_true(c[0] == 58 && c[1] == 64 && c[2] == 139 && c[3] == 154);
+  /* and rhs transposed too: b^T given as [2,3], contract rhs dim 1 */
+  float bt[6] = {7, 9, 11, 8, 10, 12};
+  int64_t btd[2] = {2, 3};
+  av_view BT = tk_view(bt, AV_DT_F32, 2, btd);
+  p.rhs_contract[0] = 1;
+  assert_int_equal(av_kernel_dot_general(&p, &A, &BT, &C, &d), AV_OK);
+  assert_true(c[0] == 58 && c[1] == 64 && c[2] == 139 && c[3] == 154);
+}
+
+/* int8 results wrap: [100, 100] . [2, 1] = 300 -> 300 - 256 = 44; u8 inputs into i32 result. */
+static void test_int_wrap_and_widening(void **state) {
+  (void)state;
+  int8_t a[2] = {100, 100}, b[2] = {2, 1}, c[1];
+  int64_t vd[1] = {2};
+  av_view A = tk_view(a, AV_DT_S8, 1, vd), B = tk_view(b, AV_DT_S8, 1, vd), C = tk_view(c, AV_DT_S8, 0, NULL);
+  av_dot_params p = {.ncontract = 1, .lhs_contract = {0}, .rhs_contract = {0}};
+  av_diag d;
+  av_diag_init(&d);
+  assert_int_equal(av_kernel_dot_general(&p, &A, &B, &C, &d), AV_OK);
+  assert_int_equal(c[0], 44);
+  uint8_t ua[2] = {200, 255}, ub[2] = {200, 255};
+  int32_t r32;
+  A = tk_view(ua, AV_DT_U8, 1, vd);
+  B = tk_view(ub, AV_DT_U8, 1, vd);
+  C = tk_view(&r32, AV_DT_S32, 0, NULL);
+  assert_int_equal(av_kernel_dot_general(&p, &A, &B, &C, &d), AV_OK);
+  assert_int_equal(r32, 200 * 200 + 255 * 255);
+}
+
+static void test_pred_is_or_of_and(void **state) {
+  (void)state;
+  uint8_t a[3] = {1, 1, 0}, b[3] = {0, 1, 1}, c;
+  int64_t vd[1] = {3};
+  av_view A = tk_view(a, AV_DT_PRED, 1, vd), B = tk_view(b, AV_DT_PRED, 1, vd), C = tk_view(&c, AV_DT_PRED, 0, NULL);
+  av_dot_params p = {.ncontract = 1, .lhs_contract = {0}, .rhs_contract = {0}};
+  av_diag d;
+  av_diag_init(&d);
+  assert_int_equal(av_kernel_dot_general(&p, &A, &B, &C, &d), AV_OK);
+  assert_int_equal(c, 1);
+}
+
+static void test_complex_f32(void **state) {
+  (void)state;
+  /* (1+2i)(3+4i) + (0+1i)(0+1i) = (-5+10i) + (-1) = -6+10i */
+  float a[4] = {1, 2, 0, 1}, b[4] = {3, 4, 0, 1}, c[2];
+  int64_t vd[1] = {2};
+  av_view A = tk_view(a, AV_DT_C64, 1, vd), B = tk_view(b, AV_DT_C64, 1, vd), C = tk_view(c, AV_DT_C64, 0, NULL);
+  av_dot_params p = {.ncontract = 1, .lhs_contract = {0}, .rhs_contract = {0}};
+  av_diag d;
+  av_diag_init(&d);
+  assert_int_equal(av_kernel_dot_general(&p, &A, &B, &C, &d), AV_OK);
+  assert_true(c[0] == -6 && c[1] == 10);
+}
+
+static void test_empty_contraction_gives_zeros(void **state) {
+  (void)state;
+  float a[1], b[1], c[4] = {9, 9, 9, 9};
+  int64_t ad[2] = {2, 0}, bd[2] = {0, 2}, cd[2] = {2, 2};
+  av_view A = tk_view(a, AV_DT_F32, 2, ad), B = tk_view(b, AV_DT_F32, 2, bd), C = tk_view(c, AV_DT_F32, 2, cd);
+  av_dot_params p = {.ncontract = 1, .lhs_contract = {1}, .rhs_contract = {0}};
+  av_diag d;
+  av_diag_init(&d);
+  assert_int_equal(av_kernel_dot_general(&p, &A, &B, &C, &d), AV_OK);
+  for (int i = 0; i < 4; i++) assert_true(c[i] == 0);
+}
+
+static void test_bad_dimension_numbers(void **state) {
+  (void)state;
+  float a[6], b[6], c[4];
+  int64_t ad[2] = {2, 3}, bd[2] = {2, 3}, cd[2] = {2, 2};
+  av_view A = tk_view(a, AV_DT_F32, 2, ad), B = tk_view(b, AV_DT_F32, 2, bd), C = tk_view(c, AV_DT_F32, 2, cd);
+  av_dot_params p = {.ncontract = 1, .lhs_contract = {1}, .rhs_contract = {0}}; /* 3 vs 2 */
+  av_diag d;
+  av_diag_init(&d);
+  assert_int_equal(av_kernel_dot_general(&p, &A, &B, &C, &d), AV_INVALID_ARGUMENT);
+  p.rhs_contract[0] = 7;
+  av_diag_init(&d);
+  assert_int_equal(av_kernel_dot_general(&p, &A, &B, &C, &d), AV_INVALID_ARGUMENT);
+}
+
+/* Rough speed of a 1024^3 f32 matmul (printed; the check only asserts known entries). */
+static void test_matmul_1024_speed(void **state) {
+  (void)state;
+  enum { N = 1024 };
+  float *a = malloc(sizeof(float) * N * N), *b = malloc(sizeof(float) * N * N), *c = malloc(sizeof(float) * N * N);
+  assert_non_null(a);
+  assert_non_null(b);
+  assert_non_null(c);
+  for (int i = 0; i < N * N; i++) {
+    a[i] = (float)(i % 3);
+    b[i] = 1.0f;
+  }
+  int64_t dd[2] = {N, N};
+  av_view A = tk_view(a, AV_DT_F32, 2, dd), B = tk_view(b, AV_DT_F32, 2, dd), C = tk_view(c, AV_DT_F32, 2, dd);
+  av_dot_params p = {.ncontract = 1, .lhs_contract = {1}, .rhs_contract = {0}};
+  av_diag d;
+  av_diag_init(&d);
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  assert_int_equal(av_kernel_dot_general(&p, &A, &B, &C, &d), AV_OK);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  double s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+  print_message("f32 matmul 1024^3: %.3f s, %.1f GFLOP/s\n", s, 2.0 * N * N * N / s / 1e9);
+  /* row 0 of a: 0,1,2,0,1,2,... (1024 entries: 341 full cycles then a 0) sums to 1023;
+   * row 1 starts at i = 1024 (1024 % 3 = 1): 1,2,0,... 341 cycles then 1 -> 1024 */
+  assert_true(c[0] == 1023.0f && c[N] == 1024.0f);
+  free(a);
+  free(b);
+  free(c);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_plain_matmul_f32),     cmocka_unit_test(test_batched_all_types),
+      cmocka_unit_test(test_two_contracting_f64),  cmocka_unit_test(test_transposed_lhs_f32),
+      cmocka_unit_test(test_int_wrap_and_widening), cmocka_unit_test(test_pred_is_or_of_and),
+      cmocka_unit_test(test_complex_f32),          cmocka_unit_test(test_empty_contraction_gives_zeros),
+      cmocka_unit_test(test_bad_dimension_numbers), cmocka_unit_test(test_matmul_1024_speed),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,216 @@
+/* PJRT_Client: create options, devices, memories, lookups and the default assignment. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pjrt/pjrt_internal.h"
+
+enum { AV_MAX_DEVICES = 1024 };
+
+static bool name_is(const PJRT_NamedValue *v, const char *s) {
+  size_t n = strlen(s);
+  return v->name && v->name_size == n && memcmp(v->name, s, n) == 0;
+}
+
+/* The default device count: 1, or ANVIL_DEVICE_COUNT when it is set. */
+static PJRT_Error *default_device_count(int64_t *out) {
+  *out = 1;
+  const char *env = getenv("ANVIL_DEVICE_COUNT");
+  if (!env || !*env) return NULL;
+  char *end = NULL;
+  errno = 0;
+  long long v = strtoll(env, &end, 10);
+  if (errno || *end || v < 1 || v > AV_MAX_DEVICES)
+    return av_error_new(AV_INVALID_ARGUMENT,
+                        "PJRT_Client_Create: ANVIL_DEVICE_COUNT='%s' is not a device count in "
+                        "[1, %d]",
+                        env, AV_MAX_DEVICES);
+  *out = v;
+  return NULL;
+}
+
+static PJRT_Error *parse_options(const PJRT_Client_Create_Args *args, int64_t *device_count) {
+  PJRT_Error *err = default_device_count(device_count);
+  if (err) return err;
+  AV_REQUIRE(args->create_options || args->num_options == 0, AV_INVALID_ARGUMENT,
+             "PJRT_Client_Create: create_options is NULL but num_options is %zu",
+             args->num_options);
+  for (size_t i = 0; i < args->num_options; i++) {
+    const PJRT_NamedValue *v = &args->create_options[i];
+    AV_REQUIRE(v->name || v->name_size == 0, AV_INVALID_ARGUMENT,
+               "PJRT_Client_Create: create option %zu has a NULL name", i);
+    int nlen = v->name_size > 200 ? 200 : (int)v->name_size;
+    if (name_is(v, "device_count") || name_is(v, "cpu_device_count")) {
+      AV_REQUIRE(v->type == PJRT_NamedValue_kInt64, AV_INVALID_ARGUMENT,
+                 "PJRT_Client_Create: create option '%.*s' must be an int64 (got NamedValue "
+                 "type %d)",
+                 nlen, v->name, (int)v->type);
+      AV_REQUIRE(v->int64_value >= 1 && v->int64_value <= AV_MAX_DEVICES, AV_INVALID_ARGUMENT,
+                 "PJRT_Client_Create: create option '%.*s' = %lld is out of range [1, %d]",
+                 nlen, v->name, (long long)v->int64_value, AV_MAX_DEVICES);
+      *device_count = v->int64_value;
+    } else {
+      return av_error_new(AV_INVALID_ARGUMENT,
+                          "PJRT_Client_Create: unknown create option '%.*s' (anvil accepts "
+                          "'device_count' and 'cpu_device_count')",
+                          nlen, v->name ? v->name : "");
+    }
+  }
+  return NULL;
+}
+
+static void client_free(PJRT_Client *c) {
+  if (!c) return;
+  av_devices_free(c); /* stops the workers first */
+  av_memories_free(c);
+  free(c->topology.desc_ptrs);
+  free(c->device_ptrs);
+  free(c->devices);
+  free(c);
+}
+
+PJRT_Error *av_PJRT_Client_Create(PJRT_Client_Create_Args *args) {
+  AV_ARGS(args, PJRT_Client_Create_Args);
+  args->client = NULL;
+  int64_t n = 1;
+  PJRT_Error *err = parse_options(args, &n);
+  if (err) return err;
+  PJRT_Client *c = calloc(1, sizeof *c);
+  if (!c) return av_error_new(AV_RESOURCE_EXHAUSTED, "anvil: out of memory (client)");
+  snprintf(c->platform_version, sizeof c->platform_version, "anvil %s (PJRT C API %d.%d)",
+           ANVIL_VERSION_STRING, PJRT_API_MAJOR, PJRT_API_MINOR);
+  err = av_devices_init(c, (size_t)n);
+  if (!err) err = av_memories_init(c);
+  if (!err) {
+    c->topology.owned_by_client = true;
+    c->topology.num_devices = c->num_devices;
+    c->topology.desc_ptrs = calloc(c->num_devices, sizeof *c->topology.desc_ptrs);
+    if (!c->topology.desc_ptrs)
+      err = av_error_new(AV_RESOURCE_EXHAUSTED, "anvil: out of memory (topology)");
+    else
+      for (size_t i = 0; i < c->num_devices; i++) c->topology.desc_ptrs[i] = &c->devices[i].desc;
+  }
+  for (size_t i = 0; !err && i < c->num_devices; i++) err = av_worker_start(&c->devices[i]);
+  if (err) {
+    client_free(c);
+    return err;
+  }
+  args->client = c;
+  return NULL;
+}
+
+PJRT_Error *av_PJRT_Client_Destroy(PJRT_Client_Destroy_Args *args) {
+  AV_ARGS(args, PJRT_Client_Destroy_Args);
+  client_free(args->client);
+  return NULL;
+}
+
+#define AV_CLIENT(args, fn)                                                      \
+  AV_REQUIRE((args)->client, AV_INVALID_ARGUMENT, fn ": client is NULL")
+
+PJRT_Error *av_PJRT_Client_PlatformName(PJRT_Client_PlatformName_Args *args) {
+  AV_ARGS(args, PJRT_Client_PlatformName_Args);
+  AV_CLIENT(args, "PJRT_Client_PlatformName");
+  av_set_str(&args->platform_name, &args->platform_name_size, ANVIL_PLATFORM_NAME,
+             sizeof ANVIL_PLATFORM_NAME - 1);
+  return NULL;
+}
+
+PJRT_Error *av_PJRT_Client_ProcessIndex(PJRT_Client_ProcessIndex_Args *args) {
+  AV_ARGS(args, PJRT_Client_ProcessIndex_Args);
+  AV_CLIENT(args, "PJRT_Client_ProcessIndex");
+  args->process_index = 0;
+  return NULL;
+}
+
+PJRT_Error *av_PJRT_Client_PlatformVersion(PJRT_Client_PlatformVersion_Args *args) {
+  AV_ARGS(args, PJRT_Client_PlatformVersion_Args);
+  AV_CLIENT(args, "PJRT_Client_PlatformVersion");
+  av_set_str(&args->platform_version, &args->platform_version_size, args->client->platform_version,
+             strlen(args->client->platform_version));
+  return NULL;
+}
+
+PJRT_Error *av_PJRT_Client_Devices(PJRT_Client_Devices_Args *args) {
+  AV_ARGS(args, PJRT_Client_Devices_Args);
+  AV_CLIENT(args, "PJRT_Client_Devices");
+  args->devices = args->client->device_ptrs;
+  args->num_devices = args->client->num_devices;
+  return NULL;
+}
+
+PJRT_Error *av_PJRT_Client_AddressableDevices(PJRT_Client_AddressableDevices_Args *args) {
+  AV_ARGS(args, PJRT_Client_AddressableDevices_Args);
+  AV_CLIENT(args, "PJRT_Client_AddressableDevices");
+  args->addressable_devices = args->client->device_ptrs;
+  args->num_addressable_devices = args->client->num_devices;
+  return NULL;
+}
+
+PJRT_Error *av_PJRT_Client_LookupDevice(PJRT_Client_LookupDevice_Args *args) {
+  AV_ARGS(args, PJRT_Client_LookupDevice_Args);
+  AV_CLIENT(args, "PJRT_Client_LookupDevice");
+  args->device = NULL;
+  AV_REQUIRE(args->id >= 0 && (size_t)args->id < args->client->num_devices, AV_INVALID_ARGUMENT,
+             "No matching device found for device_id %d", args->id);
+  args->device = &args->client->devices[args->id];
+  return NULL;
+}
+
+PJRT_Error *av_PJRT_Client_LookupAddressableDevice(PJRT_Client_LookupAddressableDevice_Args *args) {
+  AV_ARGS(args, PJRT_Client_LookupAddressableDevice_Args);
+  AV_CLIENT(args, "PJRT_Client_LookupAddressableDevice");
+  args->addressable_device = NULL;
+  AV_REQUIRE(args->local_hardware_id >= 0 &&
+                 (size_t)args->local_hardware_id < args->client->num_devices,
+             AV_INVALID_ARGUMENT, "No matching addressable device found for local_hardware_id %d",
+             args->local_hardware_id);
+  args->addressable_device = &args->client->devices[args->local_hardware_id];
+  return NULL;
+}
+
+PJRT_Error *av_PJRT_Client_AddressableMemories(PJRT_Client_AddressableMemories_Args *args) {
+  AV_ARGS(args, PJRT_Client_AddressableMemories_Args);
+  AV_CLIENT(args, "PJRT_Client_AddressableMemories");
+  args->addressable_memories = args->client->memory_ptrs;
+  args->num_addressable_memories = args->client->num_memories;
+  return NULL;
+}
+
+PJRT_Error *av_PJRT_Client_DefaultDeviceAssignment(PJRT_Client_DefaultDeviceAssignment_Args *args) {
+  AV_ARGS(args, PJRT_Client_DefaultDeviceAssignment_Args);
+  AV_CLIENT(args, "PJRT_Client_DefaultDeviceAssignment");
+  const char *fn = "PJRT_Client_DefaultDeviceAssignment";
+  AV_REQUIRE(args->num_replicas > 0 && args->num_partitions > 0, AV_INVALID_ARGUMENT,
+             "%s: `num_replicas` and `num_partitions` must be positive, got %d and %d", fn,
+             args->num_replicas, args->num_partitions);
+  int64_t total = (int64_t)args->num_replicas * (int64_t)args->num_partitions;
+  AV_REQUIRE((int64_t)args->default_assignment_size >= total, AV_FAILED_PRECONDITION,
+             "%s: `default_assignment_size` %zu < `num_replicas * num_partitions`, %d * %d = %lld",
+             fn, args->default_assignment_size, args->num_replicas, args->num_partitions,
+             (long long)total);
+  AV_REQUIRE(args->default_assignment, AV_INVALID_ARGUMENT, "%s: default_assignment is NULL", fn);
+  /* Replica-major ids 0..n-1, like XLA's placer; compile checks the ids exist. */
+  for (int64_t i = 0; i < total; i++) args->default_assignment[i] = (int)i;
+  return NULL;
+}
+
+PJRT_Error *av_PJRT_Client_TopologyDescription(PJRT_Client_TopologyDescription_Args *args) {
+  AV_ARGS(args, PJRT_Client_TopologyDescription_Args);
+  AV_CLIENT(args, "PJRT_Client_TopologyDescription");
+  args->topology = &args->client->topology; /* owned by the client */
+  return NULL;
+}
+
+PJRT_Device *av_client_device(PJRT_Client *c, const PJRT_Device *d) {
+  for (size_t i = 0; i < c->num_devices; i++)
+    if (&c->devices[i] == d) return &c->devices[i];
+  return NULL;
+}
+
+av_memory *av_client_memory(PJRT_Client *c, const PJRT_Memory *m) {
+  for (size_t i = 0; i < c->num_memories; i++)
+    if (&c->memories[i].base == m) return &c->memories[i];
+  return NULL;
+}

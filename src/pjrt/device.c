@@ -1,0 +1,150 @@
+/* PJRT_Device and PJRT_DeviceDescription: N identical CPU devices, ids 0..N-1, process 0.
+ *
+ * Device kind is "anvil": the kind names the device model; claiming "cpu" could steer
+ * framework code that keys on the kind into paths for XLA's own CPU client. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pjrt/pjrt_internal.h"
+
+PJRT_Error *av_devices_init(PJRT_Client *c, size_t n) {
+  c->devices = calloc(n, sizeof *c->devices);
+  c->device_ptrs = calloc(n, sizeof *c->device_ptrs);
+  if (!c->devices || !c->device_ptrs)
+    return av_error_new(AV_RESOURCE_EXHAUSTED, "anvil: out of memory (%zu devices)", n);
+  c->num_devices = n;
+  for (size_t i = 0; i < n; i++) {
+    PJRT_Device *d = &c->devices[i];
+    d->client = c;
+    d->index = (int)i;
+    PJRT_DeviceDescription *desc = &d->desc;
+    desc->id = (int)i;
+    desc->process_index = 0;
+    snprintf(desc->kind, sizeof desc->kind, "anvil");
+    snprintf(desc->debug_string, sizeof desc->debug_string, "anvil:%d", (int)i);
+    snprintf(desc->to_string, sizeof desc->to_string, "AnvilDevice(id=%d)", (int)i);
+    desc->coords[0] = (int64_t)i;
+    /* Only string / int64 / int64-list attributes: the framework aborts on others. */
+    desc->attributes[0] = (PJRT_NamedValue){.struct_size = PJRT_NamedValue_STRUCT_SIZE,
+                                            .name = "coords",
+                                            .name_size = 6,
+                                            .type = PJRT_NamedValue_kInt64List,
+                                            .int64_array_value = desc->coords,
+                                            .value_size = 1};
+    desc->attributes[1] = (PJRT_NamedValue){.struct_size = PJRT_NamedValue_STRUCT_SIZE,
+                                            .name = "anvil_version",
+                                            .name_size = 13,
+                                            .type = PJRT_NamedValue_kString,
+                                            .string_value = ANVIL_VERSION_STRING,
+                                            .value_size = sizeof ANVIL_VERSION_STRING - 1};
+    c->device_ptrs[i] = d;
+  }
+  return NULL;
+}
+
+void av_devices_free(PJRT_Client *c) {
+  for (size_t i = 0; i < c->num_devices; i++) av_worker_stop(&c->devices[i]);
+}
+
+#define AV_DESC(args, fn)                                                                \
+  AV_REQUIRE((args)->device_description, AV_INVALID_ARGUMENT, fn ": device_description is NULL")
+#define AV_DEVICE(args, fn) AV_REQUIRE((args)->device, AV_INVALID_ARGUMENT, fn ": device is NULL")
+
+PJRT_Error *av_PJRT_DeviceDescription_Id(PJRT_DeviceDescription_Id_Args *args) {
+  AV_ARGS(args, PJRT_DeviceDescription_Id_Args);
+  AV_DESC(args, "PJRT_DeviceDescription_Id");
+  args->id = args->device_description->id;
+  return NULL;
+}
+
+PJRT_Error *av_PJRT_DeviceDescription_ProcessIndex(PJRT_DeviceDescription_ProcessIndex_Args *args) {
+  AV_ARGS(args, PJRT_DeviceDescription_ProcessIndex_Args);
+  AV_DESC(args, "PJRT_DeviceDescription_ProcessIndex");
+  args->process_index = args->device_description->process_index;
+  return NULL;
+}
+
+PJRT_Error *av_PJRT_DeviceDescription_Attributes(PJRT_DeviceDescription_Attributes_Args *args) {
+  AV_ARGS(args, PJRT_DeviceDescription_Attributes_Args);
+  AV_DESC(args, "PJRT_DeviceDescription_Attributes");
+  args->attributes = args->device_description->attributes;
+  args->num_attributes = sizeof args->device_description->attributes /
+                         sizeof args->device_description->attributes[0];
+  return NULL;
+}
+
+PJRT_Error *av_PJRT_DeviceDescription_Kind(PJRT_DeviceDescription_Kind_Args *args) {
+  AV_ARGS(args, PJRT_DeviceDescription_Kind_Args);
+  AV_DESC(args, "PJRT_DeviceDescription_Kind");
+  const char *k = args->device_description->kind;
+  av_set_str(&args->device_kind, &args->device_kind_size, k, strlen(k));
+  return NULL;
+}
+
+PJRT_Error *av_PJRT_DeviceDescription_DebugString(PJRT_DeviceDescription_DebugString_Args *args) {
+  AV_ARGS(args, PJRT_DeviceDescription_DebugString_Args);
+  AV_DESC(args, "PJRT_DeviceDescription_DebugString");
+  const char *s = args->device_description->debug_string;
+  av_set_str(&args->debug_string, &args->debug_string_size, s, strlen(s));
+  return NULL;
+}
+
+PJRT_Error *av_PJRT_DeviceDescription_ToString(PJRT_DeviceDescription_ToString_Args *args) {
+  AV_ARGS(args, PJRT_DeviceDescription_ToString_Args);
+  AV_DESC(args, "PJRT_DeviceDescription_ToString");
+  const char *s = args->device_description->to_string;
+  av_set_str(&args->to_string, &args->to_string_size, s, strlen(s));
+  return NULL;
+}
+
+PJRT_Error *av_PJRT_Device_GetDescription(PJRT_Device_GetDescription_Args *args) {
+  AV_ARGS(args, PJRT_Device_GetDescription_Args);
+  AV_DEVICE(args, "PJRT_Device_GetDescription");
+  args->device_description = &args->device->desc;
+  return NULL;
+}
+
+PJRT_Error *av_PJRT_Device_IsAddressable(PJRT_Device_IsAddressable_Args *args) {
+  AV_ARGS(args, PJRT_Device_IsAddressable_Args);
+  AV_DEVICE(args, "PJRT_Device_IsAddressable");
+  args->is_addressable = true;
+  return NULL;
+}
+
+PJRT_Error *av_PJRT_Device_LocalHardwareId(PJRT_Device_LocalHardwareId_Args *args) {
+  AV_ARGS(args, PJRT_Device_LocalHardwareId_Args);
+  AV_DEVICE(args, "PJRT_Device_LocalHardwareId");
+  args->local_hardware_id = args->device->index;
+  return NULL;
+}
+
+PJRT_Error *av_PJRT_Device_AddressableMemories(PJRT_Device_AddressableMemories_Args *args) {
+  AV_ARGS(args, PJRT_Device_AddressableMemories_Args);
+  AV_DEVICE(args, "PJRT_Device_AddressableMemories");
+  args->memories = args->device->memories;
+  args->num_memories = 2;
+  return NULL;
+}
+
+PJRT_Error *av_PJRT_Device_DefaultMemory(PJRT_Device_DefaultMemory_Args *args) {
+  AV_ARGS(args, PJRT_Device_DefaultMemory_Args);
+  AV_DEVICE(args, "PJRT_Device_DefaultMemory");
+  args->memory = args->device->memories[0];
+  return NULL;
+}
+
+/* No per-device attributes beyond the description's; the list is static and the deleter a
+ * no-op (the framework always calls it). */
+static void no_attributes_deleter(PJRT_Device_Attributes *a) { (void)a; }
+
+PJRT_Error *av_PJRT_Device_GetAttributes(PJRT_Device_GetAttributes_Args *args) {
+  AV_ARGS(args, PJRT_Device_GetAttributes_Args);
+  AV_DEVICE(args, "PJRT_Device_GetAttributes");
+  args->attributes = args->device->desc.attributes;
+  args->num_attributes =
+      sizeof args->device->desc.attributes / sizeof args->device->desc.attributes[0];
+  args->device_attributes = NULL;
+  args->attributes_deleter = no_attributes_deleter;
+  return NULL;
+}

@@ -1,0 +1,412 @@
+/* PJRT_Client_Compile and the PJRT_Executable / PJRT_LoadedExecutable queries. The compiled
+ * program lives in a reference-counted core shared by the loaded executable, every
+ * PJRT_Executable handed out by GetExecutable, and in-flight executions. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pjrt/pjrt_internal.h"
+
+static const char kind_device[] = "device";
+
+av_exec_core *av_exec_core_retain(av_exec_core *c) {
+  pthread_mutex_lock(&c->mu);
+  c->refs++;
+  pthread_mutex_unlock(&c->mu);
+  return c;
+}
+
+void av_exec_core_release(av_exec_core *c) {
+  if (!c) return;
+  pthread_mutex_lock(&c->mu);
+  int left = --c->refs;
+  pthread_mutex_unlock(&c->mu);
+  if (left > 0) return;
+  av_program_free(c->program);
+  av_compile_options_free(&c->options);
+  free(c->name);
+  free(c->output_types);
+  free(c->output_dims_flat);
+  free(c->output_ranks);
+  free(c->output_memory_kinds);
+  free(c->output_memory_kind_sizes);
+  pthread_mutex_destroy(&c->mu);
+  free(c);
+}
+
+static PJRT_Error *core_new(av_program *p, av_compile_options *opts, av_exec_core **out) {
+  av_exec_core *c = calloc(1, sizeof *c);
+  if (!c) return av_error_new(AV_RESOURCE_EXHAUSTED, "anvil: out of memory (executable)");
+  pthread_mutex_init(&c->mu, NULL);
+  c->refs = 1;
+  c->program = p;
+  c->options = *opts;
+  memset(opts, 0, sizeof *opts); /* moved */
+  const char *name = av_program_name(p);
+  c->name = strdup(name && *name ? name : "main");
+  int n = av_program_num_outputs(p);
+  c->num_outputs = n < 0 ? 0 : n;
+  size_t total_rank = 0;
+  for (int i = 0; i < c->num_outputs; i++) {
+    int r = av_program_output_rank(p, i);
+    total_rank += r > 0 ? (size_t)r : 0;
+  }
+  size_t nn = c->num_outputs ? (size_t)c->num_outputs : 1;
+  c->output_types = calloc(nn, sizeof *c->output_types);
+  c->output_ranks = calloc(nn, sizeof *c->output_ranks);
+  c->output_dims_flat = calloc(total_rank ? total_rank : 1, sizeof *c->output_dims_flat);
+  c->output_memory_kinds = calloc(nn, sizeof *c->output_memory_kinds);
+  c->output_memory_kind_sizes = calloc(nn, sizeof *c->output_memory_kind_sizes);
+  if (!c->name || !c->output_types || !c->output_ranks || !c->output_dims_flat ||
+      !c->output_memory_kinds || !c->output_memory_kind_sizes) {
+    c->program = NULL; /* the caller still owns p on failure */
+    av_exec_core_release(c);
+    return av_error_new(AV_RESOURCE_EXHAUSTED, "anvil: out of memory (executable)");
+  }
+  size_t k = 0;
+  for (int i = 0; i < c->num_outputs; i++) {
+    c->output_types[i] = av_dtype_to_pjrt(av_program_output_dtype(p, i));
+    int r = av_program_output_rank(p, i);
+    const int64_t *dims = av_program_output_dims(p, i);
+    c->output_ranks[i] = r > 0 ? (size_t)r : 0;
+    for (int j = 0; j < r; j++) c->output_dims_flat[k++] = dims ? dims[j] : 0;
+    c->output_memory_kinds[i] = kind_device;
+    c->output_memory_kind_sizes[i] = sizeof kind_device - 1;
+  }
+  snprintf(c->fingerprint, sizeof c->fingerprint, "%016" PRIx64, av_program_fingerprint(p));
+  *out = c;
+  return NULL;
+}
+
+/* The devices of the assignment, in replica-major order. */
+static PJRT_Error *assign_devices(PJRT_Client *client, const av_compile_options *o,
+                                  PJRT_LoadedExecutable *le) {
+  const char *fn = "PJRT_Client_Compile";
+  AV_REQUIRE(o->num_replicas >= 1 && o->num_partitions >= 1, AV_INVALID_ARGUMENT,
+             "%s: num_replicas (%d) and num_partitions (%d) must be positive", fn,
+             o->num_replicas, o->num_partitions);
+  int64_t n = (int64_t)o->num_replicas * o->num_partitions;
+  AV_REQUIRE(n <= (int64_t)client->num_devices, AV_INVALID_ARGUMENT,
+             "%s: %d replicas x %d partitions need %lld devices, the client has %zu (create "
+             "option device_count / ANVIL_DEVICE_COUNT)",
+             fn, o->num_replicas, o->num_partitions, (long long)n, client->num_devices);
+  le->devices = calloc((size_t)n, sizeof *le->devices);
+  le->logical_ids = calloc((size_t)n, sizeof *le->logical_ids);
+  AV_REQUIRE(le->devices && le->logical_ids, AV_RESOURCE_EXHAUSTED, "anvil: out of memory (executable devices)");
+  le->num_devices = (size_t)n;
+  for (int64_t i = 0; i < n; i++) {
+    int64_t id = o->device_assignment ? o->device_assignment[i] : i;
+    AV_REQUIRE(id >= 0 && id < (int64_t)client->num_devices, AV_INVALID_ARGUMENT,
+               "%s: device_assignment entry %lld names device %lld, the client has devices "
+               "0..%zu",
+               fn, (long long)i, (long long)id, client->num_devices - 1);
+    for (int64_t j = 0; j < i; j++)
+      AV_REQUIRE(le->devices[j] != &client->devices[id], AV_INVALID_ARGUMENT,
+                 "%s: device %lld appears twice in the device assignment", fn, (long long)id);
+    le->devices[i] = &client->devices[id];
+    le->logical_ids[i].replica = (int)(i / o->num_partitions);
+    le->logical_ids[i].partition = (int)(i % o->num_partitions);
+  }
+  return NULL;
+}
+
+static void loaded_free(PJRT_LoadedExecutable *le) {
+  if (!le) return;
+  av_exec_core_release(le->core);
+  free(le->devices);
+  free(le->logical_ids);
+  pthread_mutex_destroy(&le->mu);
+  free(le);
+}
+
+PJRT_Error *av_PJRT_Client_Compile(PJRT_Client_Compile_Args *args) {
+  AV_ARGS(args, PJRT_Client_Compile_Args);
+  const char *fn = "PJRT_Client_Compile";
+  args->executable = NULL;
+  AV_REQUIRE(args->client, AV_INVALID_ARGUMENT, "%s: client is NULL", fn);
+  AV_REQUIRE(args->program, AV_INVALID_ARGUMENT, "%s: program is NULL", fn);
+  const PJRT_Program *prog = args->program;
+  AV_ARGS_MIN(prog, PJRT_Program, (size_t)PJRT_Program_STRUCT_SIZE);
+  AV_REQUIRE(prog->format || prog->format_size == 0, AV_INVALID_ARGUMENT,
+             "%s: program format is NULL", fn);
+  AV_REQUIRE(prog->code || prog->code_size == 0, AV_INVALID_ARGUMENT, "%s: program code is NULL",
+             fn);
+  AV_REQUIRE(args->compile_options || args->compile_options_size == 0, AV_INVALID_ARGUMENT,
+             "%s: compile_options is NULL", fn);
+  bool mlir = prog->format_size == 4 && memcmp(prog->format, "mlir", 4) == 0;
+  bool hlo = prog->format_size == 3 && memcmp(prog->format, "hlo", 3) == 0;
+  AV_REQUIRE(mlir || hlo, AV_INVALID_ARGUMENT, "Unknown program format '%.*s'.",
+             (int)(prog->format_size > 64 ? 64 : prog->format_size), prog->format ? prog->format : "");
+
+  av_diag d;
+  av_diag_init(&d);
+  av_compile_options opts;
+  memset(&opts, 0, sizeof opts);
+  if (av_compile_options_parse(args->compile_options, args->compile_options_size, &opts, &d) !=
+      AV_OK) {
+    av_compile_options_free(&opts);
+    return av_error_new(AV_INVALID_ARGUMENT, "%s: failed to deserialize CompileOptionsProto: %s",
+                        fn, d.msg);
+  }
+  PJRT_LoadedExecutable *le = calloc(1, sizeof *le);
+  if (!le) {
+    av_compile_options_free(&opts);
+    return av_error_new(AV_RESOURCE_EXHAUSTED, "anvil: out of memory (executable)");
+  }
+  pthread_mutex_init(&le->mu, NULL);
+  le->client = args->client;
+  PJRT_Error *err = assign_devices(args->client, &opts, le);
+  if (err) {
+    av_compile_options_free(&opts);
+    loaded_free(le);
+    return err;
+  }
+  av_program *p = av_program_compile(prog->format, prog->format_size, prog->code, prog->code_size,
+                                     &opts, &d);
+  if (!p) {
+    av_compile_options_free(&opts);
+    loaded_free(le);
+    if (d.code == AV_OK) av_diag_set(&d, AV_INTERNAL, "%s: compilation failed without a message", fn);
+    return av_error_from_diag(&d);
+  }
+  err = core_new(p, &opts, &le->core);
+  if (err) {
+    av_program_free(p);
+    av_compile_options_free(&opts);
+    loaded_free(le);
+    return err;
+  }
+  args->executable = le;
+  return NULL;
+}
+
+/* ------------------------------------------------------ PJRT_Executable_* */
+
+#define AV_EXE(args, fn)                                                                    \
+  AV_REQUIRE((args)->executable && (args)->executable->core, AV_INVALID_ARGUMENT,         \
+             fn ": executable is NULL")
+
+PJRT_Error *av_PJRT_Executable_Destroy(PJRT_Executable_Destroy_Args *args) {
+  AV_ARGS(args, PJRT_Executable_Destroy_Args);
+  if (args->executable) {
+    av_exec_core_release(args->executable->core);
+    free(args->executable);
+  }
+  return NULL;
+}
+
+PJRT_Error *av_PJRT_Executable_Name(PJRT_Executable_Name_Args *args) {
+  AV_ARGS(args, PJRT_Executable_Name_Args);
+  AV_EXE(args, "PJRT_Executable_Name");
+  const char *n = args->executable->core->name;
+  av_set_str(&args->executable_name, &args->executable_name_size, n, strlen(n));
+  return NULL;
+}
+
+PJRT_Error *av_PJRT_Executable_NumReplicas(PJRT_Executable_NumReplicas_Args *args) {
+  AV_ARGS(args, PJRT_Executable_NumReplicas_Args);
+  AV_EXE(args, "PJRT_Executable_NumReplicas");
+  args->num_replicas = (size_t)args->executable->core->options.num_replicas;
+  return NULL;
+}
+
+PJRT_Error *av_PJRT_Executable_NumPartitions(PJRT_Executable_NumPartitions_Args *args) {
+  AV_ARGS(args, PJRT_Executable_NumPartitions_Args);
+  AV_EXE(args, "PJRT_Executable_NumPartitions");
+  args->num_partitions = (size_t)args->executable->core->options.num_partitions;
+  return NULL;
+}
+
+PJRT_Error *av_PJRT_Executable_NumOutputs(PJRT_Executable_NumOutputs_Args *args) {
+  AV_ARGS(args, PJRT_Executable_NumOutputs_Args);
+  AV_EXE(args, "PJRT_Executable_NumOutputs");
+  args->num_outputs = (size_t)args->executable->core->num_outputs;
+  return NULL;
+}
+
+PJRT_Error *av_PJRT_Executable_OutputElementTypes(PJRT_Executable_OutputElementTypes_Args *args) {
+  AV_ARGS(args, PJRT_Executable_OutputElementTypes_Args);
+  AV_EXE(args, "PJRT_Executable_OutputElementTypes");
+  args->output_types = args->executable->core->output_types;
+  args->num_output_types = (size_t)args->executable->core->num_outputs;
+  return NULL;
+}
+
+PJRT_Error *av_PJRT_Executable_OutputDimensions(PJRT_Executable_OutputDimensions_Args *args) {
+  AV_ARGS(args, PJRT_Executable_OutputDimensions_Args);
+  AV_EXE(args, "PJRT_Executable_OutputDimensions");
+  av_exec_core *c = args->executable->core;
+  args->num_outputs = (size_t)c->num_outputs;
+  args->dims = c->output_dims_flat;
+  args->dim_sizes = c->output_ranks;
+  return NULL;
+}
+
+PJRT_Error *av_PJRT_Executable_OutputMemoryKinds(PJRT_Executable_OutputMemoryKinds_Args *args) {
+  AV_ARGS(args, PJRT_Executable_OutputMemoryKinds_Args);
+  AV_EXE(args, "PJRT_Executable_OutputMemoryKinds");
+  av_exec_core *c = args->executable->core;
+  args->num_outputs = (size_t)c->num_outputs;
+  args->memory_kinds = c->output_memory_kinds;
+  args->memory_kind_sizes = c->output_memory_kind_sizes;
+  return NULL;
+}
+
+/* Two-call protocol: code == NULL asks for code_size; then the caller passes a buffer. */
+PJRT_Error *av_PJRT_Executable_OptimizedProgram(PJRT_Executable_OptimizedProgram_Args *args) {
+  AV_ARGS(args, PJRT_Executable_OptimizedProgram_Args);
+  const char *fn = "PJRT_Executable_OptimizedProgram";
+  AV_EXE(args, "PJRT_Executable_OptimizedProgram");
+  AV_REQUIRE(args->program, AV_INVALID_ARGUMENT, "%s: program is NULL", fn);
+  PJRT_Program *prog = args->program;
+  AV_ARGS_MIN(prog, PJRT_Program, (size_t)PJRT_Program_STRUCT_SIZE);
+  char *text = av_program_text(args->executable->core->program);
+  AV_REQUIRE(text, AV_UNIMPLEMENTED, "%s: the program text is not available", fn);
+  size_t len = strlen(text);
+  prog->format = "mlir";
+  prog->format_size = 4;
+  if (!prog->code) {
+    prog->code_size = len;
+    free(text);
+    return NULL;
+  }
+  if (prog->code_size < len) {
+    size_t have = prog->code_size;
+    free(text);
+    return av_error_new(AV_INVALID_ARGUMENT, "%s: code_size %zu is smaller than the program (%zu bytes)",
+                        fn, have, len);
+  }
+  memcpy(prog->code, text, len);
+  prog->code_size = len;
+  free(text);
+  return NULL;
+}
+
+PJRT_Error *av_PJRT_Executable_Fingerprint(PJRT_Executable_Fingerprint_Args *args) {
+  AV_ARGS(args, PJRT_Executable_Fingerprint_Args);
+  AV_EXE(args, "PJRT_Executable_Fingerprint");
+  const char *f = args->executable->core->fingerprint;
+  av_set_str(&args->executable_fingerprint, &args->executable_fingerprint_size, f, strlen(f));
+  return NULL;
+}
+
+/* ------------------------------------------------- PJRT_LoadedExecutable_* */
+
+#define AV_LEXE(args, field, fn)                                                             \
+  AV_REQUIRE((args)->field, AV_INVALID_ARGUMENT, fn ": executable is NULL")
+
+PJRT_Error *av_PJRT_LoadedExecutable_Destroy(PJRT_LoadedExecutable_Destroy_Args *args) {
+  AV_ARGS(args, PJRT_LoadedExecutable_Destroy_Args);
+  loaded_free(args->executable);
+  return NULL;
+}
+
+PJRT_Error *av_PJRT_LoadedExecutable_GetExecutable(PJRT_LoadedExecutable_GetExecutable_Args *args) {
+  AV_ARGS(args, PJRT_LoadedExecutable_GetExecutable_Args);
+  AV_LEXE(args, loaded_executable, "PJRT_LoadedExecutable_GetExecutable");
+  PJRT_Executable *e = calloc(1, sizeof *e);
+  AV_REQUIRE(e, AV_RESOURCE_EXHAUSTED, "anvil: out of memory (executable)");
+  e->core = av_exec_core_retain(args->loaded_executable->core);
+  args->executable = e;
+  return NULL;
+}
+
+PJRT_Error *av_PJRT_LoadedExecutable_AddressableDevices(
+    PJRT_LoadedExecutable_AddressableDevices_Args *args) {
+  AV_ARGS(args, PJRT_LoadedExecutable_AddressableDevices_Args);
+  AV_LEXE(args, executable, "PJRT_LoadedExecutable_AddressableDevices");
+  args->addressable_devices = args->executable->devices;
+  args->num_addressable_devices = args->executable->num_devices;
+  return NULL;
+}
+
+PJRT_Error *av_PJRT_LoadedExecutable_AddressableDeviceLogicalIds(
+    PJRT_LoadedExecutable_AddressableDeviceLogicalIds_Args *args) {
+  AV_ARGS(args, PJRT_LoadedExecutable_AddressableDeviceLogicalIds_Args);
+  AV_LEXE(args, executable, "PJRT_LoadedExecutable_AddressableDeviceLogicalIds");
+  args->addressable_device_logical_ids = args->executable->logical_ids;
+  args->num_addressable_device_logical_ids = args->executable->num_devices;
+  return NULL;
+}
+
+static void free_serialized(PJRT_DeviceAssignmentSerialized *s) { free(s); }
+
+static size_t put_varint(uint8_t *p, uint64_t v) {
+  size_t n = 0;
+  do {
+    uint8_t b = v & 0x7f;
+    v >>= 7;
+    p[n++] = b | (v ? 0x80 : 0);
+  } while (v);
+  return n;
+}
+
+/* xla.DeviceAssignmentProto: replica_count = 1, computation_count = 2,
+ * computation_devices = 3 (one per partition) { repeated int64 replica_device_ids = 1 }. */
+PJRT_Error *av_PJRT_LoadedExecutable_GetDeviceAssignment(
+    PJRT_LoadedExecutable_GetDeviceAssignment_Args *args) {
+  AV_ARGS(args, PJRT_LoadedExecutable_GetDeviceAssignment_Args);
+  AV_LEXE(args, executable, "PJRT_LoadedExecutable_GetDeviceAssignment");
+  PJRT_LoadedExecutable *le = args->executable;
+  int reps = le->core->options.num_replicas, parts = le->core->options.num_partitions;
+  /* Generous bound: every varint <= 10 bytes. */
+  size_t cap = 32 + (size_t)parts * (24 + (size_t)reps * 10);
+  uint8_t *buf = malloc(cap);
+  AV_REQUIRE(buf, AV_RESOURCE_EXHAUSTED, "anvil: out of memory (device assignment)");
+  size_t n = 0;
+  buf[n++] = 0x08;
+  n += put_varint(buf + n, (uint64_t)reps);
+  buf[n++] = 0x10;
+  n += put_varint(buf + n, (uint64_t)parts);
+  for (int p = 0; p < parts; p++) {
+    uint8_t inner[16 + 10 * 64];
+    uint8_t *ids = reps <= 64 ? inner : malloc(16 + 10 * (size_t)reps);
+    if (!ids) {
+      free(buf);
+      return av_error_new(AV_RESOURCE_EXHAUSTED, "anvil: out of memory (device assignment)");
+    }
+    size_t m = 0;
+    for (int r = 0; r < reps; r++) {
+      size_t k = (size_t)r * (size_t)parts + (size_t)p;
+      ids[m++] = 0x08; /* unpacked: every parser accepts it */
+      m += put_varint(ids + m, (uint64_t)le->devices[k]->index);
+    }
+    buf[n++] = 0x1a;
+    n += put_varint(buf + n, m);
+    memcpy(buf + n, ids, m);
+    n += m;
+    if (ids != inner) free(ids);
+  }
+  args->serialized_bytes = (const char *)buf;
+  args->serialized_bytes_size = n;
+  args->serialized_device_assignment = (PJRT_DeviceAssignmentSerialized *)buf;
+  args->serialized_device_assignment_deleter = free_serialized;
+  return NULL;
+}
+
+PJRT_Error *av_PJRT_LoadedExecutable_Delete(PJRT_LoadedExecutable_Delete_Args *args) {
+  AV_ARGS(args, PJRT_LoadedExecutable_Delete_Args);
+  AV_LEXE(args, executable, "PJRT_LoadedExecutable_Delete");
+  pthread_mutex_lock(&args->executable->mu);
+  args->executable->deleted = true;
+  pthread_mutex_unlock(&args->executable->mu);
+  return NULL;
+}
+
+PJRT_Error *av_PJRT_LoadedExecutable_IsDeleted(PJRT_LoadedExecutable_IsDeleted_Args *args) {
+  AV_ARGS(args, PJRT_LoadedExecutable_IsDeleted_Args);
+  AV_LEXE(args, executable, "PJRT_LoadedExecutable_IsDeleted");
+  pthread_mutex_lock(&args->executable->mu);
+  args->is_deleted = args->executable->deleted;
+  pthread_mutex_unlock(&args->executable->mu);
+  return NULL;
+}
+
+PJRT_Error *av_PJRT_LoadedExecutable_Fingerprint(PJRT_LoadedExecutable_Fingerprint_Args *args) {
+  AV_ARGS(args, PJRT_LoadedExecutable_Fingerprint_Args);
+  AV_LEXE(args, executable, "PJRT_LoadedExecutable_Fingerprint");
+  const char *f = args->executable->core->fingerprint;
+  av_set_str(&args->executable_fingerprint, &args->executable_fingerprint_size, f, strlen(f));
+  return NULL;
+}

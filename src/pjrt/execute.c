@@ -1,0 +1,261 @@
+/* PJRT_LoadedExecutable_Execute and the per-device workers that run executions.
+ *
+ * Execute validates everything, creates the output buffers (pending, with the program's
+ * static output shapes) and one completion event per device, queues one job per device and
+ * returns. Each device's worker runs its jobs in order: it waits for the inputs' ready
+ * events, runs the program, then fulfils the outputs and the completion event (with the
+ * error, if any, so failures reach whoever waits on an output). Devices run concurrently,
+ * which multi-device programs with collectives need. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "pjrt/buffer_copy.h"
+#include "pjrt/pjrt_internal.h"
+
+struct av_job {
+  av_job *next;
+  av_exec_core *core; /* retained */
+  int device_index;   /* position in the device assignment */
+  size_t num_inputs;
+  PJRT_Buffer **inputs; /* retained */
+  size_t num_outputs;
+  PJRT_Buffer **outputs; /* retained */
+  PJRT_Event *complete;  /* retained */
+};
+
+static void job_free(av_job *j) {
+  for (size_t i = 0; i < j->num_inputs; i++) av_buffer_release(j->inputs[i]);
+  for (size_t i = 0; i < j->num_outputs; i++) av_buffer_release(j->outputs[i]);
+  free(j->inputs);
+  free(j->outputs);
+  av_event_release(j->complete);
+  av_exec_core_release(j->core);
+  free(j);
+}
+
+static void job_fail(av_job *j, PJRT_Error *err) {
+  for (size_t i = 0; i < j->num_outputs; i++) av_buffer_fulfill(j->outputs[i], NULL, av_error_copy(err));
+  av_event_set(j->complete, err);
+}
+
+static void job_run(av_job *j) {
+  size_t ni = j->num_inputs, no = j->num_outputs;
+  av_tensor *in = calloc(ni ? ni : 1, sizeof *in);
+  av_tensor *out = calloc(no ? no : 1, sizeof *out);
+  PJRT_Error *err = NULL;
+  if (!in || !out) err = av_error_new(AV_RESOURCE_EXHAUSTED, "anvil: out of memory (execute)");
+  for (size_t i = 0; !err && i < ni; i++) {
+    PJRT_Buffer *b = j->inputs[i];
+    err = av_buffer_acquire_storage(b, &in[i].storage);
+    if (err) {
+      PJRT_Error *wrapped = av_error_new(av_error_code(err), "argument %zu: %s", i, av_error_message(err));
+      av_error_free(err);
+      err = wrapped;
+      break;
+    }
+    in[i].dtype = b->dtype;
+    in[i].rank = b->rank;
+    memcpy(in[i].dims, b->dims, sizeof in[i].dims);
+  }
+  if (!err) {
+    av_diag d;
+    av_diag_init(&d);
+    if (av_program_execute(j->core->program, j->device_index, in, out, &d) != AV_OK) {
+      if (d.code == AV_OK) av_diag_set(&d, AV_INTERNAL, "execution failed without a message");
+      err = av_error_from_diag(&d);
+    }
+  }
+  /* Check every output against the promised shape before publishing any. */
+  for (size_t i = 0; !err && i < no; i++) {
+    PJRT_Buffer *b = j->outputs[i];
+    size_t nbytes = 0;
+    bool same = out[i].storage && out[i].dtype == b->dtype && out[i].rank == b->rank &&
+                av_shape_bytes(out[i].dtype, out[i].rank, out[i].dims, &nbytes) &&
+                out[i].storage->size >= b->nbytes;
+    for (int k = 0; same && k < b->rank; k++) same = out[i].dims[k] == b->dims[k];
+    if (!same)
+      err = av_error_new(AV_INTERNAL,
+                         "anvil: output %zu of '%s' does not have the compiled type/shape", i,
+                         j->core->name);
+  }
+  if (err) {
+    job_fail(j, err);
+    for (size_t i = 0; out && i < no; i++) av_storage_release(out[i].storage);
+  } else {
+    for (size_t i = 0; i < no; i++) av_buffer_fulfill(j->outputs[i], out[i].storage, NULL);
+    av_event_set(j->complete, NULL);
+  }
+  for (size_t i = 0; in && i < ni; i++) av_storage_release(in[i].storage);
+  free(in);
+  free(out);
+}
+
+static void *worker_main(void *arg) {
+  av_worker *w = arg;
+  for (;;) {
+    pthread_mutex_lock(&w->mu);
+    while (!w->head && !w->stop) pthread_cond_wait(&w->cv, &w->mu);
+    av_job *j = w->head;
+    if (j) {
+      w->head = j->next;
+      if (!w->head) w->tail = NULL;
+    }
+    pthread_mutex_unlock(&w->mu);
+    if (!j) break; /* stop requested and the queue is drained */
+    job_run(j);
+    job_free(j);
+  }
+  return NULL;
+}
+
+PJRT_Error *av_worker_start(PJRT_Device *d) {
+  av_worker *w = &d->worker;
+  pthread_mutex_init(&w->mu, NULL);
+  pthread_cond_init(&w->cv, NULL);
+  if (pthread_create(&w->thread, NULL, worker_main, w) != 0) {
+    pthread_cond_destroy(&w->cv);
+    pthread_mutex_destroy(&w->mu);
+    return av_error_new(AV_RESOURCE_EXHAUSTED, "anvil: cannot start the worker of device %d",
+                        d->index);
+  }
+  w->started = true;
+  return NULL;
+}
+
+/* Finishes the queued jobs, then joins the thread. */
+void av_worker_stop(PJRT_Device *d) {
+  av_worker *w = &d->worker;
+  if (!w->started) return;
+  pthread_mutex_lock(&w->mu);
+  w->stop = true;
+  pthread_cond_signal(&w->cv);
+  pthread_mutex_unlock(&w->mu);
+  pthread_join(w->thread, NULL);
+  pthread_cond_destroy(&w->cv);
+  pthread_mutex_destroy(&w->mu);
+  w->started = false;
+}
+
+static void worker_push(av_worker *w, av_job *j) {
+  pthread_mutex_lock(&w->mu);
+  j->next = NULL;
+  if (w->tail)
+    w->tail->next = j;
+  else
+    w->head = j;
+  w->tail = j;
+  pthread_cond_signal(&w->cv);
+  pthread_mutex_unlock(&w->mu);
+}
+
+/* ------------------------------------------------------------ entry point */
+
+PJRT_Error *av_PJRT_LoadedExecutable_Execute(PJRT_LoadedExecutable_Execute_Args *args) {
+  AV_ARGS(args, PJRT_LoadedExecutable_Execute_Args);
+  const char *fn = "PJRT_LoadedExecutable_Execute";
+  PJRT_LoadedExecutable *le = args->executable;
+  AV_REQUIRE(le, AV_INVALID_ARGUMENT, "%s: executable is NULL", fn);
+  pthread_mutex_lock(&le->mu);
+  bool deleted = le->deleted;
+  pthread_mutex_unlock(&le->mu);
+  AV_REQUIRE(!deleted, AV_FAILED_PRECONDITION, "%s: the executable has been deleted", fn);
+  if (args->options) AV_ARGS_MIN(args->options, PJRT_ExecuteOptions, 80 /* size in 0.75 */);
+  av_exec_core *core = le->core;
+  size_t nd = args->num_devices, na = args->num_args, no = (size_t)core->num_outputs;
+  int expected_inputs = av_program_num_inputs(core->program);
+
+  /* Which devices run: all of the assignment, or one given device (portable execution of a
+   * single-device program, or one member of the assignment). */
+  PJRT_Device *single = args->execute_device;
+  int single_index = 0;
+  if (single) {
+    AV_REQUIRE(nd == 1, AV_INVALID_ARGUMENT, "%s: execute_device is set but num_devices is %zu",
+               fn, nd);
+    PJRT_Device *own = av_client_device(le->client, single);
+    AV_REQUIRE(own, AV_INVALID_ARGUMENT, "%s: execute_device does not belong to this client", fn);
+    single_index = -1;
+    for (size_t i = 0; i < le->num_devices; i++)
+      if (le->devices[i] == single) single_index = (int)i;
+    if (single_index < 0) {
+      AV_REQUIRE(le->num_devices == 1, AV_INVALID_ARGUMENT,
+                 "%s: execute_device %d is not in the device assignment of '%s'", fn,
+                 single->index, core->name);
+      single_index = 0; /* portable: run the single-device program there */
+    }
+  } else {
+    AV_REQUIRE(nd == le->num_devices, AV_INVALID_ARGUMENT,
+               "%s: '%s' runs on %zu devices but num_devices is %zu", fn, core->name,
+               le->num_devices, nd);
+  }
+  AV_REQUIRE(expected_inputs < 0 || na == (size_t)expected_inputs, AV_INVALID_ARGUMENT,
+             "%s: '%s' takes %d arguments, got %zu", fn, core->name, expected_inputs, na);
+  AV_REQUIRE(args->argument_lists || na == 0 || nd == 0, AV_INVALID_ARGUMENT,
+             "%s: argument_lists is NULL", fn);
+  AV_REQUIRE(args->output_lists || nd == 0, AV_INVALID_ARGUMENT, "%s: output_lists is NULL", fn);
+  for (size_t d = 0; d < nd; d++) {
+    AV_REQUIRE(args->argument_lists == NULL || na == 0 || args->argument_lists[d],
+               AV_INVALID_ARGUMENT, "%s: argument_lists[%zu] is NULL", fn, d);
+    AV_REQUIRE(args->output_lists[d] || no == 0, AV_INVALID_ARGUMENT,
+               "%s: output_lists[%zu] is NULL", fn, d);
+    for (size_t i = 0; i < na; i++) {
+      PJRT_Buffer *b = args->argument_lists[d][i];
+      AV_REQUIRE(b, AV_INVALID_ARGUMENT, "%s: argument %zu of device %zu is NULL", fn, i, d);
+      AV_REQUIRE(b->client == le->client, AV_INVALID_ARGUMENT,
+                 "%s: argument %zu of device %zu belongs to another client", fn, i, d);
+      pthread_mutex_lock(&b->mu);
+      bool gone = b->deleted;
+      pthread_mutex_unlock(&b->mu);
+      AV_REQUIRE(!gone, AV_INVALID_ARGUMENT,
+                 "%s: argument %zu of device %zu has been deleted (or donated)", fn, i, d);
+    }
+  }
+
+  /* Build every job first; publish nothing until all allocations succeeded. */
+  av_job **jobs = calloc(nd ? nd : 1, sizeof *jobs);
+  PJRT_Error *err = jobs ? NULL : av_error_new(AV_RESOURCE_EXHAUSTED, "anvil: out of memory (execute)");
+  for (size_t d = 0; !err && d < nd; d++) {
+    av_job *j = calloc(1, sizeof *j);
+    jobs[d] = j;
+    if (!j || !(j->inputs = calloc(na ? na : 1, sizeof *j->inputs)) ||
+        !(j->outputs = calloc(no ? no : 1, sizeof *j->outputs)) || !(j->complete = av_event_create())) {
+      err = av_error_new(AV_RESOURCE_EXHAUSTED, "anvil: out of memory (execute)");
+      break;
+    }
+    j->core = av_exec_core_retain(core);
+    j->device_index = single ? single_index : (int)d;
+    PJRT_Device *dev = single ? single : le->devices[d];
+    for (size_t i = 0; i < na; i++) {
+      j->inputs[i] = av_buffer_retain(args->argument_lists[d][i]);
+      j->num_inputs = i + 1;
+    }
+    size_t dim_off = 0;
+    for (size_t i = 0; i < no; i++) {
+      PJRT_Buffer *b =
+          av_buffer_new_pending(dev, (av_memory *)dev->memories[0], av_dtype_from_pjrt(core->output_types[i]),
+                                (int)core->output_ranks[i], core->output_dims_flat + dim_off);
+      dim_off += core->output_ranks[i];
+      if (!b) {
+        err = av_error_new(AV_RESOURCE_EXHAUSTED, "anvil: cannot create output %zu of '%s'", i,
+                           core->name);
+        break;
+      }
+      j->outputs[i] = b;
+      j->num_outputs = i + 1;
+    }
+  }
+  if (err) {
+    for (size_t d = 0; jobs && d < nd; d++)
+      if (jobs[d]) job_free(jobs[d]);
+    free(jobs);
+    return err;
+  }
+  for (size_t d = 0; d < nd; d++) {
+    av_job *j = jobs[d];
+    for (size_t i = 0; i < no; i++) args->output_lists[d][i] = av_buffer_retain(j->outputs[i]);
+    if (args->device_complete_events) args->device_complete_events[d] = av_event_retain(j->complete);
+    PJRT_Device *dev = single ? single : le->devices[d];
+    worker_push(&dev->worker, j);
+  }
+  free(jobs);
+  return NULL;
+}

@@ -1,0 +1,289 @@
+/* Internal objects behind the PJRT C API handles, shared by the files of src/pjrt/.
+ *
+ * Ownership in short:
+ *  - A PJRT_Client owns its devices, memories, the device workers and the topology.
+ *  - PJRT_Event, PJRT_Buffer and the executable core are reference counted: a handle given
+ *    to the framework holds one reference, in-flight work holds its own.
+ *  - Every entry point validates `args` with AV_ARGS (see below) before touching a field. */
+#ifndef ANVIL_PJRT_INTERNAL_H
+#define ANVIL_PJRT_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "anvil/pjrt_c_api.h"
+#include "compiler/program.h"
+#include "ir/dtype.h"
+#include "util/diag.h"
+#include "util/storage.h"
+
+/* The StableHLO version anvil reads (reported as `stablehlo_current_version`; the framework
+ * serializes programs for min(this, its own)). The only place this is defined. */
+#define ANVIL_STABLEHLO_CURRENT_MAJOR 1
+#define ANVIL_STABLEHLO_CURRENT_MINOR 16
+#define ANVIL_STABLEHLO_CURRENT_PATCH 3
+#define ANVIL_STABLEHLO_MINIMUM_MAJOR 0
+#define ANVIL_STABLEHLO_MINIMUM_MINOR 9
+#define ANVIL_STABLEHLO_MINIMUM_PATCH 0
+
+#define ANVIL_VERSION_STRING "0.1.0"
+#define ANVIL_PLATFORM_NAME "anvil"
+
+/* ---------------------------------------------------------------- errors */
+
+/* PJRT_Error begins with its function table; the rest is ours. */
+typedef struct av_error {
+  PJRT_Error base;
+  PJRT_Error_Code code;
+  size_t len;
+  const char *msg; /* NUL-terminated; stored right after the struct */
+} av_error;
+
+/* A new error with a printf-style message; never NULL for a non-OK code (falls back to a
+ * static out-of-memory error). */
+PJRT_Error *av_error_new(av_code code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+PJRT_Error *av_error_from_diag(const av_diag *d);
+PJRT_Error *av_error_from_msg(av_code code, const char *msg, size_t len);
+PJRT_Error *av_error_unimplemented(const char *fn);
+void av_error_free(PJRT_Error *e);
+av_code av_error_code(const PJRT_Error *e);
+const char *av_error_message(const PJRT_Error *e);
+
+/* --------------------------------------------------- argument validation */
+
+/* Minimum struct_size we accept for each argument struct: the size in the oldest API we
+ * support (0.75). Fields added later are read only when struct_size covers them. For the
+ * few structs that grew after 0.75 an explicit size is given with AV_ARGS_MIN. */
+PJRT_Error *av_check_args(const void *args, size_t struct_size, size_t min_size,
+                          const char *type_name, const char *fn);
+
+#define AV_ARGS_MIN(args, Type, min)                                                        \
+  do {                                                                                      \
+    PJRT_Error *av_check_err_ =                                                             \
+        av_check_args((args), (args) ? (args)->struct_size : 0, (min), #Type, __func__);    \
+    if (av_check_err_) return av_check_err_;                                                \
+  } while (0)
+#define AV_ARGS(args, Type) AV_ARGS_MIN(args, Type, (size_t)Type##_STRUCT_SIZE)
+/* Whether the caller's struct covers `field` (for fields added after 0.75). */
+#define AV_HAS(args, Type, field) ANVIL_PJRT_HAS_FIELD((args)->struct_size, Type, field)
+#define AV_REQUIRE(cond, code, ...)                                                         \
+  do {                                                                                      \
+    if (!(cond)) return av_error_new((code), __VA_ARGS__);                                  \
+  } while (0)
+
+/* ---------------------------------------------------------------- events */
+
+typedef void (*av_event_fn)(void *ctx, const PJRT_Error *error /* NULL = OK */);
+
+typedef struct av_event_cb {
+  struct av_event_cb *next;
+  av_event_fn fn;
+  void *ctx;
+  PJRT_Event_OnReadyCallback user_fn; /* set for framework callbacks */
+  void *user_arg;
+} av_event_cb;
+
+struct PJRT_Event {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int refs;
+  bool ready;
+  PJRT_Error *error; /* owned; NULL = success */
+  av_event_cb *callbacks;
+};
+
+PJRT_Event *av_event_create(void);
+PJRT_Event *av_event_create_ready(PJRT_Error *error /* taken */);
+PJRT_Event *av_event_retain(PJRT_Event *e);
+void av_event_release(PJRT_Event *e);
+/* Marks ready (once; later calls are ignored and free `error`), runs callbacks. */
+void av_event_set(PJRT_Event *e, PJRT_Error *error /* taken; NULL = OK */);
+/* Blocks until ready; returns a copy of the error (caller owns) or NULL. */
+PJRT_Error *av_event_wait(PJRT_Event *e);
+bool av_event_is_ready(PJRT_Event *e);
+/* Runs fn(ctx, error) once the event is ready: at once on this thread if it already is.
+ * Returns an error only if out of memory. */
+PJRT_Error *av_event_on_ready(PJRT_Event *e, av_event_fn fn, void *ctx);
+PJRT_Error *av_error_copy(const PJRT_Error *e);
+
+/* --------------------------------------------------------- memory / device */
+
+typedef struct av_user_data {
+  struct av_user_data *next;
+  const void *key;
+  void *data;
+  void (*deleter)(void *);
+} av_user_data;
+
+enum { AV_MEMORY_KIND_DEVICE = 0, AV_MEMORY_KIND_PINNED_HOST = 1 };
+
+struct av_memory {
+  PJRT_Memory base; /* vtable first */
+  PJRT_Client *client;
+  int id;
+  int kind_id;
+  const char *kind;
+  PJRT_Device **devices; /* addressable by */
+  size_t num_devices;
+  pthread_mutex_t mu; /* guards user_data */
+  av_user_data *user_data;
+  char debug_string[64];
+  char to_string[64];
+};
+typedef struct av_memory av_memory;
+
+struct PJRT_DeviceDescription {
+  int id;
+  int process_index;
+  char kind[16];
+  char debug_string[64];
+  char to_string[64];
+  PJRT_NamedValue attributes[2];
+  int64_t coords[1];
+};
+
+typedef struct av_job av_job;
+
+/* One worker thread per device runs that device's executions in order. */
+typedef struct av_worker {
+  pthread_t thread;
+  bool started;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  av_job *head, *tail;
+  bool stop;
+} av_worker;
+
+struct PJRT_Device {
+  PJRT_Client *client;
+  int index; /* == id == local hardware id */
+  PJRT_DeviceDescription desc;
+  PJRT_Memory *memories[2]; /* [0] default "device" memory, [1] shared pinned host */
+  av_worker worker;
+};
+
+struct PJRT_TopologyDescription {
+  bool owned_by_client;
+  size_t num_devices;
+  PJRT_DeviceDescription **desc_ptrs;
+};
+
+struct PJRT_Client {
+  size_t num_devices;
+  PJRT_Device *devices;         /* array */
+  PJRT_Device **device_ptrs;    /* handles for Devices/AddressableDevices */
+  av_memory *memories;          /* num_devices device memories + 1 pinned host */
+  size_t num_memories;
+  PJRT_Memory **memory_ptrs;
+  PJRT_TopologyDescription topology;
+  char platform_version[96];
+};
+
+PJRT_Error *av_devices_init(PJRT_Client *c, size_t n);
+void av_devices_free(PJRT_Client *c);
+PJRT_Error *av_memories_init(PJRT_Client *c);
+void av_memories_free(PJRT_Client *c);
+/* The client's device for a handle, or NULL if it is not one of them. */
+PJRT_Device *av_client_device(PJRT_Client *c, const PJRT_Device *d);
+av_memory *av_client_memory(PJRT_Client *c, const PJRT_Memory *m);
+
+/* --------------------------------------------------------------- buffers */
+
+struct PJRT_Buffer {
+  pthread_mutex_t mu;
+  int refs;           /* handle + in-flight jobs */
+  PJRT_Client *client;
+  PJRT_Device *device;
+  av_memory *memory;
+  av_dtype dtype;
+  PJRT_Buffer_Type type;
+  int rank;
+  int64_t dims[AV_MAX_RANK];
+  size_t nbytes;
+  av_storage *storage; /* NULL until ready (async outputs) or after Delete */
+  PJRT_Event *ready;   /* our reference */
+  bool deleted;
+  int external_refs;     /* each holds one reference to ext_storage */
+  av_storage *ext_storage;
+  int64_t minor_to_major[AV_MAX_RANK]; /* descending: the only layout anvil uses */
+};
+
+/* A buffer whose storage is not there yet; av_buffer_fulfill completes it. */
+PJRT_Buffer *av_buffer_new_pending(PJRT_Device *dev, av_memory *mem, av_dtype dt, int rank,
+                                   const int64_t *dims);
+/* storage (taken) may be NULL when error != NULL. Sets the ready event. */
+void av_buffer_fulfill(PJRT_Buffer *b, av_storage *storage, PJRT_Error *error);
+PJRT_Buffer *av_buffer_retain(PJRT_Buffer *b);
+void av_buffer_release(PJRT_Buffer *b);
+/* A reference to the storage of a ready buffer, or an error (deleted / failed). */
+PJRT_Error *av_buffer_acquire_storage(PJRT_Buffer *b, av_storage **out);
+
+/* ------------------------------------------------------------ executables */
+
+typedef struct av_exec_core {
+  pthread_mutex_t mu;
+  int refs;
+  av_program *program;
+  av_compile_options options;
+  char *name;
+  int num_outputs;
+  PJRT_Buffer_Type *output_types;
+  int64_t *output_dims_flat;
+  size_t *output_ranks;
+  const char **output_memory_kinds;
+  size_t *output_memory_kind_sizes;
+  char fingerprint[17];
+} av_exec_core;
+
+struct PJRT_Executable {
+  av_exec_core *core;
+};
+
+struct PJRT_LoadedExecutable {
+  av_exec_core *core;
+  PJRT_Client *client;
+  size_t num_devices;
+  PJRT_Device **devices; /* in device-assignment order */
+  PJRT_LogicalDeviceIds *logical_ids; /* (replica, partition) of devices[i] */
+  bool deleted;
+  pthread_mutex_t mu;
+};
+
+av_exec_core *av_exec_core_retain(av_exec_core *c);
+void av_exec_core_release(av_exec_core *c);
+
+/* Per-device worker threads (execute.c). */
+PJRT_Error *av_worker_start(PJRT_Device *d);
+void av_worker_stop(PJRT_Device *d);
+
+/* ------------------------------------------------------------------ types */
+
+av_dtype av_dtype_from_pjrt(PJRT_Buffer_Type t);
+PJRT_Buffer_Type av_dtype_to_pjrt(av_dtype t);
+const char *av_pjrt_type_name(PJRT_Buffer_Type t);
+
+/* ------------------------------------------------------------------ trace */
+
+bool av_trace_enabled(void);
+typedef struct av_trace_span {
+  const char *fn;
+  uint64_t t0_ns;
+} av_trace_span;
+void av_trace_enter(av_trace_span *s, const char *fn, const void *args);
+void av_trace_exit(av_trace_span *s, const void *args, const PJRT_Error *e);
+
+/* Every implemented entry point (api_list.h). */
+#include "pjrt/api_list.h"
+AV_PJRT_IMPLEMENTED(AV_PJRT_DECLARE)
+void av_PJRT_Error_Destroy(PJRT_Error_Destroy_Args *args);
+void av_PJRT_Error_Message(PJRT_Error_Message_Args *args);
+
+/* Out-parameters of string getters point at storage that lives as long as the object. */
+static inline void av_set_str(const char **p, size_t *n, const char *s, size_t len) {
+  *p = s;
+  *n = len;
+}
+
+#endif

@@ -1,0 +1,170 @@
+/* GetPjrtApi, the function table, errors, plugin attributes and argument validation. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "test_pjrt_util.h"
+
+static void test_version_and_size(void **state) {
+  (void)state;
+  assert_int_equal(api->struct_size, PJRT_Api_STRUCT_SIZE);
+  assert_int_equal(api->struct_size, 1144); /* 3 header words + 138 entry points on x86-64 */
+  assert_int_equal(api->pjrt_api_version.major_version, 0);
+  assert_int_equal(api->pjrt_api_version.minor_version, 114);
+  assert_int_equal(api->pjrt_api_version.struct_size, PJRT_Api_Version_STRUCT_SIZE);
+  assert_null(api->extension_start);
+}
+
+/* Every entry point up to struct_size must be callable: the framework calls many without a
+ * NULL check. */
+static void test_every_slot_non_null(void **state) {
+  (void)state;
+  const char *base = (const char *)api;
+  size_t first = offsetof(PJRT_Api, PJRT_Error_Destroy);
+  size_t n = 0;
+  for (size_t off = first; off + sizeof(void *) <= api->struct_size; off += sizeof(void *)) {
+    void *p;
+    memcpy(&p, base + off, sizeof p);
+    if (!p) fail_msg("PJRT_Api slot %zu is NULL", (off - first) / sizeof(void *));
+    n++;
+  }
+  assert_int_equal(n, 138);
+}
+
+static void test_unimplemented_names_function(void **state) {
+  (void)state;
+  PJRT_Executable_Serialize_Args a = {.struct_size = PJRT_Executable_Serialize_Args_STRUCT_SIZE};
+  EXPECT_ERROR(api->PJRT_Executable_Serialize(&a), PJRT_Error_Code_UNIMPLEMENTED,
+               "PJRT_Executable_Serialize");
+  PJRT_Client_DmaMap_Args d = {.struct_size = PJRT_Client_DmaMap_Args_STRUCT_SIZE};
+  EXPECT_ERROR(api->PJRT_Client_DmaMap(&d), PJRT_Error_Code_UNIMPLEMENTED, "PJRT_Client_DmaMap");
+}
+
+static void test_error_object(void **state) {
+  (void)state;
+  PJRT_Client_LookupDevice_Args a = {.struct_size = PJRT_Client_LookupDevice_Args_STRUCT_SIZE};
+  PJRT_Client *c = make_client(1);
+  a.client = c;
+  a.id = 7;
+  PJRT_Error *e = api->PJRT_Client_LookupDevice(&a);
+  assert_non_null(e);
+  /* Through the API ... */
+  assert_int_equal(err_code(e), PJRT_Error_Code_INVALID_ARGUMENT);
+  size_t n;
+  const char *m = err_msg(e, &n);
+  assert_int_equal(n, strlen("No matching device found for device_id 7"));
+  assert_memory_equal(m, "No matching device found for device_id 7", n);
+  /* ... and through the vtable, which must agree. */
+  assert_non_null(e->vtable);
+  assert_int_equal(e->vtable->struct_size, PJRT_Error_FunctionTable_STRUCT_SIZE);
+  assert_int_equal(e->vtable->get_code(e), PJRT_Error_Code_INVALID_ARGUMENT);
+  const char *vm;
+  size_t vn;
+  e->vtable->message(e, &vm, &vn);
+  assert_int_equal(vn, n);
+  assert_ptr_equal(vm, m);
+  /* No payloads: the visitor is never called. */
+  PJRT_Error_ForEachPayload_Args p = {.struct_size = PJRT_Error_ForEachPayload_Args_STRUCT_SIZE,
+                                      .error = e,
+                                      .visitor = NULL};
+  CHECK_OK(api->PJRT_Error_ForEachPayload(&p));
+  e->vtable->destroy(e); /* destroying through the vtable works too */
+  destroy_client(c);
+}
+
+static void test_plugin_initialize_and_attributes(void **state) {
+  (void)state;
+  PJRT_Plugin_Initialize_Args init = {.struct_size = PJRT_Plugin_Initialize_Args_SIZE_0_75};
+  CHECK_OK(api->PJRT_Plugin_Initialize(&init));
+  PJRT_Plugin_Attributes_Args a = {.struct_size = PJRT_Plugin_Attributes_Args_STRUCT_SIZE};
+  CHECK_OK(api->PJRT_Plugin_Attributes(&a));
+  int seen = 0;
+  for (size_t i = 0; i < a.num_attributes; i++) {
+    const PJRT_NamedValue *v = &a.attributes[i];
+    for (size_t j = 0; j < i; j++)
+      assert_false(v->name_size == a.attributes[j].name_size &&
+                   memcmp(v->name, a.attributes[j].name, v->name_size) == 0);
+    if (v->name_size == 11 && !memcmp(v->name, "xla_version", 11)) {
+      assert_int_equal(v->type, PJRT_NamedValue_kInt64);
+      assert_int_equal(v->int64_value, 2);
+      seen |= 1;
+    } else if (v->name_size == 25 && !memcmp(v->name, "stablehlo_current_version", 25)) {
+      assert_int_equal(v->type, PJRT_NamedValue_kInt64List);
+      assert_int_equal(v->value_size, 3);
+      assert_int_equal(v->int64_array_value[0], 1);
+      assert_true(v->int64_array_value[1] >= 9);
+      seen |= 2;
+    } else if (v->name_size == 25 && !memcmp(v->name, "stablehlo_minimum_version", 25)) {
+      assert_int_equal(v->type, PJRT_NamedValue_kInt64List);
+      assert_int_equal(v->value_size, 3);
+      assert_int_equal(v->int64_array_value[0], 0);
+      assert_int_equal(v->int64_array_value[1], 9);
+      assert_int_equal(v->int64_array_value[2], 0);
+      seen |= 4;
+    }
+  }
+  assert_int_equal(seen, 7);
+}
+
+static void test_null_args_and_bad_sizes(void **state) {
+  (void)state;
+  EXPECT_ERROR(api->PJRT_Client_Create(NULL), PJRT_Error_Code_INVALID_ARGUMENT,
+               "PJRT_Client_Create: args is NULL");
+  EXPECT_ERROR(api->PJRT_Buffer_Delete(NULL), PJRT_Error_Code_INVALID_ARGUMENT, "args is NULL");
+  EXPECT_ERROR(api->PJRT_LoadedExecutable_Execute(NULL), PJRT_Error_Code_INVALID_ARGUMENT,
+               "args is NULL");
+  PJRT_Client_Create_Args small = {.struct_size = 16};
+  EXPECT_ERROR(api->PJRT_Client_Create(&small), PJRT_Error_Code_INVALID_ARGUMENT,
+               "PJRT_Client_Create_Args size: expected at least 88, got 16");
+  PJRT_Client_PlatformName_Args pn = {.struct_size = 0};
+  EXPECT_ERROR(api->PJRT_Client_PlatformName(&pn), PJRT_Error_Code_INVALID_ARGUMENT,
+               "PJRT_Client_PlatformName_Args");
+  /* NULL handles inside well-formed args are errors too, not crashes. */
+  PJRT_Client_Devices_Args d = {.struct_size = PJRT_Client_Devices_Args_STRUCT_SIZE};
+  EXPECT_ERROR(api->PJRT_Client_Devices(&d), PJRT_Error_Code_INVALID_ARGUMENT, "client is NULL");
+  PJRT_Buffer_Dimensions_Args bd = {.struct_size = PJRT_Buffer_Dimensions_Args_STRUCT_SIZE};
+  EXPECT_ERROR(api->PJRT_Buffer_Dimensions(&bd), PJRT_Error_Code_INVALID_ARGUMENT, "buffer is NULL");
+  PJRT_Event_Await_Args ea = {.struct_size = PJRT_Event_Await_Args_STRUCT_SIZE};
+  EXPECT_ERROR(api->PJRT_Event_Await(&ea), PJRT_Error_Code_INVALID_ARGUMENT, "event is NULL");
+  /* Destroying NULL objects is a no-op. */
+  PJRT_Buffer_Destroy_Args bdes = {.struct_size = PJRT_Buffer_Destroy_Args_STRUCT_SIZE};
+  CHECK_OK(api->PJRT_Buffer_Destroy(&bdes));
+  PJRT_LoadedExecutable_Destroy_Args ldes = {.struct_size = PJRT_LoadedExecutable_Destroy_Args_STRUCT_SIZE};
+  CHECK_OK(api->PJRT_LoadedExecutable_Destroy(&ldes));
+  PJRT_Error_Destroy_Args edes = {.struct_size = PJRT_Error_Destroy_Args_STRUCT_SIZE};
+  api->PJRT_Error_Destroy(&edes);
+}
+
+/* A 0.75-sized caller (PyTorch/XLA 2.9) is accepted: the sizes of the structs it uses. */
+static void test_old_struct_sizes_accepted(void **state) {
+  (void)state;
+  PJRT_Client_Create_Args a = {.struct_size = PJRT_Client_Create_Args_SIZE_0_75};
+  CHECK_OK(api->PJRT_Client_Create(&a));
+  PJRT_Client_PlatformName_Args pn = {.struct_size = PJRT_Client_PlatformName_Args_SIZE_0_75,
+                                      .client = a.client};
+  CHECK_OK(api->PJRT_Client_PlatformName(&pn));
+  assert_int_equal(pn.platform_name_size, 5);
+  assert_memory_equal(pn.platform_name, "anvil", 5);
+  PJRT_Client_PlatformVersion_Args pv = {
+      .struct_size = PJRT_Client_PlatformVersion_Args_SIZE_0_75, .client = a.client};
+  CHECK_OK(api->PJRT_Client_PlatformVersion(&pv));
+  assert_true(pv.platform_version_size > 0);
+  PJRT_Client_Destroy_Args d = {.struct_size = PJRT_Client_Destroy_Args_SIZE_0_75,
+                                .client = a.client};
+  CHECK_OK(api->PJRT_Client_Destroy(&d));
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_version_and_size),
+      cmocka_unit_test(test_every_slot_non_null),
+      cmocka_unit_test(test_unimplemented_names_function),
+      cmocka_unit_test(test_error_object),
+      cmocka_unit_test(test_plugin_initialize_and_attributes),
+      cmocka_unit_test(test_null_args_and_bad_sizes),
+      cmocka_unit_test(test_old_struct_sizes_accepted),
+  };
+  return cmocka_run_group_tests(tests, load_api, NULL);
+}

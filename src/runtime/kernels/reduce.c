@@ -1,5 +1,263 @@
+/* reduce: outputs start as the init values; the input is walked once in row-major order and
+ * each element is folded into the output element it reduces into. Adjacent axes that are
+ * both kept or both reduced are merged first, so the innermost loop is either a contiguous
+ * fold into one accumulator (reduced inner axis) or a contiguous element-wise fold into a
+ * row of accumulators (kept inner axis) - both vectorise for the `simple` bodies. */
 #include "runtime/kernels/reduce.h"
 
-av_code av_kernel_reduce(const av_reduce_params *p, const av_view *inputs, const av_view *inits, av_view *outputs, av_diag *d) {
-  return av_diag_set(d, AV_UNIMPLEMENTED, "reduce: not implemented yet");
+#include <math.h>
+#include <stdbool.h>
+#include <string.h>
+
+typedef struct red_shape {
+  int rank;
+  int64_t dims[AV_KMAX_RANK];
+  int64_t istride[AV_KMAX_RANK]; /* elements */
+  int64_t ostride[AV_KMAX_RANK]; /* elements; 0 for reduced axes */
+  bool reduced[AV_KMAX_RANK];
+} red_shape;
+
+static av_code validate(const av_reduce_params *p, const av_view *in, const av_view *init,
+                        const av_view *out, red_shape *s, av_diag *d) {
+  if (p->ninputs < 1 || p->ninputs > AV_KMAX_VARIADIC)
+    return av_diag_set(d, AV_INVALID_ARGUMENT, "reduce: %d inputs (1..%d supported)", p->ninputs,
+                       AV_KMAX_VARIADIC);
+  int rank = in[0].rank;
+  if (rank < 0 || rank > AV_KMAX_RANK)
+    return av_diag_set(d, AV_INVALID_ARGUMENT, "reduce: rank %d unsupported", rank);
+  if (p->ndims < 0 || p->ndims > rank)
+    return av_diag_set(d, AV_INVALID_ARGUMENT, "reduce: %d dimensions for rank %d", p->ndims, rank);
+  bool red[AV_KMAX_RANK] = {0};
+  for (int i = 0; i < p->ndims; i++) {
+    if (p->dims[i] < 0 || p->dims[i] >= rank || red[p->dims[i]])
+      return av_diag_set(d, AV_INVALID_ARGUMENT, "reduce: bad or repeated dimension %lld",
+                         (long long)p->dims[i]);
+    red[p->dims[i]] = true;
+  }
+  for (int k = 0; k < p->ninputs; k++) {
+    if (in[k].rank != rank || memcmp(in[k].dims, in[0].dims, sizeof(int64_t) * (size_t)rank) != 0)
+      return av_diag_set(d, AV_INVALID_ARGUMENT, "reduce: input %d shape differs from input 0", k);
+    if (init[k].rank != 0 || init[k].dtype != out[k].dtype || in[k].dtype != out[k].dtype)
+      return av_diag_set(d, AV_INVALID_ARGUMENT,
+                         "reduce: input/init/result %d must share one element type (init scalar)", k);
+    if (out[k].rank != rank - p->ndims)
+      return av_diag_set(d, AV_INVALID_ARGUMENT, "reduce: result %d has rank %d, expected %d", k,
+                         out[k].rank, rank - p->ndims);
+    for (int i = 0, j = 0; i < rank; i++)
+      if (!red[i] && out[k].dims[j++] != in[0].dims[i])
+        return av_diag_set(d, AV_INVALID_ARGUMENT, "reduce: result %d dimension %d mismatch", k, j - 1);
+  }
+  /* strides, then merge adjacent axes of the same kind (size-1 axes merge with anything) */
+  int64_t is[AV_KMAX_RANK], os[AV_KMAX_RANK];
+  for (int i = rank - 1, a = 1, b = 1; i >= 0; i--) {
+    is[i] = a;
+    a *= in[0].dims[i];
+    os[i] = red[i] ? 0 : b;
+    if (!red[i]) b *= in[0].dims[i];
+  }
+  s->rank = 0;
+  for (int i = 0; i < rank; i++) {
+    int64_t n = in[0].dims[i];
+    if (n == 1) continue;
+    if (s->rank > 0 && s->reduced[s->rank - 1] == red[i]) {
+      int t = s->rank - 1;
+      s->dims[t] *= n;
+      s->istride[t] = is[i];
+      s->ostride[t] = os[i];
+      continue;
+    }
+    s->dims[s->rank] = n;
+    s->istride[s->rank] = is[i];
+    s->ostride[s->rank] = os[i];
+    s->reduced[s->rank] = red[i];
+    s->rank++;
+  }
+  if (s->rank == 0) { /* scalar (or all-ones) input */
+    s->rank = 1;
+    s->dims[0] = 1;
+    s->istride[0] = 1;
+    s->ostride[0] = 0;
+    s->reduced[0] = true;
+  }
+  return AV_OK;
+}
+
+/* ---- fast paths: one input, simple body ---- */
+
+#define FMAXF(a, b) (isnan(a) ? (a) : isnan(b) ? (b) : ((a) > (b) ? (a) : (b)))
+#define FMINF(a, b) (isnan(a) ? (a) : isnan(b) ? (b) : ((a) < (b) ? (a) : (b)))
+#define IMAX(a, b) ((a) > (b) ? (a) : (b))
+#define IMIN(a, b) ((a) < (b) ? (a) : (b))
+#define IADD(a, b) ((a) + (b))
+#define IMUL(a, b) ((a) * (b))
+#define IAND(a, b) ((a) & (b))
+#define IOR(a, b) ((a) | (b))
+#define IXOR(a, b) ((a) ^ (b))
+
+/* Walks the merged shape; the inner axis is contiguous in the input (istride 1). */
+#define DEFINE_FOLD(name, T, OP)                                                              \
+  static void name(const red_shape *s, const T *in, T *out) {                                 \
+    int r = s->rank;                                                                          \
+    int64_t idx[AV_KMAX_RANK] = {0};                                                          \
+    int64_t inner = s->dims[r - 1], total = 1;                                                \
+    for (int i = 0; i < r; i++) total *= s->dims[i];                                          \
+    int64_t ioff = 0, ooff = 0;                                                               \
+    bool inner_red = s->reduced[r - 1];                                                       \
+    for (int64_t done = 0; done < total; done += inner) {                                     \
+      const T *src = in + ioff;                                                               \
+      if (inner_red) {                                                                        \
+        T acc = out[ooff];                                                                    \
+        for (int64_t j = 0; j < inner; j++) acc = OP(acc, src[j]);                            \
+        out[ooff] = acc;                                                                      \
+      } else {                                                                                \
+        T *dst = out + ooff;                                                                  \
+        for (int64_t j = 0; j < inner; j++) dst[j] = OP(dst[j], src[j]);                      \
+      }                                                                                       \
+      for (int k = r - 2; k >= 0; k--) {                                                      \
+        idx[k]++;                                                                             \
+        ioff += s->istride[k];                                                                \
+        ooff += s->ostride[k];                                                                \
+        if (idx[k] < s->dims[k]) break;                                                       \
+        ioff -= s->istride[k] * s->dims[k];                                                   \
+        ooff -= s->ostride[k] * s->dims[k];                                                   \
+        idx[k] = 0;                                                                           \
+      }                                                                                       \
+    }                                                                                         \
+  }
+
+#define DEFINE_FOLDS_FLOAT(T, sfx)                                                            \
+  DEFINE_FOLD(fold_add_##sfx, T, IADD)                                                        \
+  DEFINE_FOLD(fold_mul_##sfx, T, IMUL)                                                        \
+  DEFINE_FOLD(fold_max_##sfx, T, FMAXF)                                                       \
+  DEFINE_FOLD(fold_min_##sfx, T, FMINF)
+#define DEFINE_FOLDS_INT(T, sfx)                                                              \
+  DEFINE_FOLD(fold_add_##sfx, T, IADD)                                                        \
+  DEFINE_FOLD(fold_mul_##sfx, T, IMUL)                                                        \
+  DEFINE_FOLD(fold_max_##sfx, T, IMAX)                                                        \
+  DEFINE_FOLD(fold_min_##sfx, T, IMIN)                                                        \
+  DEFINE_FOLD(fold_and_##sfx, T, IAND)                                                        \
+  DEFINE_FOLD(fold_or_##sfx, T, IOR)                                                          \
+  DEFINE_FOLD(fold_xor_##sfx, T, IXOR)
+
+DEFINE_FOLDS_FLOAT(float, f32)
+DEFINE_FOLDS_FLOAT(double, f64)
+/* Wrapping integer add/mul: done on unsigned types of the same width; max/min need signed. */
+DEFINE_FOLDS_INT(uint8_t, u8)
+DEFINE_FOLDS_INT(uint16_t, u16)
+DEFINE_FOLDS_INT(uint32_t, u32)
+DEFINE_FOLDS_INT(uint64_t, u64)
+DEFINE_FOLD(fold_max_s8, int8_t, IMAX)
+DEFINE_FOLD(fold_min_s8, int8_t, IMIN)
+DEFINE_FOLD(fold_max_s16, int16_t, IMAX)
+DEFINE_FOLD(fold_min_s16, int16_t, IMIN)
+DEFINE_FOLD(fold_max_s32, int32_t, IMAX)
+DEFINE_FOLD(fold_min_s32, int32_t, IMIN)
+DEFINE_FOLD(fold_max_s64, int64_t, IMAX)
+DEFINE_FOLD(fold_min_s64, int64_t, IMIN)
+
+typedef void (*fold_fn)(const red_shape *, const void *, void *);
+
+#define PICK_INT(W)                                                                           \
+  switch (op) {                                                                               \
+    case AV_OP_ADD: return (fold_fn)fold_add_u##W;                                            \
+    case AV_OP_MULTIPLY: return (fold_fn)fold_mul_u##W;                                       \
+    case AV_OP_AND: return (fold_fn)fold_and_u##W;                                            \
+    case AV_OP_OR: return (fold_fn)fold_or_u##W;                                              \
+    case AV_OP_XOR: return (fold_fn)fold_xor_u##W;                                            \
+    case AV_OP_MAXIMUM: return sgn ? (fold_fn)fold_max_s##W : (fold_fn)fold_max_u##W;         \
+    case AV_OP_MINIMUM: return sgn ? (fold_fn)fold_min_s##W : (fold_fn)fold_min_u##W;         \
+    default: return NULL;                                                                     \
+  }
+
+static fold_fn pick_fold(av_opcode op, av_dtype t) {
+  if (t == AV_DT_F32 || t == AV_DT_F64) {
+    bool f = t == AV_DT_F32;
+    switch (op) {
+      case AV_OP_ADD: return f ? (fold_fn)fold_add_f32 : (fold_fn)fold_add_f64;
+      case AV_OP_MULTIPLY: return f ? (fold_fn)fold_mul_f32 : (fold_fn)fold_mul_f64;
+      case AV_OP_MAXIMUM: return f ? (fold_fn)fold_max_f32 : (fold_fn)fold_max_f64;
+      case AV_OP_MINIMUM: return f ? (fold_fn)fold_min_f32 : (fold_fn)fold_min_f64;
+      default: return NULL;
+    }
+  }
+  if (t == AV_DT_PRED) { /* 0/1 bytes: and/or/max/min are exact on bytes */
+    switch (op) {
+      case AV_OP_AND: case AV_OP_MINIMUM: case AV_OP_MULTIPLY: return (fold_fn)fold_and_u8;
+      case AV_OP_OR: case AV_OP_MAXIMUM: return (fold_fn)fold_or_u8;
+      case AV_OP_XOR: return (fold_fn)fold_xor_u8;
+      default: return NULL; /* add on pred: leave to the body */
+    }
+  }
+  if (!av_dtype_is_int(t) || av_dtype_bits(t) != (int)av_dtype_size(t) * 8) return NULL;
+  bool sgn = av_dtype_is_signed_int(t);
+  switch (av_dtype_size(t)) {
+    case 1: PICK_INT(8)
+    case 2: PICK_INT(16)
+    case 4: PICK_INT(32)
+    case 8: PICK_INT(64)
+    default: return NULL;
+  }
+}
+
+/* ---- generic path: any body, any number of inputs ---- */
+
+static av_code fold_generic(const av_reduce_params *p, const red_shape *s, const av_view *in,
+                            av_view *out, av_diag *d) {
+  int n = p->ninputs, r = s->rank;
+  size_t es[AV_KMAX_VARIADIC];
+  for (int k = 0; k < n; k++) es[k] = av_dtype_size(in[k].dtype);
+  const void *args[2 * AV_KMAX_VARIADIC];
+  void *res[AV_KMAX_VARIADIC];
+  unsigned char tmp[AV_KMAX_VARIADIC][16];
+  for (int k = 0; k < n; k++) res[k] = tmp[k];
+  int64_t idx[AV_KMAX_RANK] = {0};
+  int64_t total = 1;
+  for (int i = 0; i < r; i++) total *= s->dims[i];
+  int64_t ioff = 0, ooff = 0;
+  int64_t inner = s->dims[r - 1], iis = s->istride[r - 1], ios = s->ostride[r - 1];
+  for (int64_t done = 0; done < total; done += inner) {
+    for (int64_t j = 0; j < inner; j++) {
+      for (int k = 0; k < n; k++) {
+        args[k] = (char *)out[k].data + (ooff + j * ios) * (int64_t)es[k];
+        args[n + k] = (const char *)in[k].data + (ioff + j * iis) * (int64_t)es[k];
+      }
+      av_code c = p->body.call(p->body.ctx, args, res, d);
+      if (c) return c;
+      for (int k = 0; k < n; k++) memcpy((void *)args[k], tmp[k], es[k]);
+    }
+    for (int k = r - 2; k >= 0; k--) {
+      idx[k]++;
+      ioff += s->istride[k];
+      ooff += s->ostride[k];
+      if (idx[k] < s->dims[k]) break;
+      ioff -= s->istride[k] * s->dims[k];
+      ooff -= s->ostride[k] * s->dims[k];
+      idx[k] = 0;
+    }
+  }
+  return AV_OK;
+}
+
+av_code av_kernel_reduce(const av_reduce_params *p, const av_view *inputs, const av_view *inits,
+                         av_view *outputs, av_diag *d) {
+  red_shape s;
+  av_code c = validate(p, inputs, inits, outputs, &s, d);
+  if (c) return c;
+  for (int k = 0; k < p->ninputs; k++) {
+    size_t es = av_dtype_size(outputs[k].dtype);
+    if (es > 16) return av_diag_set(d, AV_UNIMPLEMENTED, "reduce: element size %zu", es);
+    int64_t on = av_view_num_elements(&outputs[k]);
+    char *o = outputs[k].data;
+    for (int64_t i = 0; i < on; i++) memcpy(o + i * (int64_t)es, inits[k].data, es);
+  }
+  if (av_view_num_elements(&inputs[0]) == 0) return AV_OK;
+  if (p->ninputs == 1 && p->body.simple != AV_OP_UNKNOWN && s.istride[s.rank - 1] == 1) {
+    fold_fn f = pick_fold(p->body.simple, inputs[0].dtype);
+    if (f) {
+      f(&s, inputs[0].data, outputs[0].data);
+      return AV_OK;
+    }
+  }
+  if (!p->body.call) return av_diag_set(d, AV_INVALID_ARGUMENT, "reduce: no body function");
+  return fold_generic(p, &s, inputs, outputs, d);
 }

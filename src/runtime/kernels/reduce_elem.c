@@ -300,3 +300,9 @@ void av_kel_permute_copy(av_dtype dt, void *dst, av_dtype st, const void *src, i
     }
   }
 }
+
+int64_t av_kel_load_index(av_dtype t, const void *p) {
+  uint64_t v = av_kel_load_bits(t, p);
+  if (av_dtype_is_unsigned_int(t) && v > (uint64_t)INT64_MAX) return INT64_MAX;
+  return (int64_t)v;
+}

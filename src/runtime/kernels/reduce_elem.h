@@ -36,4 +36,7 @@ void av_kel_convert(av_dtype dt, void *dst, av_dtype st, const void *src);
  * transposed: dst dim i is src dim perm[i]. */
 void av_kel_permute_copy(av_dtype dt, void *dst, av_dtype st, const void *src, int rank,
                          const int64_t *dims, const int *perm);
+
+/* An index element (any integer dtype) as int64; unsigned values above INT64_MAX saturate. */
+int64_t av_kel_load_index(av_dtype t, const void *p);
 #endif

@@ -1,12 +1,163 @@
+/* reduce_window: for every result index, walk its window over the conceptually padded and
+ * base-dilated inputs (never materialised). Positions that fall on padding or on a
+ * base-dilation hole read the init value, as the spec's pad() does. */
 #include "runtime/kernels/reduce_window.h"
 
-av_code av_kernel_reduce_window(const av_reduce_window_params *p, const av_view *inputs, const av_view *inits, av_view *outputs, av_diag *d) {
-  return av_diag_set(d, AV_UNIMPLEMENTED, "reduce_window: not implemented yet");
-}
+#include <math.h>
+#include <stdbool.h>
+#include <string.h>
 
 void av_reduce_window_params_init(av_reduce_window_params *p, int rank) {
-  *p = (av_reduce_window_params){0};
+  memset(p, 0, sizeof *p);
   p->rank = rank;
+  p->ninputs = 1;
   for (int i = 0; i < AV_KMAX_RANK; i++)
     p->window_dimensions[i] = p->window_strides[i] = p->base_dilations[i] = p->window_dilations[i] = 1;
+}
+
+/* Result size of one dimension; -1 if the parameters are invalid. */
+static int64_t out_size(int64_t in, int64_t win, int64_t stride, int64_t bdil, int64_t wdil,
+                        int64_t lo, int64_t hi) {
+  if (win < 0 || stride < 1 || bdil < 1 || wdil < 1 || in < 0) return -1;
+  int64_t padded = (in == 0 ? 0 : (in - 1) * bdil + 1) + lo + hi;
+  int64_t dwin = win == 0 ? 0 : (win - 1) * wdil + 1;
+  if (padded < 0) return -1;
+  if (padded < dwin) return 0;
+  return (padded - dwin) / stride + 1;
+}
+
+static av_code validate(const av_reduce_window_params *p, const av_view *in, const av_view *init,
+                        const av_view *out, av_diag *d) {
+  if (p->ninputs < 1 || p->ninputs > AV_KMAX_VARIADIC)
+    return av_diag_set(d, AV_INVALID_ARGUMENT, "reduce_window: %d inputs", p->ninputs);
+  int r = p->rank;
+  if (r < 0 || r > AV_KMAX_RANK || in[0].rank != r)
+    return av_diag_set(d, AV_INVALID_ARGUMENT, "reduce_window: rank mismatch or over %d", AV_KMAX_RANK);
+  for (int k = 0; k < p->ninputs; k++) {
+    if (in[k].rank != r || out[k].rank != r || init[k].rank != 0 || in[k].dtype != out[k].dtype ||
+        init[k].dtype != out[k].dtype || av_dtype_size(out[k].dtype) > 16)
+      return av_diag_set(d, AV_INVALID_ARGUMENT, "reduce_window: operand %d type/rank mismatch", k);
+    for (int i = 0; i < r; i++) {
+      if (in[k].dims[i] != in[0].dims[i])
+        return av_diag_set(d, AV_INVALID_ARGUMENT, "reduce_window: input %d shape differs", k);
+      int64_t o = out_size(in[0].dims[i], p->window_dimensions[i], p->window_strides[i],
+                           p->base_dilations[i], p->window_dilations[i], p->padding_lo[i],
+                           p->padding_hi[i]);
+      if (o < 0 || o != out[k].dims[i])
+        return av_diag_set(d, AV_INVALID_ARGUMENT,
+                           "reduce_window: dimension %d: result size %lld, window parameters give %lld",
+                           i, (long long)out[k].dims[i], (long long)o);
+    }
+  }
+  return AV_OK;
+}
+
+/* Maps a padded coordinate to an input coordinate, or -1 for padding / dilation holes. */
+static inline int64_t to_input(int64_t pc, int64_t lo, int64_t bdil, int64_t n) {
+  int64_t x = pc - lo;
+  if (x < 0 || x % bdil) return -1;
+  x /= bdil;
+  return x < n ? x : -1;
+}
+
+typedef enum fast_op { F_NONE, F_ADD, F_MUL, F_MAX, F_MIN } fast_op;
+
+#define DEFINE_WINDOW_FOLD(name, T)                                                          \
+  static T name(fast_op op, T acc, T v) {                                                    \
+    switch (op) {                                                                            \
+      case F_ADD: return acc + v;                                                            \
+      case F_MUL: return acc * v;                                                            \
+      case F_MAX: return isnan(acc) ? acc : isnan(v) ? v : (acc > v ? acc : v);              \
+      default: return isnan(acc) ? acc : isnan(v) ? v : (acc < v ? acc : v);                 \
+    }                                                                                        \
+  }
+DEFINE_WINDOW_FOLD(fold_f32, float)
+DEFINE_WINDOW_FOLD(fold_f64, double)
+
+av_code av_kernel_reduce_window(const av_reduce_window_params *p, const av_view *inputs,
+                                const av_view *inits, av_view *outputs, av_diag *d) {
+  av_code c = validate(p, inputs, inits, outputs, d);
+  if (c) return c;
+  int r = p->rank, n = p->ninputs;
+  int64_t istr[AV_KMAX_RANK];
+  for (int i = r - 1, s = 1; i >= 0; i--) {
+    istr[i] = s;
+    s *= inputs[0].dims[i];
+  }
+  int64_t on = av_view_num_elements(&outputs[0]);
+  int64_t wn = 1;
+  for (int i = 0; i < r; i++) wn *= p->window_dimensions[i];
+  size_t es[AV_KMAX_VARIADIC];
+  for (int k = 0; k < n; k++) es[k] = av_dtype_size(inputs[k].dtype);
+
+  fast_op fop = F_NONE;
+  av_dtype dt = inputs[0].dtype;
+  if (n == 1 && (dt == AV_DT_F32 || dt == AV_DT_F64)) {
+    switch (p->body.simple) {
+      case AV_OP_ADD: fop = F_ADD; break;
+      case AV_OP_MULTIPLY: fop = F_MUL; break;
+      case AV_OP_MAXIMUM: fop = F_MAX; break;
+      case AV_OP_MINIMUM: fop = F_MIN; break;
+      default: break;
+    }
+  }
+  if (fop == F_NONE && !p->body.call)
+    return av_diag_set(d, AV_INVALID_ARGUMENT, "reduce_window: no body function");
+
+  int64_t oidx[AV_KMAX_RANK] = {0};
+  const void *args[2 * AV_KMAX_VARIADIC];
+  void *res[AV_KMAX_VARIADIC];
+  unsigned char acc[AV_KMAX_VARIADIC][16], tmp[AV_KMAX_VARIADIC][16];
+  for (int k = 0; k < n; k++) {
+    res[k] = tmp[k];
+    args[k] = acc[k];
+  }
+  for (int64_t o = 0; o < on; o++) {
+    for (int k = 0; k < n; k++) memcpy(acc[k], inits[k].data, es[k]);
+    int64_t widx[AV_KMAX_RANK] = {0};
+    for (int64_t w = 0; w < wn; w++) {
+      int64_t off = 0;
+      bool pad = false;
+      for (int i = 0; i < r; i++) {
+        int64_t pc = oidx[i] * p->window_strides[i] + widx[i] * p->window_dilations[i];
+        int64_t x = to_input(pc, p->padding_lo[i], p->base_dilations[i], inputs[0].dims[i]);
+        if (x < 0) {
+          pad = true;
+          break;
+        }
+        off += x * istr[i];
+      }
+      if (fop != F_NONE) {
+        if (dt == AV_DT_F32) {
+          float a, v;
+          memcpy(&a, acc[0], 4);
+          memcpy(&v, pad ? inits[0].data : (const char *)inputs[0].data + off * 4, 4);
+          a = fold_f32(fop, a, v);
+          memcpy(acc[0], &a, 4);
+        } else {
+          double a, v;
+          memcpy(&a, acc[0], 8);
+          memcpy(&v, pad ? inits[0].data : (const char *)inputs[0].data + off * 8, 8);
+          a = fold_f64(fop, a, v);
+          memcpy(acc[0], &a, 8);
+        }
+      } else {
+        for (int k = 0; k < n; k++)
+          args[n + k] = pad ? inits[k].data : (const char *)inputs[k].data + off * (int64_t)es[k];
+        c = p->body.call(p->body.ctx, args, res, d);
+        if (c) return c;
+        for (int k = 0; k < n; k++) memcpy(acc[k], tmp[k], es[k]);
+      }
+      for (int i = r - 1; i >= 0; i--) {
+        if (++widx[i] < p->window_dimensions[i]) break;
+        widx[i] = 0;
+      }
+    }
+    for (int k = 0; k < n; k++) memcpy((char *)outputs[k].data + o * (int64_t)es[k], acc[k], es[k]);
+    for (int i = r - 1; i >= 0; i--) {
+      if (++oidx[i] < outputs[0].dims[i]) break;
+      oidx[i] = 0;
+    }
+  }
+  return AV_OK;
 }

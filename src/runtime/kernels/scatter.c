@@ -1,5 +1,209 @@
+/* scatter: outputs = copies of inputs; then the updates are walked row-major. For each
+ * update scatter position the window start in the operand is computed (index vector +
+ * batching coordinates, unclamped); if the whole update window does not fit in the operand,
+ * that window is skipped. Otherwise each update element is combined into its operand
+ * element with the update computation. */
 #include "runtime/kernels/scatter.h"
 
-av_code av_kernel_scatter(const av_scatter_params *p, const av_view *inputs, const av_view *scatter_indices, const av_view *updates, av_view *outputs, av_diag *d) {
-  return av_diag_set(d, AV_UNIMPLEMENTED, "scatter: not implemented yet");
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/kernels/reduce_elem.h"
+
+static bool has(const int64_t *v, int n, int64_t x) {
+  for (int i = 0; i < n; i++)
+    if (v[i] == x) return true;
+  return false;
+}
+
+static av_code bad(av_diag *d, const char *what) {
+  return av_diag_set(d, AV_INVALID_ARGUMENT, "scatter: %s", what);
+}
+
+/* Fast combiners for the common single-input simple bodies. */
+static bool fast_combine(av_opcode op, av_dtype t, void *dst, const void *upd) {
+  if (t == AV_DT_F32) {
+    float a, b;
+    memcpy(&a, dst, 4);
+    memcpy(&b, upd, 4);
+    if (op == AV_OP_ADD) a += b;
+    else if (op == AV_OP_MULTIPLY) a *= b;
+    else return false;
+    memcpy(dst, &a, 4);
+    return true;
+  }
+  if (t == AV_DT_S32 || t == AV_DT_U32) {
+    uint32_t a, b;
+    memcpy(&a, dst, 4);
+    memcpy(&b, upd, 4);
+    if (op == AV_OP_ADD) a += b;
+    else return false;
+    memcpy(dst, &a, 4);
+    return true;
+  }
+  return false;
+}
+
+av_code av_kernel_scatter(const av_scatter_params *p, const av_view *inputs,
+                          const av_view *scatter_indices, const av_view *updates,
+                          av_view *outputs, av_diag *d) {
+  int n = p->ninputs;
+  if (n < 1 || n > AV_KMAX_VARIADIC) return bad(d, "bad number of inputs");
+  const av_view *op0 = &inputs[0], *up0 = &updates[0], *si = scatter_indices;
+  int orank = op0->rank, irank = si->rank, urank = up0->rank;
+  if (orank < 0 || orank > AV_KMAX_RANK || irank < 0 || irank > AV_KMAX_RANK || urank < 0 ||
+      urank > AV_KMAX_RANK)
+    return bad(d, "rank out of range");
+  if (p->n_update_window_dims < 0 || p->n_inserted_window_dims < 0 || p->n_input_batching_dims < 0 ||
+      p->n_scatter_indices_batching_dims != p->n_input_batching_dims ||
+      p->n_scatter_dims_to_operand_dims < 0 || p->n_update_window_dims > AV_KMAX_RANK ||
+      p->n_inserted_window_dims > AV_KMAX_RANK || p->n_input_batching_dims > AV_KMAX_RANK ||
+      p->n_scatter_dims_to_operand_dims > AV_KMAX_RANK)
+    return bad(d, "bad dimension-number counts");
+  if (!av_dtype_is_int(si->dtype)) return bad(d, "scatter_indices must be integers");
+  size_t es[AV_KMAX_VARIADIC];
+  for (int k = 0; k < n; k++) {
+    if (inputs[k].rank != orank || outputs[k].rank != orank || updates[k].rank != urank ||
+        outputs[k].dtype != inputs[k].dtype || updates[k].dtype != inputs[k].dtype)
+      return bad(d, "inputs/updates/results disagree in rank or type");
+    for (int i = 0; i < orank; i++)
+      if (inputs[k].dims[i] != op0->dims[i] || outputs[k].dims[i] != op0->dims[i]) return bad(d, "input shapes differ");
+    for (int i = 0; i < urank; i++)
+      if (updates[k].dims[i] != up0->dims[i]) return bad(d, "update shapes differ");
+    es[k] = av_dtype_size(inputs[k].dtype);
+    if (es[k] > 16) return bad(d, "element too large");
+  }
+  int64_t ivd = p->index_vector_dim;
+  if (ivd < 0 || ivd > irank) return bad(d, "index_vector_dim out of range");
+  int64_t nidx = ivd < irank ? si->dims[ivd] : 1;
+  if (nidx != p->n_scatter_dims_to_operand_dims) return bad(d, "scatter_dims_to_operand_dims size != index vector size");
+  int nsb = irank - (ivd < irank ? 1 : 0); /* scatter batch rank */
+  if (urank != nsb + p->n_update_window_dims) return bad(d, "updates rank mismatch");
+  if (p->n_update_window_dims + p->n_inserted_window_dims + p->n_input_batching_dims != orank)
+    return bad(d, "update_window_dims + inserted_window_dims + input_batching_dims != operand rank");
+  for (int i = 0; i < p->n_inserted_window_dims; i++) {
+    int64_t c = p->inserted_window_dims[i];
+    if (c < 0 || c >= orank || has(p->input_batching_dims, p->n_input_batching_dims, c)) return bad(d, "bad inserted_window_dims");
+  }
+  for (int i = 0; i < p->n_scatter_dims_to_operand_dims; i++) {
+    int64_t c = p->scatter_dims_to_operand_dims[i];
+    if (c < 0 || c >= orank || has(p->input_batching_dims, p->n_input_batching_dims, c))
+      return bad(d, "bad scatter_dims_to_operand_dims");
+  }
+  int bpos[AV_KMAX_RANK];
+  for (int i = 0; i < orank; i++) bpos[i] = -1;
+  for (int i = 0; i < p->n_input_batching_dims; i++) {
+    int64_t od = p->input_batching_dims[i], sd = p->scatter_indices_batching_dims[i];
+    if (od < 0 || od >= orank || sd < 0 || sd >= irank || sd == ivd || bpos[od] >= 0 ||
+        op0->dims[od] != si->dims[sd])
+      return bad(d, "bad input_batching_dims / scatter_indices_batching_dims");
+    bpos[od] = (int)(sd < ivd ? sd : sd - 1);
+  }
+  bool is_win[AV_KMAX_RANK] = {0};
+  int win_od[AV_KMAX_RANK];
+  int64_t wsize[AV_KMAX_RANK]; /* window extent per operand dim */
+  for (int i = 0; i < orank; i++) wsize[i] = 1;
+  for (int i = 0, od = 0; i < p->n_update_window_dims; i++) {
+    while (od < orank && (has(p->inserted_window_dims, p->n_inserted_window_dims, od) ||
+                          has(p->input_batching_dims, p->n_input_batching_dims, od)))
+      od++;
+    int64_t ud = p->update_window_dims[i];
+    if (ud < 0 || ud >= urank || is_win[ud] || (i > 0 && ud <= p->update_window_dims[i - 1]))
+      return bad(d, "update_window_dims must be sorted, unique and in range");
+    if (up0->dims[ud] > op0->dims[od]) return bad(d, "update window larger than operand");
+    is_win[ud] = true;
+    win_od[ud] = od;
+    wsize[od] = up0->dims[ud];
+    od++;
+  }
+  int64_t sbdims[AV_KMAX_RANK];
+  for (int i = 0, k = 0; i < irank; i++)
+    if (i != ivd) sbdims[k++] = si->dims[i];
+  for (int ud = 0, k = 0; ud < urank; ud++)
+    if (!is_win[ud] && up0->dims[ud] != sbdims[k++]) return bad(d, "update scatter dimension mismatch");
+
+  /* outputs start as the inputs */
+  for (int k = 0; k < n; k++)
+    if (outputs[k].data != inputs[k].data)
+      memmove(outputs[k].data, inputs[k].data, (size_t)av_view_num_elements(op0) * es[k]);
+  int64_t un = av_view_num_elements(up0);
+  if (un == 0) return AV_OK;
+
+  int64_t ostr[AV_KMAX_RANK], sistr[AV_KMAX_RANK];
+  for (int i = orank - 1, s = 1; i >= 0; i--) {
+    ostr[i] = s;
+    s *= op0->dims[i];
+  }
+  for (int i = irank - 1, s = 1; i >= 0; i--) {
+    sistr[i] = s;
+    s *= si->dims[i];
+  }
+  int64_t vstride = ivd < irank ? sistr[ivd] : 0;
+  size_t ies = av_dtype_size(si->dtype);
+  bool fast = n == 1 && p->update.simple != AV_OP_UNKNOWN;
+  if (!fast && !p->update.call) return bad(d, "no update computation");
+  const void *args[2 * AV_KMAX_VARIADIC];
+  void *res[AV_KMAX_VARIADIC];
+  unsigned char tmp[AV_KMAX_VARIADIC][16];
+  for (int k = 0; k < n; k++) res[k] = tmp[k];
+
+  int64_t uidx[AV_KMAX_RANK] = {0};
+  int64_t cur_sb = -1, base = 0;
+  bool skip = false;
+  for (int64_t u = 0; u < un; u++) {
+    /* scatter-batch position of this update element (row-major over non-window dims) */
+    int64_t sb = 0;
+    for (int ud = 0; ud < urank; ud++)
+      if (!is_win[ud]) sb = sb * up0->dims[ud] + uidx[ud];
+    if (sb != cur_sb) {
+      cur_sb = sb;
+      int64_t bidx[AV_KMAX_RANK];
+      for (int ud = 0, k = 0; ud < urank; ud++)
+        if (!is_win[ud]) bidx[k++] = uidx[ud];
+      int64_t soff = 0;
+      for (int i = 0, k = 0; i < irank; i++)
+        if (i != ivd) soff += bidx[k++] * sistr[i];
+      int64_t start[AV_KMAX_RANK] = {0};
+      for (int j = 0; j < p->n_scatter_dims_to_operand_dims; j++)
+      {
+        int64_t v = av_kel_load_index(si->dtype, (const char *)si->data + (soff + j * vstride) * (int64_t)ies);
+        /* keep far out-of-range indices far out of range without overflowing below */
+        if (v > ((int64_t)1 << 48)) v = (int64_t)1 << 48;
+        if (v < -((int64_t)1 << 48)) v = -((int64_t)1 << 48);
+        start[p->scatter_dims_to_operand_dims[j]] += v;
+      }
+      skip = false;
+      base = 0;
+      for (int od = 0; od < orank; od++) {
+        if (bpos[od] >= 0) start[od] += bidx[bpos[od]];
+        if (start[od] < 0 || start[od] > op0->dims[od] - wsize[od]) skip = true;
+        base += start[od] * ostr[od];
+      }
+    }
+    if (!skip) {
+      int64_t off = base;
+      for (int ud = 0; ud < urank; ud++)
+        if (is_win[ud]) off += uidx[ud] * ostr[win_od[ud]];
+      bool done = false;
+      if (fast)
+        done = fast_combine(p->update.simple, op0->dtype, (char *)outputs[0].data + off * (int64_t)es[0],
+                            (const char *)updates[0].data + u * (int64_t)es[0]);
+      if (!done) {
+        if (!p->update.call) return bad(d, "no update computation");
+        for (int k = 0; k < n; k++) {
+          args[k] = (char *)outputs[k].data + off * (int64_t)es[k];
+          args[n + k] = (const char *)updates[k].data + u * (int64_t)es[k];
+        }
+        av_code c = p->update.call(p->update.ctx, args, res, d);
+        if (c) return c;
+        for (int k = 0; k < n; k++) memcpy((char *)outputs[k].data + off * (int64_t)es[k], tmp[k], es[k]);
+      }
+    }
+    for (int i = urank - 1; i >= 0; i--) {
+      if (++uidx[i] < up0->dims[i]) break;
+      uidx[i] = 0;
+    }
+  }
+  return AV_OK;
 }

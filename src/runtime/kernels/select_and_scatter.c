@@ -1,11 +1,98 @@
+/* select_and_scatter: windows over the padded operand; in each, the first non-padding
+ * element in row-major window order starts as the selection and every later one `e`
+ * replaces it when select(selected, e) is false (XLA's order). Windows made only of padding
+ * scatter nothing. The result starts as init_value; each source element is combined into
+ * the selected position with scatter(current, source). */
 #include "runtime/kernels/select_and_scatter.h"
 
-av_code av_kernel_select_and_scatter(const av_select_and_scatter_params *p, const av_view *operand, const av_view *source, const av_view *init_value, av_view *out, av_diag *d) {
-  return av_diag_set(d, AV_UNIMPLEMENTED, "select_and_scatter: not implemented yet");
-}
+#include <stdbool.h>
+#include <string.h>
 
 void av_select_and_scatter_params_init(av_select_and_scatter_params *p, int rank) {
-  *p = (av_select_and_scatter_params){0};
+  memset(p, 0, sizeof *p);
   p->rank = rank;
   for (int i = 0; i < AV_KMAX_RANK; i++) p->window_dimensions[i] = p->window_strides[i] = 1;
+}
+
+av_code av_kernel_select_and_scatter(const av_select_and_scatter_params *p,
+                                     const av_view *operand, const av_view *source,
+                                     const av_view *init_value, av_view *out, av_diag *d) {
+  int r = p->rank;
+  if (r < 0 || r > AV_KMAX_RANK || operand->rank != r || source->rank != r || out->rank != r ||
+      init_value->rank != 0)
+    return av_diag_set(d, AV_INVALID_ARGUMENT, "select_and_scatter: rank mismatch");
+  av_dtype dt = out->dtype;
+  size_t es = av_dtype_size(dt), oes = av_dtype_size(operand->dtype);
+  if (source->dtype != dt || init_value->dtype != dt || es > 16 || oes > 16)
+    return av_diag_set(d, AV_INVALID_ARGUMENT, "select_and_scatter: element type mismatch");
+  if (!p->select.call || !p->scatter.call)
+    return av_diag_set(d, AV_INVALID_ARGUMENT, "select_and_scatter: missing select/scatter body");
+  for (int i = 0; i < r; i++) {
+    if (out->dims[i] != operand->dims[i])
+      return av_diag_set(d, AV_INVALID_ARGUMENT, "select_and_scatter: result shape differs from operand");
+    int64_t w = p->window_dimensions[i], s = p->window_strides[i];
+    int64_t padded = operand->dims[i] + p->padding_lo[i] + p->padding_hi[i];
+    if (w < 1 || s < 1 || p->padding_lo[i] < 0 || p->padding_hi[i] < 0)
+      return av_diag_set(d, AV_INVALID_ARGUMENT, "select_and_scatter: bad window in dimension %d", i);
+    int64_t expect = padded < w ? 0 : (padded - w) / s + 1;
+    if (source->dims[i] != expect)
+      return av_diag_set(d, AV_INVALID_ARGUMENT,
+                         "select_and_scatter: source dimension %d is %lld, windows give %lld", i,
+                         (long long)source->dims[i], (long long)expect);
+  }
+  int64_t on = av_view_num_elements(out);
+  for (int64_t i = 0; i < on; i++) memcpy((char *)out->data + i * (int64_t)es, init_value->data, es);
+  int64_t sn = av_view_num_elements(source), wn = 1, istr[AV_KMAX_RANK];
+  for (int i = 0; i < r; i++) wn *= p->window_dimensions[i];
+  for (int i = r - 1, st = 1; i >= 0; i--) {
+    istr[i] = st;
+    st *= operand->dims[i];
+  }
+  int64_t sidx[AV_KMAX_RANK] = {0};
+  unsigned char pred = 0, tmp[16];
+  for (int64_t si = 0; si < sn; si++) {
+    int64_t widx[AV_KMAX_RANK] = {0};
+    int64_t sel = -1;
+    for (int64_t w = 0; w < wn; w++) {
+      int64_t off = 0;
+      bool pad = false;
+      for (int i = 0; i < r; i++) {
+        int64_t x = sidx[i] * p->window_strides[i] + widx[i] - p->padding_lo[i];
+        if (x < 0 || x >= operand->dims[i]) {
+          pad = true;
+          break;
+        }
+        off += x * istr[i];
+      }
+      if (!pad) {
+        if (sel < 0) {
+          sel = off;
+        } else {
+          const void *args[2] = {(const char *)operand->data + sel * (int64_t)oes,
+                                 (const char *)operand->data + off * (int64_t)oes};
+          void *res[1] = {&pred};
+          av_code c = p->select.call(p->select.ctx, args, res, d);
+          if (c) return c;
+          if (!(pred & 1)) sel = off;
+        }
+      }
+      for (int i = r - 1; i >= 0; i--) {
+        if (++widx[i] < p->window_dimensions[i]) break;
+        widx[i] = 0;
+      }
+    }
+    if (sel >= 0) {
+      char *dst = (char *)out->data + sel * (int64_t)es;
+      const void *args[2] = {dst, (const char *)source->data + si * (int64_t)es};
+      void *res[1] = {tmp};
+      av_code c = p->scatter.call(p->scatter.ctx, args, res, d);
+      if (c) return c;
+      memcpy(dst, tmp, es);
+    }
+    for (int i = r - 1; i >= 0; i--) {
+      if (++sidx[i] < source->dims[i]) break;
+      sidx[i] = 0;
+    }
+  }
+  return AV_OK;
 }

@@ -1,0 +1,213 @@
+/* reduce, reduce_window and select_and_scatter kernels. Expected values are hand-checked or
+ * from jax.lax on the stock CPU backend (expressions in comments). */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "runtime/kernels/reduce.h"
+#include "runtime/kernels/reduce_window.h"
+#include "runtime/kernels/select_and_scatter.h"
+#include "test_kernels_util.h"
+
+static void test_sum_rows_fast_and_generic(void **state) {
+  (void)state;
+  float x[6] = {1, 2, 3, 4, 5, 6}, init = 10, out[2];
+  int64_t xd[2] = {2, 3}, od[1] = {2};
+  av_view X = tk_view(x, AV_DT_F32, 2, xd), I = tk_view(&init, AV_DT_F32, 0, NULL), O = tk_view(out, AV_DT_F32, 1, od);
+  av_reduce_params p = {.ninputs = 1, .ndims = 1, .dims = {1}, .body = tk_fn(tk_add_f32, AV_OP_ADD)};
+  av_diag d;
+  av_diag_init(&d);
+  for (int pass = 0; pass < 2; pass++) {
+    if (pass == 1) p.body.simple = AV_OP_UNKNOWN; /* force the body path */
+    assert_int_equal(av_kernel_reduce(&p, &X, &I, &O, &d), AV_OK);
+    assert_true(out[0] == 16 && out[1] == 25); /* 10+1+2+3, 10+4+5+6 */
+  }
+  p.dims[0] = 0; /* columns: kept inner axis */
+  int64_t od3[1] = {3};
+  float out3[3];
+  O = tk_view(out3, AV_DT_F32, 1, od3);
+  assert_int_equal(av_kernel_reduce(&p, &X, &I, &O, &d), AV_OK);
+  assert_true(out3[0] == 15 && out3[1] == 17 && out3[2] == 19);
+}
+
+/* np.arange(24).reshape(2,3,4).sum((0,2)) = [60, 92, 124] */
+static void test_two_axes_int(void **state) {
+  (void)state;
+  int32_t x[24], init = 0, out[3];
+  for (int i = 0; i < 24; i++) x[i] = i;
+  int64_t xd[3] = {2, 3, 4}, od[1] = {3};
+  av_view X = tk_view(x, AV_DT_S32, 3, xd), I = tk_view(&init, AV_DT_S32, 0, NULL), O = tk_view(out, AV_DT_S32, 1, od);
+  av_reduce_params p = {.ninputs = 1, .ndims = 2, .dims = {2, 0}, .body = tk_fn(tk_add_i32, AV_OP_ADD)};
+  av_diag d;
+  av_diag_init(&d);
+  for (int pass = 0; pass < 2; pass++) {
+    if (pass == 1) p.body.simple = AV_OP_UNKNOWN;
+    assert_int_equal(av_kernel_reduce(&p, &X, &I, &O, &d), AV_OK);
+    assert_true(out[0] == 60 && out[1] == 92 && out[2] == 124);
+  }
+}
+
+static void test_zero_size_axis_gives_init(void **state) {
+  (void)state;
+  float x[1], init = -7, out[3] = {0, 0, 0};
+  int64_t xd[2] = {3, 0}, od[1] = {3};
+  av_view X = tk_view(x, AV_DT_F32, 2, xd), I = tk_view(&init, AV_DT_F32, 0, NULL), O = tk_view(out, AV_DT_F32, 1, od);
+  av_reduce_params p = {.ninputs = 1, .ndims = 1, .dims = {1}, .body = tk_fn(tk_add_f32, AV_OP_ADD)};
+  av_diag d;
+  av_diag_init(&d);
+  assert_int_equal(av_kernel_reduce(&p, &X, &I, &O, &d), AV_OK);
+  assert_true(out[0] == -7 && out[1] == -7 && out[2] == -7);
+}
+
+static void test_max_propagates_nan_and_int8_add_wraps(void **state) {
+  (void)state;
+  float x[4] = {1, NAN, 3, 2}, init = -INFINITY, out;
+  int64_t xd[1] = {4};
+  av_view X = tk_view(x, AV_DT_F32, 1, xd), I = tk_view(&init, AV_DT_F32, 0, NULL), O = tk_view(&out, AV_DT_F32, 0, NULL);
+  av_reduce_params p = {.ninputs = 1, .ndims = 1, .dims = {0}, .body = tk_fn(tk_max_f32, AV_OP_MAXIMUM)};
+  av_diag d;
+  av_diag_init(&d);
+  assert_int_equal(av_kernel_reduce(&p, &X, &I, &O, &d), AV_OK);
+  assert_true(isnan(out));
+  int8_t b[3] = {100, 100, 100}, bi = 0, bo;
+  X = tk_view(b, AV_DT_S8, 1, (int64_t[]){3});
+  I = tk_view(&bi, AV_DT_S8, 0, NULL);
+  O = tk_view(&bo, AV_DT_S8, 0, NULL);
+  p.body = tk_fn(NULL, AV_OP_ADD); /* fast path only: no body needed */
+  assert_int_equal(av_kernel_reduce(&p, &X, &I, &O, &d), AV_OK);
+  assert_int_equal(bo, 44); /* 300 mod 256 */
+}
+
+/* Variadic argmax body: (acc_v, acc_i, x_v, x_i) -> larger value, first index on ties. */
+static av_code argmax_body(void *ctx, const void *const *in, void *const *out, av_diag *d) {
+  (void)ctx; (void)d;
+  float av = *(const float *)in[0], xv = *(const float *)in[2];
+  int32_t ai = *(const int32_t *)in[1], xi = *(const int32_t *)in[3];
+  bool take = xv > av || (xv == av && xi < ai);
+  *(float *)out[0] = take ? xv : av;
+  *(int32_t *)out[1] = take ? xi : ai;
+  return AV_OK;
+}
+
+static void test_variadic_argmax(void **state) {
+  (void)state;
+  float v[6] = {3, 9, 9, 1, 0, -1};
+  int32_t ix[6] = {0, 1, 2, 0, 1, 2};
+  float iv = -INFINITY, ov[2];
+  int32_t ii = -1, oi[2];
+  int64_t xd[2] = {2, 3}, od[1] = {2};
+  av_view in[2] = {tk_view(v, AV_DT_F32, 2, xd), tk_view(ix, AV_DT_S32, 2, xd)};
+  av_view init[2] = {tk_view(&iv, AV_DT_F32, 0, NULL), tk_view(&ii, AV_DT_S32, 0, NULL)};
+  av_view out[2] = {tk_view(ov, AV_DT_F32, 1, od), tk_view(oi, AV_DT_S32, 1, od)};
+  av_reduce_params p = {.ninputs = 2, .ndims = 1, .dims = {1}, .body = tk_fn(argmax_body, AV_OP_UNKNOWN)};
+  av_diag d;
+  av_diag_init(&d);
+  assert_int_equal(av_kernel_reduce(&p, in, init, out, &d), AV_OK);
+  assert_true(ov[0] == 9 && oi[0] == 1 && ov[1] == 1 && oi[1] == 0);
+}
+
+static void test_reduce_rejects_bad_dims(void **state) {
+  (void)state;
+  float x[6], init = 0, out[2];
+  int64_t xd[2] = {2, 3}, od[1] = {2};
+  av_view X = tk_view(x, AV_DT_F32, 2, xd), I = tk_view(&init, AV_DT_F32, 0, NULL), O = tk_view(out, AV_DT_F32, 1, od);
+  av_reduce_params p = {.ninputs = 1, .ndims = 1, .dims = {5}, .body = tk_fn(tk_add_f32, AV_OP_ADD)};
+  av_diag d;
+  av_diag_init(&d);
+  assert_int_equal(av_kernel_reduce(&p, &X, &I, &O, &d), AV_INVALID_ARGUMENT);
+  p.dims[0] = 0; /* result would be [3], not [2] */
+  assert_int_equal(av_kernel_reduce(&p, &X, &I, &O, &d), AV_INVALID_ARGUMENT);
+}
+
+/* x = np.arange(20, dtype=np.float32).reshape(4,5) - 7
+ * lax.reduce_window(x, 0., lax.add, (2,3), (2,1), ((1,0),(2,1)), base_dilation=(1,2), window_dilation=(2,1)) */
+static void test_reduce_window_dilations_padding(void **state) {
+  (void)state;
+  static const float expect[20] = {-2, -2, -3, -1, -1, 0, 1, 1, 3, 2, 6, 6, 14, 8, 18, 10, 22, 12, 26, 14};
+  float x[20], init = 0, out[20];
+  for (int i = 0; i < 20; i++) x[i] = (float)i - 7;
+  int64_t xd[2] = {4, 5}, od[2] = {2, 10};
+  av_view X = tk_view(x, AV_DT_F32, 2, xd), I = tk_view(&init, AV_DT_F32, 0, NULL), O = tk_view(out, AV_DT_F32, 2, od);
+  av_reduce_window_params p;
+  av_reduce_window_params_init(&p, 2);
+  p.window_dimensions[0] = 2, p.window_dimensions[1] = 3;
+  p.window_strides[0] = 2;
+  p.base_dilations[1] = 2;
+  p.window_dilations[0] = 2;
+  p.padding_lo[0] = 1, p.padding_lo[1] = 2, p.padding_hi[1] = 1;
+  p.body = tk_fn(tk_add_f32, AV_OP_ADD);
+  av_diag d;
+  av_diag_init(&d);
+  for (int pass = 0; pass < 2; pass++) {
+    if (pass == 1) p.body.simple = AV_OP_UNKNOWN;
+    assert_int_equal(av_kernel_reduce_window(&p, &X, &I, &O, &d), AV_OK);
+    for (int i = 0; i < 20; i++) assert_true(out[i] == expect[i]);
+  }
+  od[1] = 9; /* wrong result shape */
+  assert_int_equal(av_kernel_reduce_window(&p, &X, &I, &O, &d), AV_INVALID_ARGUMENT);
+}
+
+/* lax.reduce_window(x, -np.inf, lax.max, (2,2), (1,2), ((1,1),(0,1))) */
+static void test_reduce_window_max(void **state) {
+  (void)state;
+  static const float expect[15] = {-6, -4, -3, -1, 1, 2, 4, 6, 7, 9, 11, 12, 9, 11, 12};
+  float x[20], init = -INFINITY, out[15];
+  for (int i = 0; i < 20; i++) x[i] = (float)i - 7;
+  int64_t xd[2] = {4, 5}, od[2] = {5, 3};
+  av_view X = tk_view(x, AV_DT_F32, 2, xd), I = tk_view(&init, AV_DT_F32, 0, NULL), O = tk_view(out, AV_DT_F32, 2, od);
+  av_reduce_window_params p;
+  av_reduce_window_params_init(&p, 2);
+  p.window_dimensions[0] = 2, p.window_dimensions[1] = 2;
+  p.window_strides[1] = 2;
+  p.padding_lo[0] = 1, p.padding_hi[0] = 1, p.padding_hi[1] = 1;
+  p.body = tk_fn(tk_max_f32, AV_OP_MAXIMUM);
+  av_diag d;
+  av_diag_init(&d);
+  for (int pass = 0; pass < 2; pass++) {
+    if (pass == 1) p.body.simple = AV_OP_UNKNOWN;
+    assert_int_equal(av_kernel_reduce_window(&p, &X, &I, &O, &d), AV_OK);
+    for (int i = 0; i < 15; i++) assert_true(out[i] == expect[i]);
+  }
+}
+
+/* The StableHLO spec's select_and_scatter example (select GE, scatter add), checked by hand:
+ * operand [[1,5],[2,5],[3,6],[4,4]], source [[5,6],[7,8]], window [3,1], strides [2,1],
+ * padding [[0,1],[0,0]] -> [[0,0],[0,0],[5,14],[7,0]]. */
+static void test_select_and_scatter_spec_example(void **state) {
+  (void)state;
+  float x[8] = {1, 5, 2, 5, 3, 6, 4, 4}, s[4] = {5, 6, 7, 8}, init = 0, out[8];
+  int64_t xd[2] = {4, 2}, sd[2] = {2, 2};
+  av_view X = tk_view(x, AV_DT_F32, 2, xd), S = tk_view(s, AV_DT_F32, 2, sd), I = tk_view(&init, AV_DT_F32, 0, NULL),
+          O = tk_view(out, AV_DT_F32, 2, xd);
+  av_select_and_scatter_params p;
+  av_select_and_scatter_params_init(&p, 2);
+  p.window_dimensions[0] = 3;
+  p.window_strides[0] = 2;
+  p.padding_hi[0] = 1;
+  p.select = tk_fn(tk_ge_f32, AV_OP_UNKNOWN);
+  p.scatter = tk_fn(tk_add_f32, AV_OP_ADD);
+  av_diag d;
+  av_diag_init(&d);
+  assert_int_equal(av_kernel_select_and_scatter(&p, &X, &S, &I, &O, &d), AV_OK);
+  static const float expect[8] = {0, 0, 0, 0, 5, 14, 7, 0};
+  for (int i = 0; i < 8; i++) assert_true(out[i] == expect[i]);
+  sd[0] = 3; /* source shape inconsistent with the windows */
+  assert_int_equal(av_kernel_select_and_scatter(&p, &X, &S, &I, &O, &d), AV_INVALID_ARGUMENT);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_sum_rows_fast_and_generic),
+      cmocka_unit_test(test_two_axes_int),
+      cmocka_unit_test(test_zero_size_axis_gives_init),
+      cmocka_unit_test(test_max_propagates_nan_and_int8_add_wraps),
+      cmocka_unit_test(test_variadic_argmax),
+      cmocka_unit_test(test_reduce_rejects_bad_dims),
+      cmocka_unit_test(test_reduce_window_dilations_padding),
+      cmocka_unit_test(test_reduce_window_max),
+      cmocka_unit_test(test_select_and_scatter_spec_example),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

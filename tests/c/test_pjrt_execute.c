@@ -1,0 +1,268 @@
+/* Compile + execute through the C API: executable queries, device assignment bytes,
+ * asynchronous execution with chained outputs, 4-device replicated execution, misuse.
+ * Tests that need the compiler skip while av_program_compile cannot build the program. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "test_pjrt_util.h"
+
+static const char add_program[] =
+    "module @add_test {\n"
+    "  func.func public @main(%arg0: tensor<2x3xf32>, %arg1: tensor<2x3xf32>) -> "
+    "tensor<2x3xf32> {\n"
+    "    %0 = stablehlo.add %arg0, %arg1 : tensor<2x3xf32>\n"
+    "    return %0 : tensor<2x3xf32>\n"
+    "  }\n"
+    "}\n";
+
+static PJRT_Error *compile(PJRT_Client *c, const char *format, const char *code,
+                           const char *opts, size_t opts_size, PJRT_LoadedExecutable **out) {
+  PJRT_Program p = {.struct_size = PJRT_Program_STRUCT_SIZE,
+                    .code = (char *)code,
+                    .code_size = strlen(code),
+                    .format = format,
+                    .format_size = strlen(format)};
+  PJRT_Client_Compile_Args a = {.struct_size = PJRT_Client_Compile_Args_STRUCT_SIZE,
+                                .client = c,
+                                .program = &p,
+                                .compile_options = opts,
+                                .compile_options_size = opts_size};
+  a.executable = (PJRT_LoadedExecutable *)&p; /* must be overwritten */
+  PJRT_Error *e = api->PJRT_Client_Compile(&a);
+  *out = a.executable;
+  return e;
+}
+
+static void destroy_exe(PJRT_LoadedExecutable *e) {
+  PJRT_LoadedExecutable_Destroy_Args a = {.struct_size = PJRT_LoadedExecutable_Destroy_Args_STRUCT_SIZE,
+                                          .executable = e};
+  CHECK_OK(api->PJRT_LoadedExecutable_Destroy(&a));
+}
+
+/* Compiles or skips the test when the compiler cannot build it yet. */
+static PJRT_LoadedExecutable *compile_or_skip(PJRT_Client *c, const char *opts, size_t n) {
+  PJRT_LoadedExecutable *exe;
+  PJRT_Error *e = compile(c, "mlir", add_program, opts, n, &exe);
+  if (e) {
+    size_t len;
+    const char *m = err_msg(e, &len);
+    fprintf(stderr, "skipping: compile failed: %.*s\n", (int)len, m);
+    err_free(e);
+    destroy_client(c);
+    skip();
+  }
+  assert_non_null(exe);
+  return exe;
+}
+
+static void test_compile_bad_format(void **state) {
+  (void)state;
+  PJRT_Client *c = make_client(1);
+  PJRT_LoadedExecutable *exe;
+  EXPECT_ERROR(compile(c, "invalid", "x", NULL, 0, &exe), PJRT_Error_Code_INVALID_ARGUMENT,
+               "Unknown program format 'invalid'.");
+  assert_null(exe);
+  destroy_exe(exe); /* the framework destroys the unset field: NULL is a no-op */
+  PJRT_Client_Compile_Args a = {.struct_size = PJRT_Client_Compile_Args_STRUCT_SIZE, .client = c};
+  EXPECT_ERROR(api->PJRT_Client_Compile(&a), PJRT_Error_Code_INVALID_ARGUMENT, "program is NULL");
+  destroy_client(c);
+}
+
+static PJRT_Buffer *upload(PJRT_Client *c, PJRT_Device *d, const float *v) {
+  static const int64_t dims[2] = {2, 3};
+  PJRT_Client_BufferFromHostBuffer_Args a = {
+      .struct_size = PJRT_Client_BufferFromHostBuffer_Args_STRUCT_SIZE,
+      .client = c,
+      .data = v,
+      .type = PJRT_Buffer_Type_F32,
+      .dims = dims,
+      .num_dims = 2,
+      .device = d};
+  CHECK_OK(api->PJRT_Client_BufferFromHostBuffer(&a));
+  event_destroy(a.done_with_host_buffer);
+  return a.buffer;
+}
+
+static void download(PJRT_Buffer *b, float *out) {
+  PJRT_Buffer_ToHostBuffer_Args a = {.struct_size = PJRT_Buffer_ToHostBuffer_Args_STRUCT_SIZE,
+                                     .src = b,
+                                     .dst = out,
+                                     .dst_size = 6 * sizeof(float)};
+  CHECK_OK(api->PJRT_Buffer_ToHostBuffer(&a));
+  event_await(a.event);
+  event_destroy(a.event);
+}
+
+static PJRT_Error *execute(PJRT_LoadedExecutable *exe, size_t nd, PJRT_Buffer *const *const *args,
+                           size_t na, PJRT_Buffer **const *outs, PJRT_Event **events) {
+  PJRT_ExecuteOptions opts = {.struct_size = PJRT_ExecuteOptions_STRUCT_SIZE};
+  PJRT_LoadedExecutable_Execute_Args a = {.struct_size = PJRT_LoadedExecutable_Execute_Args_STRUCT_SIZE,
+                                          .executable = exe,
+                                          .options = &opts,
+                                          .argument_lists = args,
+                                          .num_devices = nd,
+                                          .num_args = na,
+                                          .output_lists = outs,
+                                          .device_complete_events = events};
+  return api->PJRT_LoadedExecutable_Execute(&a);
+}
+
+static void test_single_device_execute(void **state) {
+  (void)state;
+  PJRT_Client *c = make_client(1);
+  PJRT_LoadedExecutable *exe = compile_or_skip(c, NULL, 0);
+  PJRT_Device *d0 = client_device(c, 0);
+
+  PJRT_LoadedExecutable_GetExecutable_Args ge = {
+      .struct_size = PJRT_LoadedExecutable_GetExecutable_Args_STRUCT_SIZE, .loaded_executable = exe};
+  CHECK_OK(api->PJRT_LoadedExecutable_GetExecutable(&ge));
+  PJRT_Executable_NumOutputs_Args no = {.struct_size = PJRT_Executable_NumOutputs_Args_STRUCT_SIZE,
+                                        .executable = ge.executable};
+  CHECK_OK(api->PJRT_Executable_NumOutputs(&no));
+  assert_int_equal(no.num_outputs, 1);
+  PJRT_Executable_OutputElementTypes_Args ot = {
+      .struct_size = PJRT_Executable_OutputElementTypes_Args_STRUCT_SIZE, .executable = ge.executable};
+  CHECK_OK(api->PJRT_Executable_OutputElementTypes(&ot));
+  assert_int_equal(ot.num_output_types, 1);
+  assert_int_equal(ot.output_types[0], PJRT_Buffer_Type_F32);
+  PJRT_Executable_OutputDimensions_Args od = {
+      .struct_size = PJRT_Executable_OutputDimensions_Args_STRUCT_SIZE, .executable = ge.executable};
+  CHECK_OK(api->PJRT_Executable_OutputDimensions(&od));
+  assert_int_equal(od.dim_sizes[0], 2);
+  assert_int_equal(od.dims[0], 2);
+  assert_int_equal(od.dims[1], 3);
+  PJRT_Executable_NumReplicas_Args nr = {.struct_size = PJRT_Executable_NumReplicas_Args_STRUCT_SIZE,
+                                         .executable = ge.executable};
+  CHECK_OK(api->PJRT_Executable_NumReplicas(&nr));
+  assert_int_equal(nr.num_replicas, 1);
+  PJRT_Executable_Fingerprint_Args fp = {.struct_size = PJRT_Executable_Fingerprint_Args_STRUCT_SIZE,
+                                         .executable = ge.executable};
+  CHECK_OK(api->PJRT_Executable_Fingerprint(&fp));
+  assert_int_equal(fp.executable_fingerprint_size, 16);
+  PJRT_Executable_Destroy_Args ed = {.struct_size = PJRT_Executable_Destroy_Args_STRUCT_SIZE,
+                                     .executable = ge.executable};
+  CHECK_OK(api->PJRT_Executable_Destroy(&ed));
+
+  /* DeviceAssignmentProto{replica_count 1, computation_count 1, computation_devices {ids [0]}} */
+  PJRT_LoadedExecutable_GetDeviceAssignment_Args da = {
+      .struct_size = PJRT_LoadedExecutable_GetDeviceAssignment_Args_STRUCT_SIZE, .executable = exe};
+  CHECK_OK(api->PJRT_LoadedExecutable_GetDeviceAssignment(&da));
+  static const unsigned char want[] = {0x08, 0x01, 0x10, 0x01, 0x1a, 0x02, 0x08, 0x00};
+  assert_int_equal(da.serialized_bytes_size, sizeof want);
+  assert_memory_equal(da.serialized_bytes, want, sizeof want);
+  assert_non_null(da.serialized_device_assignment_deleter);
+  da.serialized_device_assignment_deleter(da.serialized_device_assignment);
+  PJRT_LoadedExecutable_AddressableDevices_Args ad = {
+      .struct_size = PJRT_LoadedExecutable_AddressableDevices_Args_STRUCT_SIZE, .executable = exe};
+  CHECK_OK(api->PJRT_LoadedExecutable_AddressableDevices(&ad));
+  assert_int_equal(ad.num_addressable_devices, 1);
+  assert_ptr_equal(ad.addressable_devices[0], d0);
+
+  float x[6] = {1, 2, 3, 4, 5, 6}, y[6] = {10, 20, 30, 40, 50, 60};
+  PJRT_Buffer *bx = upload(c, d0, x), *by = upload(c, d0, y);
+  PJRT_Buffer *args0[2] = {bx, by};
+  PJRT_Buffer *const *arg_lists[1] = {args0};
+  PJRT_Buffer *out0[1] = {NULL};
+  PJRT_Buffer **out_lists[1] = {out0};
+  PJRT_Event *done[1] = {NULL};
+  CHECK_OK(execute(exe, 1, arg_lists, 2, out_lists, done));
+  assert_non_null(out0[0]);
+  assert_non_null(done[0]);
+  /* Chain: (x + y) + y, launched before the first result is awaited. */
+  PJRT_Buffer *args1[2] = {out0[0], by};
+  PJRT_Buffer *const *arg_lists1[1] = {args1};
+  PJRT_Buffer *out1[1] = {NULL};
+  PJRT_Buffer **out_lists1[1] = {out1};
+  PJRT_Event *done1[1] = {NULL};
+  CHECK_OK(execute(exe, 1, arg_lists1, 2, out_lists1, done1));
+  event_await(done[0]);
+  event_await(done1[0]);
+  event_destroy(done[0]);
+  event_destroy(done1[0]);
+  float r0[6], r1[6];
+  download(out0[0], r0);
+  download(out1[0], r1);
+  for (int i = 0; i < 6; i++) {
+    assert_true(r0[i] == x[i] + y[i]);
+    assert_true(r1[i] == x[i] + 2 * y[i]);
+  }
+  /* Misuse: wrong argument count, deleted argument. */
+  EXPECT_ERROR(execute(exe, 1, arg_lists, 1, out_lists, done), PJRT_Error_Code_INVALID_ARGUMENT,
+               "takes 2 arguments, got 1");
+  PJRT_Buffer_Delete_Args del = {.struct_size = PJRT_Buffer_Delete_Args_STRUCT_SIZE, .buffer = bx};
+  CHECK_OK(api->PJRT_Buffer_Delete(&del));
+  EXPECT_ERROR(execute(exe, 1, arg_lists, 2, out_lists, done), PJRT_Error_Code_INVALID_ARGUMENT,
+               "argument 0 of device 0 has been deleted");
+  buffer_destroy(bx);
+  buffer_destroy(by);
+  buffer_destroy(out0[0]);
+  buffer_destroy(out1[0]);
+  PJRT_LoadedExecutable_Delete_Args ld = {.struct_size = PJRT_LoadedExecutable_Delete_Args_STRUCT_SIZE,
+                                          .executable = exe};
+  CHECK_OK(api->PJRT_LoadedExecutable_Delete(&ld));
+  PJRT_LoadedExecutable_IsDeleted_Args li = {
+      .struct_size = PJRT_LoadedExecutable_IsDeleted_Args_STRUCT_SIZE, .executable = exe};
+  CHECK_OK(api->PJRT_LoadedExecutable_IsDeleted(&li));
+  assert_true(li.is_deleted);
+  EXPECT_ERROR(execute(exe, 1, arg_lists, 2, out_lists, done), PJRT_Error_Code_FAILED_PRECONDITION,
+               "deleted");
+  destroy_exe(exe);
+  destroy_client(c);
+}
+
+/* CompileOptionsProto { executable_build_options (3) { num_replicas (4): 4 } } */
+static const char four_replicas[] = {0x1a, 0x02, 0x20, 0x04};
+
+static void test_four_device_execute(void **state) {
+  (void)state;
+  enum { N = 4 };
+  PJRT_Client *c = make_client(N);
+  PJRT_LoadedExecutable *exe = compile_or_skip(c, four_replicas, sizeof four_replicas);
+  PJRT_LoadedExecutable_AddressableDevices_Args ad = {
+      .struct_size = PJRT_LoadedExecutable_AddressableDevices_Args_STRUCT_SIZE, .executable = exe};
+  CHECK_OK(api->PJRT_LoadedExecutable_AddressableDevices(&ad));
+  assert_int_equal(ad.num_addressable_devices, N);
+  float x[N][6], y[6] = {0.5f, 1.5f, 2.5f, 3.5f, 4.5f, 5.5f};
+  PJRT_Buffer *in[N][2], *out[N][1];
+  PJRT_Buffer *const *arg_lists[N];
+  PJRT_Buffer **out_lists[N];
+  PJRT_Event *done[N];
+  for (int d = 0; d < N; d++) {
+    for (int i = 0; i < 6; i++) x[d][i] = (float)(100 * d + i);
+    in[d][0] = upload(c, ad.addressable_devices[d], x[d]);
+    in[d][1] = upload(c, ad.addressable_devices[d], y);
+    arg_lists[d] = in[d];
+    out_lists[d] = out[d];
+  }
+  CHECK_OK(execute(exe, N, arg_lists, 2, out_lists, done));
+  for (int d = 0; d < N; d++) {
+    event_await(done[d]);
+    event_destroy(done[d]);
+    PJRT_Buffer_Device_Args bd = {.struct_size = PJRT_Buffer_Device_Args_STRUCT_SIZE,
+                                  .buffer = out[d][0]};
+    CHECK_OK(api->PJRT_Buffer_Device(&bd));
+    assert_ptr_equal(bd.device, ad.addressable_devices[d]);
+    float r[6];
+    download(out[d][0], r);
+    for (int i = 0; i < 6; i++) assert_true(r[i] == x[d][i] + y[i]);
+    buffer_destroy(out[d][0]);
+    buffer_destroy(in[d][0]);
+    buffer_destroy(in[d][1]);
+  }
+  EXPECT_ERROR(execute(exe, 2, arg_lists, 2, out_lists, done), PJRT_Error_Code_INVALID_ARGUMENT,
+               "runs on 4 devices but num_devices is 2");
+  destroy_exe(exe);
+  destroy_client(c);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_compile_bad_format),
+      cmocka_unit_test(test_single_device_execute),
+      cmocka_unit_test(test_four_device_execute),
+  };
+  return cmocka_run_group_tests(tests, load_api, NULL);
+}

@@ -1,0 +1,642 @@
+/* HLO proto frontend on real HloModuleProtos produced by JAX (tests/data/hlo/NAME.pb, see
+ * gen_hlo.py; the expected facts are read by hand from the matching .txt HLO dumps) and on
+ * small hand-encoded protos for tuples, unknown opcodes and malformed input. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "frontend/hlo.h"
+
+/* ------------------------------------------------------------ file helpers */
+
+typedef struct blob {
+  unsigned char *p;
+  size_t n;
+} blob;
+
+static bool read_data(const char *name, blob *b) {
+  const char *src = getenv("ANVIL_SOURCE_DIR");
+  if (!src) return false;
+  char path[1024];
+  snprintf(path, sizeof path, "%s/tests/data/hlo/%s.pb", src, name);
+  FILE *f = fopen(path, "rb");
+  if (!f) return false;
+  fseek(f, 0, SEEK_END);
+  long len = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  b->p = malloc(len > 0 ? (size_t)len : 1);
+  b->n = len > 0 ? fread(b->p, 1, (size_t)len, f) : 0;
+  fclose(f);
+  return true;
+}
+
+static av_module *load(const char *name) {
+  blob b;
+  if (!read_data(name, &b)) {
+    print_message("tests/data/hlo/%s.pb not found (ANVIL_SOURCE_DIR unset?)\n", name);
+    return NULL;
+  }
+  av_diag d;
+  av_diag_init(&d);
+  av_module *m = av_load_hlo_proto(b.p, b.n, &d);
+  if (!m) print_message("load %s: %s\n", name, d.msg);
+  free(b.p);
+  return m;
+}
+
+#define LOAD_OR_SKIP(var, name)              \
+  av_module *var = load(name);               \
+  if (!var && !getenv("ANVIL_SOURCE_DIR")) { \
+    skip();                                  \
+  }                                          \
+  assert_non_null(var)
+
+static const av_block *entry_block(const av_module *m) {
+  av_func *f = av_module_entry(m);
+  assert_non_null(f);
+  assert_string_equal(f->name, "main");
+  assert_true(f->is_public);
+  assert_int_equal(f->body.nblocks, 1);
+  return &f->body.blocks[0];
+}
+
+static const av_op *find_op(const av_block *b, const char *name) {
+  for (const av_op *op = b->first; op; op = op->next)
+    if (strcmp(op->name, name) == 0) return op;
+  return NULL;
+}
+
+static const av_op *must_find(const av_block *b, const char *name) {
+  const av_op *op = find_op(b, name);
+  if (!op) fail_msg("no %s op", name);
+  return op;
+}
+
+static void assert_ints(const av_attr *a, size_t n, const int64_t *want) {
+  assert_non_null(a);
+  assert_int_equal(a->kind, AV_ATTR_INTS);
+  assert_int_equal(a->u.ints.n, n);
+  for (size_t i = 0; i < n; i++) assert_int_equal(a->u.ints.v[i], want[i]);
+}
+#define ASSERT_INTS(attr, ...)                                        \
+  do {                                                                \
+    static const int64_t want_[] = {__VA_ARGS__};                     \
+    assert_ints(attr, sizeof want_ / sizeof want_[0], want_);         \
+  } while (0)
+#define ASSERT_NO_INTS(attr) assert_ints(attr, 0, NULL)
+
+static void assert_int_attr(const av_attr *a, int64_t v) {
+  assert_non_null(a);
+  assert_int_equal(a->kind, AV_ATTR_INT);
+  assert_int_equal(a->u.i, v);
+}
+
+static void assert_enum(const av_attr *a, const char *v) {
+  assert_non_null(a);
+  assert_int_equal(a->kind, AV_ATTR_ENUM);
+  assert_string_equal(a->u.str.s, v);
+}
+
+static void assert_tensor(const av_type *t, av_dtype dt, int rank, const int64_t *dims) {
+  assert_non_null(t);
+  assert_int_equal(t->kind, AV_TYPE_TENSOR);
+  assert_int_equal(t->dtype, dt);
+  assert_int_equal(t->rank, rank);
+  for (int i = 0; i < rank; i++) assert_int_equal(t->dims[i], dims[i]);
+}
+#define ASSERT_TENSOR(t, dt, ...)                                         \
+  do {                                                                    \
+    static const int64_t dims_[] = {__VA_ARGS__};                         \
+    assert_tensor(t, dt, (int)(sizeof dims_ / sizeof dims_[0]), dims_);   \
+  } while (0)
+#define ASSERT_SCALAR(t, dt) assert_tensor(t, dt, 0, NULL)
+
+static const av_op *terminator(const av_block *b) {
+  assert_non_null(b->last);
+  return b->last;
+}
+
+/* ----------------------------------------------------- real JAX-made protos */
+
+static void test_add(void **state) {
+  (void)state;
+  LOAD_OR_SKIP(m, "add");
+  const av_block *b = entry_block(m);
+  assert_int_equal(b->nargs, 2);
+  ASSERT_TENSOR(b->args[0].type, AV_DT_F32, 2, 3);
+  const av_op *add = must_find(b, "stablehlo.add");
+  assert_int_equal(add->code, AV_OP_ADD);
+  assert_ptr_equal(add->operands[0], &b->args[0]);
+  assert_ptr_equal(add->operands[1], &b->args[1]);
+  assert_string_equal(add->loc, "add.1");
+  const av_op *ret = terminator(b);
+  assert_string_equal(ret->name, "func.return");
+  assert_int_equal(ret->noperands, 1);
+  assert_ptr_equal(ret->operands[0], &add->results[0]);
+  av_module_free(m);
+}
+
+static void test_matmul(void **state) {
+  (void)state;
+  LOAD_OR_SKIP(m, "matmul");
+  const av_op *dot = must_find(entry_block(m), "stablehlo.dot_general");
+  ASSERT_INTS(av_op_attr(dot, "lhs_contracting_dimensions"), 1);
+  ASSERT_INTS(av_op_attr(dot, "rhs_contracting_dimensions"), 0);
+  ASSERT_NO_INTS(av_op_attr(dot, "lhs_batching_dimensions"));
+  ASSERT_NO_INTS(av_op_attr(dot, "rhs_batching_dimensions"));
+  ASSERT_TENSOR(dot->results[0].type, AV_DT_F32, 2, 4);
+  av_module_free(m);
+}
+
+static void test_reduce(void **state) {
+  (void)state;
+  LOAD_OR_SKIP(m, "reduce");
+  const av_block *b = entry_block(m);
+  const av_op *red = must_find(b, "stablehlo.reduce");
+  ASSERT_INTS(av_op_attr(red, "dimensions"), 1);
+  assert_int_equal(red->noperands, 2);
+  assert_ptr_equal(red->operands[0], &b->args[0]);
+  /* init: constant 0.0f */
+  const av_op *init = red->operands[1]->def;
+  assert_string_equal(init->name, "stablehlo.constant");
+  const av_attr *v = av_op_attr(init, "value");
+  assert_int_equal(v->kind, AV_ATTR_DENSE);
+  float zero;
+  memcpy(&zero, v->u.dense.data, 4);
+  assert_true(zero == 0.0f);
+  ASSERT_TENSOR(red->results[0].type, AV_DT_F32, 2);
+  assert_int_equal(red->nregions, 1);
+  const av_block *body = &red->regions[0].blocks[0];
+  assert_int_equal(body->nargs, 2);
+  ASSERT_SCALAR(body->args[0].type, AV_DT_F32);
+  const av_op *add = must_find(body, "stablehlo.add");
+  assert_ptr_equal(add->operands[0], &body->args[0]);
+  assert_ptr_equal(add->operands[1], &body->args[1]);
+  assert_string_equal(terminator(body)->name, "stablehlo.return");
+  av_module_free(m);
+}
+
+static void test_while(void **state) {
+  (void)state;
+  LOAD_OR_SKIP(m, "while");
+  const av_block *b = entry_block(m);
+  const av_op *w = must_find(b, "stablehlo.while");
+  /* The (s32, s32, f32[4]) loop-state tuple is flattened into three operands/results. */
+  assert_int_equal(w->noperands, 3);
+  assert_int_equal(w->nresults, 3);
+  assert_ptr_equal(w->operands[2], &b->args[0]);
+  ASSERT_SCALAR(w->results[0].type, AV_DT_S32);
+  ASSERT_TENSOR(w->results[2].type, AV_DT_F32, 4);
+  /* main returns get-tuple-element(while, 2). */
+  assert_ptr_equal(terminator(b)->operands[0], &w->results[2]);
+  assert_int_equal(w->nregions, 2);
+  /* Region 0 is the condition: i < 5 on the first state element. */
+  const av_block *cond = &w->regions[0].blocks[0];
+  assert_int_equal(cond->nargs, 3);
+  const av_op *lt = must_find(cond, "stablehlo.compare");
+  assert_enum(av_op_attr(lt, "comparison_direction"), "LT");
+  assert_enum(av_op_attr(lt, "compare_type"), "SIGNED");
+  assert_ptr_equal(lt->operands[0], &cond->args[0]);
+  int32_t five;
+  memcpy(&five, av_op_attr(lt->operands[1]->def, "value")->u.dense.data, 4);
+  assert_int_equal(five, 5);
+  ASSERT_SCALAR(terminator(cond)->operands[0]->type, AV_DT_PRED);
+  /* Region 1 is the body; it calls the private function closed_call.1. */
+  const av_block *body = &w->regions[1].blocks[0];
+  const av_op *call = must_find(body, "func.call");
+  const av_attr *callee = av_op_attr(call, "callee");
+  assert_int_equal(callee->kind, AV_ATTR_SYMBOL);
+  assert_string_equal(callee->u.str.s, "closed_call.1");
+  assert_int_equal(terminator(body)->noperands, 3);
+  av_func *f = av_module_find_func(m, "closed_call.1");
+  assert_non_null(f);
+  assert_false(f->is_public);
+  assert_int_equal(f->type->ninputs, 2);
+  assert_int_equal(f->type->nelems, 4);
+  assert_int_equal(m->nfuncs, 2);
+  av_module_free(m);
+}
+
+static void test_cond_becomes_case(void **state) {
+  (void)state;
+  LOAD_OR_SKIP(m, "cond");
+  const av_block *b = entry_block(m);
+  const av_op *c = must_find(b, "stablehlo.case");
+  assert_int_equal(c->noperands, 1);
+  ASSERT_SCALAR(c->operands[0]->type, AV_DT_S32);
+  assert_int_equal(c->nregions, 2);
+  /* Branch 0 (false) subtracts, branch 1 (true) adds; both capture main's %x. */
+  const av_block *b0 = &c->regions[0].blocks[0], *b1 = &c->regions[1].blocks[0];
+  assert_int_equal(b0->nargs, 0);
+  assert_ptr_equal(must_find(b0, "stablehlo.subtract")->operands[0], &b->args[1]);
+  assert_ptr_equal(must_find(b1, "stablehlo.add")->operands[0], &b->args[1]);
+  assert_string_equal(terminator(b1)->name, "stablehlo.return");
+  av_module_free(m);
+}
+
+static void test_switch_three_branches(void **state) {
+  (void)state;
+  LOAD_OR_SKIP(m, "switch");
+  const av_op *c = must_find(entry_block(m), "stablehlo.case");
+  assert_int_equal(c->nregions, 3);
+  assert_non_null(find_op(&c->regions[2].blocks[0], "stablehlo.negate"));
+  assert_non_null(find_op(&c->regions[1].blocks[0], "stablehlo.multiply"));
+  av_module_free(m);
+}
+
+static void test_gather(void **state) {
+  (void)state;
+  LOAD_OR_SKIP(m, "gather");
+  const av_op *g = must_find(entry_block(m), "stablehlo.gather");
+  ASSERT_INTS(av_op_attr(g, "offset_dims"), 1);
+  ASSERT_INTS(av_op_attr(g, "collapsed_slice_dims"), 0);
+  ASSERT_INTS(av_op_attr(g, "start_index_map"), 0);
+  ASSERT_INTS(av_op_attr(g, "slice_sizes"), 1, 3);
+  assert_int_attr(av_op_attr(g, "index_vector_dim"), 1);
+  ASSERT_TENSOR(g->operands[1]->type, AV_DT_S32, 2, 1);
+  ASSERT_TENSOR(g->results[0].type, AV_DT_F32, 2, 3);
+  av_module_free(m);
+}
+
+static void test_conv(void **state) {
+  (void)state;
+  LOAD_OR_SKIP(m, "conv");
+  const av_op *c = must_find(entry_block(m), "stablehlo.convolution");
+  /* window={size=3x2 stride=2x1 pad=1_1x0_2 rhs_dilate=1x2}, dim_labels=bf01_oi01->bf01 */
+  ASSERT_INTS(av_op_attr(c, "window_strides"), 2, 1);
+  ASSERT_INTS(av_op_attr(c, "lhs_dilation"), 1, 1);
+  ASSERT_INTS(av_op_attr(c, "rhs_dilation"), 1, 2);
+  const av_attr *pad = av_op_attr(c, "padding");
+  assert_int_equal(pad->kind, AV_ATTR_DENSE);
+  ASSERT_TENSOR(pad->type, AV_DT_S64, 2, 2);
+  const int64_t want_pad[] = {1, 1, 0, 2};
+  assert_memory_equal(pad->u.dense.data, want_pad, sizeof want_pad);
+  assert_int_attr(av_op_attr(c, "input_batch_dimension"), 0);
+  assert_int_attr(av_op_attr(c, "input_feature_dimension"), 1);
+  ASSERT_INTS(av_op_attr(c, "input_spatial_dimensions"), 2, 3);
+  assert_int_attr(av_op_attr(c, "kernel_output_feature_dimension"), 0);
+  assert_int_attr(av_op_attr(c, "kernel_input_feature_dimension"), 1);
+  ASSERT_INTS(av_op_attr(c, "kernel_spatial_dimensions"), 2, 3);
+  assert_int_attr(av_op_attr(c, "output_batch_dimension"), 0);
+  assert_int_attr(av_op_attr(c, "output_feature_dimension"), 1);
+  ASSERT_INTS(av_op_attr(c, "output_spatial_dimensions"), 2, 3);
+  assert_int_attr(av_op_attr(c, "feature_group_count"), 1);
+  assert_int_attr(av_op_attr(c, "batch_group_count"), 1);
+  ASSERT_TENSOR(c->results[0].type, AV_DT_F32, 1, 3, 3, 5);
+  av_module_free(m);
+}
+
+static void test_tuple_result_is_flattened(void **state) {
+  (void)state;
+  LOAD_OR_SKIP(m, "tuple_out");
+  av_func *f = av_module_entry(m);
+  assert_int_equal(f->type->ninputs, 2);
+  assert_int_equal(f->type->nelems - f->type->ninputs, 3);
+  const av_block *b = entry_block(m);
+  const av_op *ret = terminator(b);
+  assert_int_equal(ret->noperands, 3);
+  assert_string_equal(ret->operands[0]->def->name, "stablehlo.add");
+  assert_string_equal(ret->operands[1]->def->name, "stablehlo.multiply");
+  assert_string_equal(ret->operands[2]->def->name, "stablehlo.reduce");
+  ASSERT_SCALAR(ret->operands[2]->type, AV_DT_F32);
+  ASSERT_INTS(av_op_attr(ret->operands[2]->def, "dimensions"), 0, 1);
+  /* No tuple ops survive in the IR. */
+  assert_null(find_op(b, "stablehlo.tuple"));
+  assert_null(find_op(b, "stablehlo.get_tuple_element"));
+  av_module_free(m);
+}
+
+static const void *const_data(const av_op *ret, int i, av_dtype dt) {
+  /* Operand i of the return is op(convert(x) or x, constant): find the constant. */
+  const av_op *op = ret->operands[i]->def;
+  const av_op *c = op->operands[1]->def;
+  assert_string_equal(c->name, "stablehlo.constant");
+  const av_attr *v = av_op_attr(c, "value");
+  assert_int_equal(v->type->dtype, dt);
+  return v->u.dense.data;
+}
+
+static void test_constants_of_several_types(void **state) {
+  (void)state;
+  LOAD_OR_SKIP(m, "constants");
+  const av_op *ret = terminator(entry_block(m));
+  assert_int_equal(ret->noperands, 5);
+  const float f[] = {1.5f, -2.0f, 3.25f};
+  assert_memory_equal(const_data(ret, 0, AV_DT_F32), f, sizeof f);
+  const int32_t i[] = {-3, 7, 100000};
+  assert_memory_equal(const_data(ret, 1, AV_DT_S32), i, sizeof i);
+  const uint16_t bf[] = {0x3f00, 0x3f80, 0xc000}; /* bf16 0.5, 1, -2 */
+  assert_memory_equal(const_data(ret, 2, AV_DT_BF16), bf, sizeof bf);
+  const int8_t s8[] = {-1, 2, -128};
+  assert_memory_equal(const_data(ret, 3, AV_DT_S8), s8, sizeof s8);
+  const uint8_t pred[] = {1, 0, 1};
+  assert_memory_equal(const_data(ret, 4, AV_DT_PRED), pred, sizeof pred);
+  av_module_free(m);
+}
+
+static void test_scatter(void **state) {
+  (void)state;
+  LOAD_OR_SKIP(m, "scatter");
+  const av_op *s = must_find(entry_block(m), "stablehlo.scatter");
+  assert_int_equal(s->noperands, 3);
+  ASSERT_NO_INTS(av_op_attr(s, "update_window_dims"));
+  ASSERT_INTS(av_op_attr(s, "inserted_window_dims"), 0);
+  ASSERT_INTS(av_op_attr(s, "scatter_dims_to_operand_dims"), 0);
+  assert_int_attr(av_op_attr(s, "index_vector_dim"), 1);
+  assert_non_null(find_op(&s->regions[0].blocks[0], "stablehlo.add"));
+  av_module_free(m);
+}
+
+static void test_sort_in_called_function(void **state) {
+  (void)state;
+  LOAD_OR_SKIP(m, "sort");
+  av_func *f = av_module_find_func(m, "sort.2");
+  assert_non_null(f);
+  const av_op *s = must_find(&f->body.blocks[0], "stablehlo.sort");
+  assert_int_attr(av_op_attr(s, "dimension"), 1);
+  assert_true(av_op_attr(s, "is_stable")->u.b);
+  const av_block *cmp = &s->regions[0].blocks[0];
+  assert_int_equal(cmp->nargs, 2);
+  assert_enum(av_op_attr(terminator(cmp)->operands[0]->def, "compare_type"), "TOTALORDER");
+  av_module_free(m);
+}
+
+static void test_reduce_window(void **state) {
+  (void)state;
+  LOAD_OR_SKIP(m, "reduce_window");
+  const av_op *r = must_find(entry_block(m), "stablehlo.reduce_window");
+  ASSERT_INTS(av_op_attr(r, "window_dimensions"), 2, 2);
+  ASSERT_INTS(av_op_attr(r, "window_strides"), 1, 2);
+  const int64_t want_pad[] = {0, 1, 1, 0};
+  assert_memory_equal(av_op_attr(r, "padding")->u.dense.data, want_pad, sizeof want_pad);
+  ASSERT_TENSOR(r->results[0].type, AV_DT_F32, 4, 3);
+  av_module_free(m);
+}
+
+/* Every prefix and many single-byte corruptions of real protos: never crash (ASan checks
+ * the bounds), and every failure is a diagnostic from the HLO loader. */
+static void test_truncated_and_corrupted_inputs(void **state) {
+  (void)state;
+  static const char *const names[] = {"while", "conv", "constants", "sort"};
+  for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
+    blob b;
+    if (!read_data(names[k], &b)) skip();
+    unsigned char *copy = malloc(b.n);
+    size_t failures = 0;
+    for (size_t len = 0; len < b.n; len++) {
+      av_diag d;
+      av_diag_init(&d);
+      memcpy(copy, b.p, len);
+      av_module *m = av_load_hlo_proto(len ? copy : NULL, len, &d);
+      if (m) {
+        av_module_free(m);
+      } else {
+        failures++;
+        assert_int_equal(strncmp(d.msg, "hlo", 3), 0);
+      }
+    }
+    assert_true(failures > 0);
+    for (size_t pos = 0; pos < b.n; pos += 3) {
+      memcpy(copy, b.p, b.n);
+      copy[pos] ^= (unsigned char)(0x5a + pos);
+      av_diag d;
+      av_diag_init(&d);
+      av_module *m = av_load_hlo_proto(copy, b.n, &d);
+      if (m)
+        av_module_free(m);
+      else
+        assert_int_equal(strncmp(d.msg, "hlo", 3), 0);
+    }
+    free(copy);
+    free(b.p);
+  }
+}
+
+/* ------------------------------------------------------- hand-encoded protos */
+
+typedef struct pbw {
+  unsigned char buf[4096];
+  size_t n;
+} pbw;
+
+static void w_varint(pbw *w, uint64_t v) {
+  do {
+    unsigned char b = v & 0x7f;
+    v >>= 7;
+    w->buf[w->n++] = (unsigned char)(b | (v ? 0x80 : 0));
+  } while (v);
+}
+static void w_int(pbw *w, uint32_t field, int64_t v) {
+  w_varint(w, (uint64_t)field << 3);
+  w_varint(w, (uint64_t)v);
+}
+static void w_bytes(pbw *w, uint32_t field, const void *p, size_t n) {
+  w_varint(w, (uint64_t)field << 3 | 2);
+  w_varint(w, n);
+  memcpy(w->buf + w->n, p, n);
+  w->n += n;
+}
+static void w_str(pbw *w, uint32_t field, const char *s) { w_bytes(w, field, s, strlen(s)); }
+static void w_msg(pbw *w, uint32_t field, const pbw *sub) { w_bytes(w, field, sub->buf, sub->n); }
+
+/* ShapeProto of an array: element_type=2, dimensions=3 (unpacked, also legal). */
+static pbw shape(int type, size_t rank, const int64_t *dims) {
+  pbw s = {.n = 0};
+  w_int(&s, 2, type);
+  for (size_t i = 0; i < rank; i++) w_int(&s, 3, dims[i]);
+  return s;
+}
+
+static pbw instr(const char *name, const char *opcode, int64_t id, const pbw *shp,
+                 size_t nops, const int64_t *ops) {
+  pbw in = {.n = 0};
+  w_str(&in, 1, name);
+  w_str(&in, 2, opcode);
+  w_msg(&in, 3, shp);
+  w_int(&in, 35, id);
+  for (size_t i = 0; i < nops; i++) w_int(&in, 36, ops[i]);
+  return in;
+}
+
+enum { PT_PRED = 1, PT_S32 = 4, PT_F32 = 11, PT_TUPLE = 13 };
+
+/* entry(p: (f32[2], s32[])) = tuple(foo-bar(gte(p, 0)), gte(p, 1)) */
+static pbw tuple_module(const char *op_of_4, int64_t operand_of_4) {
+  static const int64_t two[] = {2};
+  pbw f2 = shape(PT_F32, 1, two), s32 = shape(PT_S32, 0, NULL);
+  pbw tup = {.n = 0};
+  w_int(&tup, 2, PT_TUPLE);
+  w_msg(&tup, 4, &f2);
+  w_msg(&tup, 4, &s32);
+  pbw p = instr("p", "parameter", 1, &tup, 0, NULL);
+  w_int(&p, 9, 0);
+  const int64_t one = 1;
+  pbw g1 = instr("g1", "get-tuple-element", 2, &s32, 1, &one);
+  w_int(&g1, 13, 1);
+  pbw g0 = instr("g0", "get-tuple-element", 3, &f2, 1, &one);
+  pbw x = instr("x", op_of_4, 4, &f2, 1, &operand_of_4);
+  const int64_t tops[] = {4, 2};
+  pbw t = instr("t", "tuple", 5, &tup, 2, tops);
+  pbw comp = {.n = 0};
+  w_str(&comp, 1, "entry_comp");
+  w_msg(&comp, 2, &p);
+  w_msg(&comp, 2, &g1);
+  w_msg(&comp, 2, &g0);
+  w_msg(&comp, 2, &x);
+  w_msg(&comp, 2, &t);
+  w_int(&comp, 5, 7);
+  w_int(&comp, 6, 5);
+  pbw mod = {.n = 0};
+  w_str(&mod, 1, "m");
+  w_msg(&mod, 3, &comp);
+  w_int(&mod, 6, 7);
+  return mod;
+}
+
+static void test_tuple_parameter_and_unknown_opcode(void **state) {
+  (void)state;
+  pbw mod = tuple_module("foo-bar", 3);
+  av_diag d;
+  av_diag_init(&d);
+  av_module *m = av_load_hlo_proto(mod.buf, mod.n, &d);
+  if (!m) fail_msg("%s", d.msg);
+  const av_block *b = entry_block(m);
+  /* The tuple parameter became two arguments. */
+  assert_int_equal(b->nargs, 2);
+  ASSERT_TENSOR(b->args[0].type, AV_DT_F32, 2);
+  ASSERT_SCALAR(b->args[1].type, AV_DT_S32);
+  const av_op *x = must_find(b, "hlo.foo-bar");
+  assert_int_equal(x->code, AV_OP_UNKNOWN);
+  assert_ptr_equal(x->operands[0], &b->args[0]);
+  const av_op *ret = terminator(b);
+  assert_int_equal(ret->noperands, 2);
+  assert_ptr_equal(ret->operands[0], &x->results[0]);
+  assert_ptr_equal(ret->operands[1], &b->args[1]);
+  av_module_free(m);
+}
+
+static void test_undefined_operand_names_the_instruction(void **state) {
+  (void)state;
+  pbw mod = tuple_module("negate", 99);
+  av_diag d;
+  av_diag_init(&d);
+  assert_null(av_load_hlo_proto(mod.buf, mod.n, &d));
+  assert_int_equal(d.code, AV_INVALID_ARGUMENT);
+  assert_non_null(strstr(d.msg, "entry_comp"));
+  assert_non_null(strstr(d.msg, "'x' (negate)"));
+  assert_non_null(strstr(d.msg, "id 99"));
+}
+
+static void test_wrong_arity_is_an_error(void **state) {
+  (void)state;
+  /* get-tuple-element of a non-tuple: operand 3 is f32[2]. */
+  pbw mod = tuple_module("get-tuple-element", 3);
+  av_diag d;
+  av_diag_init(&d);
+  assert_null(av_load_hlo_proto(mod.buf, mod.n, &d));
+  assert_non_null(strstr(d.msg, "not a tuple"));
+}
+
+/* A computation that calls itself must be rejected, not recurse forever. */
+static void test_recursive_call_is_rejected(void **state) {
+  (void)state;
+  pbw s32 = shape(PT_S32, 0, NULL);
+  pbw p = instr("p", "parameter", 1, &s32, 0, NULL);
+  const int64_t one = 1;
+  pbw c = instr("c", "call", 2, &s32, 1, &one);
+  w_int(&c, 38, 9);
+  pbw comp = {.n = 0};
+  w_str(&comp, 1, "self");
+  w_msg(&comp, 2, &p);
+  w_msg(&comp, 2, &c);
+  w_int(&comp, 5, 9);
+  w_int(&comp, 6, 2);
+  pbw mod = {.n = 0};
+  w_msg(&mod, 3, &comp);
+  w_int(&mod, 6, 9);
+  av_diag d;
+  av_diag_init(&d);
+  assert_null(av_load_hlo_proto(mod.buf, mod.n, &d));
+  assert_non_null(strstr(d.msg, "recursion"));
+}
+
+/* conditional on a pred with two branches becomes stablehlo.if. */
+static void test_pred_conditional_becomes_if(void **state) {
+  (void)state;
+  pbw pred = shape(PT_PRED, 0, NULL), s32 = shape(PT_S32, 0, NULL);
+  pbw comps[2];
+  const char *ops[2] = {"negate", "abs"};
+  for (int i = 0; i < 2; i++) {
+    pbw bp = instr("bp", "parameter", 10 + 10 * i, &s32, 0, NULL);
+    const int64_t pid = 10 + 10 * i;
+    pbw op = instr("bop", ops[i], 11 + 10 * i, &s32, 1, &pid);
+    comps[i] = (pbw){.n = 0};
+    w_str(&comps[i], 1, i ? "false_branch" : "true_branch");
+    w_msg(&comps[i], 2, &bp);
+    w_msg(&comps[i], 2, &op);
+    w_int(&comps[i], 5, 100 + i);
+    w_int(&comps[i], 6, 11 + 10 * i);
+  }
+  pbw p0 = instr("p0", "parameter", 1, &pred, 0, NULL);
+  pbw p1 = instr("p1", "parameter", 2, &s32, 0, NULL);
+  w_int(&p1, 9, 1);
+  const int64_t cops[] = {1, 2, 2};
+  pbw cnd = instr("cnd", "conditional", 3, &s32, 3, cops);
+  w_int(&cnd, 38, 100);
+  w_int(&cnd, 38, 101);
+  pbw entry = {.n = 0};
+  w_str(&entry, 1, "main_comp");
+  w_msg(&entry, 2, &p0);
+  w_msg(&entry, 2, &p1);
+  w_msg(&entry, 2, &cnd);
+  w_int(&entry, 5, 1);
+  w_int(&entry, 6, 3);
+  pbw mod = {.n = 0};
+  w_msg(&mod, 3, &comps[0]);
+  w_msg(&mod, 3, &comps[1]);
+  w_msg(&mod, 3, &entry);
+  w_int(&mod, 6, 1);
+  av_diag d;
+  av_diag_init(&d);
+  av_module *m = av_load_hlo_proto(mod.buf, mod.n, &d);
+  if (!m) fail_msg("%s", d.msg);
+  const av_block *b = entry_block(m);
+  const av_op *iff = must_find(b, "stablehlo.if");
+  assert_ptr_equal(iff->operands[0], &b->args[0]);
+  assert_int_equal(iff->nregions, 2);
+  const av_op *neg = must_find(&iff->regions[0].blocks[0], "stablehlo.negate");
+  assert_ptr_equal(neg->operands[0], &b->args[1]);
+  assert_non_null(find_op(&iff->regions[1].blocks[0], "stablehlo.abs"));
+  av_module_free(m);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_add),
+      cmocka_unit_test(test_matmul),
+      cmocka_unit_test(test_reduce),
+      cmocka_unit_test(test_while),
+      cmocka_unit_test(test_cond_becomes_case),
+      cmocka_unit_test(test_switch_three_branches),
+      cmocka_unit_test(test_gather),
+      cmocka_unit_test(test_conv),
+      cmocka_unit_test(test_tuple_result_is_flattened),
+      cmocka_unit_test(test_constants_of_several_types),
+      cmocka_unit_test(test_scatter),
+      cmocka_unit_test(test_sort_in_called_function),
+      cmocka_unit_test(test_reduce_window),
+      cmocka_unit_test(test_truncated_and_corrupted_inputs),
+      cmocka_unit_test(test_tuple_parameter_and_unknown_opcode),
+      cmocka_unit_test(test_undefined_operand_names_the_instruction),
+      cmocka_unit_test(test_wrong_arity_is_an_error),
+      cmocka_unit_test(test_recursive_call_is_rejected),
+      cmocka_unit_test(test_pred_conditional_becomes_if),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,107 @@
+"""Regenerates the HloModuleProto test inputs in this folder with JAX (CPU).
+
+  JAX_PLATFORMS=cpu /work/main/.venv/bin/python tests/data/hlo/gen_hlo.py
+
+Each program is written as NAME.pb (serialized xla.HloModuleProto, what PyTorch/XLA sends
+with PJRT format "hlo") and NAME.txt (the HLO text, for reading the expected facts).
+"""
+import os
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+OUT = os.path.dirname(os.path.abspath(__file__))
+f32 = jnp.float32
+
+
+def add(x, y):
+    return x + y
+
+
+def matmul(x, y):
+    return x @ y
+
+
+def reduce_sum(x):
+    return jnp.sum(x, axis=1)
+
+
+def while_loop(x):
+    return lax.fori_loop(0, 5, lambda i, v: v * 2.0 + i.astype(f32), x)
+
+
+def cond(p, x):
+    return lax.cond(p, lambda v: v + 1.0, lambda v: v - 1.0, x)
+
+
+def switch(i, x):
+    return lax.switch(i, [lambda v: v + 1.0, lambda v: v * 2.0, lambda v: -v], x)
+
+
+def gather(x, idx):
+    return x[idx]
+
+
+def conv(x, w):
+    return lax.conv_general_dilated(x, w, window_strides=(2, 1), padding=((1, 1), (0, 2)),
+                                    rhs_dilation=(1, 2))
+
+
+def tuple_out(x, y):
+    return x + y, x * y, jnp.max(x)
+
+
+def constants(x):
+    # Literals of several element types (not foldable away: each meets the input).
+    a = x + jnp.array([1.5, -2.0, 3.25], f32)
+    b = x.astype(jnp.int32) * jnp.array([-3, 7, 100000], jnp.int32)
+    c = x.astype(jnp.bfloat16) + jnp.array([0.5, 1.0, -2.0], jnp.bfloat16)
+    d = x.astype(jnp.int8) + jnp.array([-1, 2, -128], jnp.int8)
+    e = (x > 1.0) & jnp.array([True, False, True])
+    return a, b, c, d, e
+
+
+def scatter_add(x, idx, upd):
+    return x.at[idx].add(upd)
+
+
+def sort2(x):
+    return jnp.sort(x, axis=-1)
+
+
+def reduce_window(x):
+    return lax.reduce_window(x, -jnp.inf, lax.max, (2, 2), (1, 2), ((0, 1), (1, 0)))
+
+
+PROGRAMS = {
+    "add": (add, [np.ones((2, 3), np.float32)] * 2),
+    "matmul": (matmul, [np.ones((2, 3), np.float32), np.ones((3, 4), np.float32)]),
+    "reduce": (reduce_sum, [np.ones((2, 3), np.float32)]),
+    "while": (while_loop, [np.ones((4,), np.float32)]),
+    "cond": (cond, [np.bool_(True), np.ones((3,), np.float32)]),
+    "switch": (switch, [np.int32(1), np.ones((3,), np.float32)]),
+    "gather": (gather, [np.ones((5, 3), np.float32), np.array([0, 4], np.int32)]),
+    "conv": (conv, [np.ones((1, 2, 6, 5), np.float32), np.ones((3, 2, 3, 2), np.float32)]),
+    "tuple_out": (tuple_out, [np.ones((2, 2), np.float32)] * 2),
+    "constants": (constants, [np.ones((3,), np.float32)]),
+    "scatter": (scatter_add, [np.ones((5,), np.float32), np.array([1, 3], np.int32),
+                              np.ones((2,), np.float32)]),
+    "sort": (sort2, [np.ones((2, 4), np.float32)]),
+    "reduce_window": (reduce_window, [np.ones((4, 6), np.float32)]),
+}
+
+
+def main():
+    for name, (fn, args) in PROGRAMS.items():
+        comp = jax.jit(fn).lower(*args).compiler_ir("hlo")
+        with open(os.path.join(OUT, name + ".pb"), "wb") as f:
+            f.write(comp.as_serialized_hlo_module_proto())
+        with open(os.path.join(OUT, name + ".txt"), "w") as f:
+            f.write(comp.as_hlo_text())
+        print(name)
+
+
+if __name__ == "__main__":
+    main()

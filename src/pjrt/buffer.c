@@ -489,5 +489,8 @@ PJRT_Error *av_PJRT_Buffer_CopyToMemory(PJRT_Buffer_CopyToMemory_Args *args) {
   av_memory *mem;
   PJRT_Error *err = resolve_target(args->buffer->client, NULL, args->dst_memory, fn, &dev, &mem);
   if (err) return err;
+  /* A memory shared by several devices (pinned host) keeps the source's device. */
+  for (size_t i = 0; i < mem->num_devices; i++)
+    if (mem->devices[i] == args->buffer->device) dev = args->buffer->device;
   return copy_buffer(args->buffer, dev, mem, fn, &args->dst_buffer);
 }

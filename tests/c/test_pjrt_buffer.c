@@ -443,6 +443,31 @@ static void test_copies(void **state) {
   PJRT_Device_AddressableMemories_Args am = {
       .struct_size = PJRT_Device_AddressableMemories_Args_STRUCT_SIZE, .device = dev0};
   CHECK_OK(api->PJRT_Device_AddressableMemories(&am));
+  /* Into device 1's default memory: the copy lives on device 1. */
+  PJRT_Device_DefaultMemory_Args dm1 = {.struct_size = PJRT_Device_DefaultMemory_Args_STRUCT_SIZE,
+                                        .device = dev1};
+  CHECK_OK(api->PJRT_Device_DefaultMemory(&dm1));
+  PJRT_Buffer_CopyToMemory_Args c1 = {.struct_size = PJRT_Buffer_CopyToMemory_Args_STRUCT_SIZE,
+                                      .buffer = b,
+                                      .dst_memory = dm1.memory};
+  CHECK_OK(api->PJRT_Buffer_CopyToMemory(&c1));
+  d.buffer = c1.dst_buffer;
+  CHECK_OK(api->PJRT_Buffer_Device(&d));
+  assert_ptr_equal(d.device, dev1);
+  memset(out, 0, sizeof out);
+  CHECK_OK(to_host(c1.dst_buffer, out, sizeof out, NULL));
+  assert_memory_equal(out, v, sizeof v);
+  /* From device 1 into the shared pinned host memory: it stays on device 1. */
+  PJRT_Buffer_CopyToMemory_Args c2 = {.struct_size = PJRT_Buffer_CopyToMemory_Args_STRUCT_SIZE,
+                                      .buffer = c1.dst_buffer,
+                                      .dst_memory = am.memories[1]};
+  CHECK_OK(api->PJRT_Buffer_CopyToMemory(&c2));
+  d.buffer = c2.dst_buffer;
+  CHECK_OK(api->PJRT_Buffer_Device(&d));
+  assert_ptr_equal(d.device, dev1);
+  buffer_destroy(c2.dst_buffer);
+  buffer_destroy(c1.dst_buffer);
+  /* From device 0 into pinned host memory. */
   PJRT_Buffer_CopyToMemory_Args cm = {.struct_size = PJRT_Buffer_CopyToMemory_Args_STRUCT_SIZE,
                                       .buffer = b,
                                       .dst_memory = am.memories[1]};
@@ -451,6 +476,9 @@ static void test_copies(void **state) {
                                .buffer = cm.dst_buffer};
   CHECK_OK(api->PJRT_Buffer_Memory(&m));
   assert_ptr_equal(m.memory, am.memories[1]);
+  d.buffer = cm.dst_buffer;
+  CHECK_OK(api->PJRT_Buffer_Device(&d));
+  assert_ptr_equal(d.device, dev0);
   buffer_destroy(cm.dst_buffer);
 
   uint8_t raw[4] = {0};

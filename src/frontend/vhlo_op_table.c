@@ -3,7 +3,7 @@
  * is optional (stored as `varint (attrIdx << 1 | present)`) or required (`varint attrIdx`).
  * VHLO rows come from VhloOps.td of StableHLO 1.20.0 (every VHLO attribute is required);
  * stablehlo rows from StablehloOps.td (the native, non-portable encoding); plus the builtin,
- * func and sdy ops that occur in JAX artifacts. Facts tabulated from the research notes
+ * func, chlo and sdy ops that occur in JAX artifacts. Facts tabulated from the research notes
  * (/work/shared/research/vhlo_ops_table.txt, stablehlo_native_ops_props.txt). */
 #include <string.h>
 
@@ -168,6 +168,12 @@ static const bc_prop P_func_call[] = {O("arg_attrs"), R("callee"), O("no_inline"
 static const bc_prop P_func_call_old[] = {R("callee")};
 static const bc_prop P_sdy_mesh[] = {R("mesh"), R("sym_name")};
 static const bc_prop P_sdy_sharding[] = {R("sharding")};
+static const bc_prop P_chlo_top_k[] = {R("k")};
+static const bc_prop P_chlo_value[] = {R("value")};
+static const bc_prop P_chlo_bcast[] = {O("broadcast_dimensions")};
+static const bc_prop P_chlo_bcast_compare[] = {O("broadcast_dimensions"), O("compare_type"),
+                                               R("comparison_direction")};
+static const bc_prop P_chlo_ragged_dot[] = {O("precision_config"), R("ragged_dot_dimension_numbers")};
 static const bc_prop P_sdy_manual[] = {R("in_shardings"), R("manual_axes"), R("out_shardings")};
 
 static const bc_op_schema kSchemas[] = {
@@ -183,6 +189,30 @@ static const bc_op_schema kSchemas[] = {
   {"sdy.reshard", "sdy.reshard", 1, P_sdy_sharding},
   {"sdy.manual_computation", "sdy.manual_computation", 3, P_sdy_manual},
   {"sdy.return", "sdy.return", 0, NULL},
+  {"chlo.top_k", "chlo.top_k", 1, P_chlo_top_k},
+  {"chlo.constant", "chlo.constant", 1, P_chlo_value},
+  {"chlo.constant_like", "chlo.constant_like", 1, P_chlo_value},
+  {"chlo.broadcast_compare", "chlo.broadcast_compare", 3, P_chlo_bcast_compare},
+  {"chlo.ragged_dot", "chlo.ragged_dot", 2, P_chlo_ragged_dot},
+  {"chlo.broadcast_add", "chlo.broadcast_add", 1, P_chlo_bcast},
+  {"chlo.broadcast_and", "chlo.broadcast_and", 1, P_chlo_bcast},
+  {"chlo.broadcast_atan2", "chlo.broadcast_atan2", 1, P_chlo_bcast},
+  {"chlo.broadcast_complex", "chlo.broadcast_complex", 1, P_chlo_bcast},
+  {"chlo.broadcast_divide", "chlo.broadcast_divide", 1, P_chlo_bcast},
+  {"chlo.broadcast_maximum", "chlo.broadcast_maximum", 1, P_chlo_bcast},
+  {"chlo.broadcast_minimum", "chlo.broadcast_minimum", 1, P_chlo_bcast},
+  {"chlo.broadcast_multiply", "chlo.broadcast_multiply", 1, P_chlo_bcast},
+  {"chlo.broadcast_next_after", "chlo.broadcast_next_after", 1, P_chlo_bcast},
+  {"chlo.broadcast_or", "chlo.broadcast_or", 1, P_chlo_bcast},
+  {"chlo.broadcast_polygamma", "chlo.broadcast_polygamma", 1, P_chlo_bcast},
+  {"chlo.broadcast_power", "chlo.broadcast_power", 1, P_chlo_bcast},
+  {"chlo.broadcast_remainder", "chlo.broadcast_remainder", 1, P_chlo_bcast},
+  {"chlo.broadcast_shift_left", "chlo.broadcast_shift_left", 1, P_chlo_bcast},
+  {"chlo.broadcast_shift_right_arithmetic", "chlo.broadcast_shift_right_arithmetic", 1, P_chlo_bcast},
+  {"chlo.broadcast_shift_right_logical", "chlo.broadcast_shift_right_logical", 1, P_chlo_bcast},
+  {"chlo.broadcast_subtract", "chlo.broadcast_subtract", 1, P_chlo_bcast},
+  {"chlo.broadcast_xor", "chlo.broadcast_xor", 1, P_chlo_bcast},
+  {"chlo.broadcast_zeta", "chlo.broadcast_zeta", 1, P_chlo_bcast},
 
   {"vhlo.abs_v1", "stablehlo.abs", 0, NULL},
   {"vhlo.add_v1", "stablehlo.add", 0, NULL},

@@ -1,0 +1,133 @@
+/* Shared state of the MLIR text reader's parts (types/attributes, ops, pretty op forms).
+ * Not a public header: only src/frontend/mlir_text*.c include it. */
+#ifndef ANVIL_FRONTEND_MLIR_TEXT_INTERNAL_H
+#define ANVIL_FRONTEND_MLIR_TEXT_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "frontend/mlir_text_lexer.h"
+#include "ir/ir.h"
+#include "util/diag.h"
+
+enum { MT_MAX_DEPTH = 128 };
+
+/* A bound SSA name: `%x` names `count` consecutive values (results of one op, `%x:2`). */
+typedef struct mt_entry {
+  const char *name;
+  size_t len;
+  av_value *vals;
+  uint32_t count;
+  int next; /* next entry in the same hash bucket (older), -1 at the end */
+} mt_entry;
+
+/* `#name = ...` / `!name = ...` definitions. Locations are kept as text and resolved at the
+ * end because JAX prints `#locN = loc(...)` after the module. */
+typedef struct mt_alias {
+  const char *name; /* including # or ! */
+  size_t len;
+  const av_attr *attr;
+  const av_type *type;
+  const char *loc; /* content of loc(...) */
+} mt_alias;
+
+typedef struct mt_parser {
+  mt_lexer lx;
+  mt_tok tok; /* current token */
+  av_module *m;
+  av_diag *d;
+  bool failed;
+  int depth;
+  /* SSA names in scope */
+  mt_entry *ents;
+  int nents, capents;
+  int *buckets;
+  int nbuckets;
+  int scope_base; /* first entry of the innermost region */
+  /* aliases */
+  mt_alias *aliases;
+  int naliases, capaliases;
+  /* cached bare scalar types (`i64` in `1 : i64`) */
+  const av_type *scalar[AV_DT_COUNT];
+} mt_parser;
+
+/* A growable array in the module arena (small, short-lived lists). */
+bool mt_grow(mt_parser *p, void **arr, uint32_t *cap, uint32_t need, size_t elem);
+
+/* ---- tokens and errors (mlir_text.c) */
+void mt_next(mt_parser *p);
+mt_tok mt_peek(mt_parser *p);
+bool mt_fail(mt_parser *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+bool mt_accept(mt_parser *p, mt_tok_kind k);
+bool mt_expect(mt_parser *p, mt_tok_kind k, const char *what);
+bool mt_accept_word(mt_parser *p, const char *word);
+bool mt_enter(mt_parser *p); /* recursion guard; pair with mt_leave */
+void mt_leave(mt_parser *p);
+char *mt_strndup(mt_parser *p, const char *s, size_t n);
+
+/* ---- types and attributes (mlir_text_attr.c) */
+const av_type *mt_parse_type(mt_parser *p);
+/* True if the current token starts a type. */
+bool mt_at_type(mt_parser *p);
+/* A bare scalar type (`i64`, `f32`) as used for typed integer/float attributes. */
+const av_type *mt_scalar_type(mt_parser *p, av_dtype dt);
+/* Generic attribute value (including a trailing `: type` on numbers and dense<...>). */
+const av_attr *mt_parse_attr(mt_parser *p);
+/* `{name = value, unit_name, ...}`: appends to *attrs (structured StableHLO attributes are
+ * flattened into their field names). */
+bool mt_parse_attr_dict(mt_parser *p, av_named_attr **attrs, uint32_t *n, uint32_t *cap);
+/* Appends `name = value`, flattening #stablehlo.dot/gather/scatter/conv/channel_handle. */
+bool mt_add_attr(mt_parser *p, av_named_attr **attrs, uint32_t *n, uint32_t *cap,
+                 const char *name, const av_attr *value);
+/* Raw text of a balanced `<...>` starting at the current token (which must be `<`). */
+const av_attr *mt_parse_opaque_angle(mt_parser *p, const char *start);
+/* `<key = value, ...>` (current token `<`) into a DICT (dot algorithm fields). */
+const av_attr *mt_parse_struct_angle(mt_parser *p);
+/* `[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]` (current token `[`) into a DICT of flat names. */
+const av_attr *mt_parse_conv_dims(mt_parser *p);
+/* Converts ARRAY of INT (or empty ARRAY) to INTS; returns the input otherwise. */
+const av_attr *mt_to_ints(mt_parser *p, const av_attr *a);
+const av_attr *mt_int_attr(mt_parser *p, int64_t v, av_dtype dt);
+/* Parses a (possibly negative) integer literal token. */
+bool mt_parse_int(mt_parser *p, int64_t *out);
+
+/* ---- ops (mlir_text.c) */
+av_value *mt_parse_operand(mt_parser *p);
+bool mt_bind(mt_parser *p, const char *name, size_t len, av_value *vals, uint32_t count);
+int mt_scope_mark(mt_parser *p);
+void mt_scope_pop(mt_parser *p, int mark);
+/* A region `{ ... }`; when the entry block has no `^bb` label its arguments are the given
+ * names/types (pretty forms: func bodies, while cond/do, reducer). */
+bool mt_parse_region(mt_parser *p, av_region *r, uint32_t nargs, const mt_tok *names,
+                     const av_type *const *types);
+/* Copies a region parsed into temporary storage into its op (fixing block back-pointers). */
+void mt_move_region(av_region *dst, const av_region *src);
+/* Parses one op into `block` (appended). */
+bool mt_parse_op(mt_parser *p, av_block *block, av_op **out);
+/* `loc(...)`: returns the content text or NULL if no location follows. */
+bool mt_parse_opt_loc(mt_parser *p, const char **loc);
+
+/* Op under construction. */
+typedef struct mt_opb {
+  const char *name;
+  av_value **operands;
+  uint32_t noperands, capoperands;
+  av_named_attr *attrs;
+  uint32_t nattrs, capattrs;
+  const av_type **rtypes;
+  uint32_t nrtypes, caprtypes;
+  av_region *regions;
+  uint32_t nregions, capregions;
+} mt_opb;
+
+bool mt_opb_operand(mt_parser *p, mt_opb *b, av_value *v);
+bool mt_opb_rtype(mt_parser *p, mt_opb *b, const av_type *t);
+av_region *mt_opb_region(mt_parser *p, mt_opb *b);
+
+/* ---- pretty op forms (mlir_text_pretty.c) */
+/* Parses everything after the op name in custom assembly form. `nnamed` is the number of
+ * result values bound by `%x, %y:2 =` (used when the type list does not say). */
+bool mt_parse_pretty_op(mt_parser *p, mt_opb *b, uint32_t nnamed);
+
+#endif

@@ -33,6 +33,7 @@
   X(Client_BufferFromHostBuffer)                                                               \
   X(Client_TopologyDescription)                                                                \
   X(Client_CreateUninitializedBuffer)                                                          \
+  X(Client_CreateErrorBuffer)                                                                  \
   X(DeviceDescription_Id)                                                                      \
   X(DeviceDescription_ProcessIndex)                                                            \
   X(DeviceDescription_Attributes)                                                              \
@@ -64,6 +65,7 @@
   X(Executable_OutputElementTypes)                                                             \
   X(Executable_OutputDimensions)                                                               \
   X(Executable_OutputMemoryKinds)                                                              \
+  X(Executable_ParameterMemoryKinds)                                                           \
   X(Executable_OptimizedProgram)                                                               \
   X(Executable_Fingerprint)                                                                    \
   X(LoadedExecutable_Destroy)                                                                  \
@@ -109,7 +111,6 @@
   X(Executable_DeserializeAndLoad)                                                             \
   X(Executable_GetCompiledMemoryStats)                                                         \
   X(Executable_GetCompileOptions)                                                              \
-  X(Executable_ParameterMemoryKinds)                                                           \
   X(ExecuteContext_Create)                                                                     \
   X(ExecuteContext_Destroy)                                                                    \
   X(CopyToDeviceStream_Destroy)                                                                \
@@ -131,7 +132,6 @@
   X(Client_UpdateGlobalProcessInfo)                                                            \
   X(Client_CreateAliasBuffer)                                                                  \
   X(Client_FulfillAliasBuffer)                                                                 \
-  X(Client_CreateErrorBuffer)                                                                  \
   X(Client_Load)                                                                               \
   X(AsyncHostToDeviceTransferManager_Destroy)                                                  \
   X(AsyncHostToDeviceTransferManager_TransferData)                                             \

@@ -271,6 +271,36 @@ PJRT_Error *av_PJRT_Client_CreateUninitializedBuffer(
   return NULL;
 }
 
+/* A buffer that is "ready" with an error: whoever uses it gets that error. */
+PJRT_Error *av_PJRT_Client_CreateErrorBuffer(PJRT_Client_CreateErrorBuffer_Args *args) {
+  AV_ARGS_MIN(args, PJRT_Client_CreateErrorBuffer_Args,
+              ANVIL_PJRT_STRUCT_SIZE(PJRT_Client_CreateErrorBuffer_Args, buffer));
+  const char *fn = "PJRT_Client_CreateErrorBuffer";
+  args->buffer = NULL;
+  AV_REQUIRE(args->client, AV_INVALID_ARGUMENT, "%s: client is NULL", fn);
+  AV_REQUIRE(args->error_code != PJRT_Error_Code_OK &&
+                 (unsigned)args->error_code <= PJRT_Error_Code_UNAUTHENTICATED,
+             AV_INVALID_ARGUMENT, "%s: error_code %d is not an error", fn, (int)args->error_code);
+  AV_REQUIRE(args->error_message || args->error_message_size == 0, AV_INVALID_ARGUMENT,
+             "%s: error_message is NULL", fn);
+  av_dtype dt;
+  size_t nbytes;
+  PJRT_Error *err =
+      check_shape(args->shape_element_type, args->shape_dims, args->shape_num_dims, fn, &dt, &nbytes);
+  if (!err) err = check_device_layout(args->shape_layout, args->shape_num_dims, fn);
+  PJRT_Device *dev;
+  av_memory *mem;
+  if (!err) err = resolve_target(args->client, NULL, args->memory, fn, &dev, &mem);
+  if (err) return err;
+  PJRT_Buffer *b = av_buffer_new_pending(dev, mem, dt, (int)args->shape_num_dims, args->shape_dims);
+  AV_REQUIRE(b, AV_RESOURCE_EXHAUSTED, "anvil: out of memory (buffer)");
+  av_buffer_fulfill(b, NULL,
+                    av_error_from_msg((av_code)args->error_code, args->error_message,
+                                      args->error_message_size));
+  args->buffer = b;
+  return NULL;
+}
+
 /* --------------------------------------------------------- metadata queries */
 
 #define AV_BUF(args, field, fn) \

@@ -42,14 +42,31 @@ static PJRT_Error *parse_options(const PJRT_Client_Create_Args *args, int64_t *d
                "PJRT_Client_Create: create option %zu has a NULL name", i);
     int nlen = v->name_size > 200 ? 200 : (int)v->name_size;
     if (name_is(v, "device_count") || name_is(v, "cpu_device_count")) {
-      AV_REQUIRE(v->type == PJRT_NamedValue_kInt64, AV_INVALID_ARGUMENT,
-                 "PJRT_Client_Create: create option '%.*s' must be an int64 (got NamedValue "
-                 "type %d)",
-                 nlen, v->name, (int)v->type);
-      AV_REQUIRE(v->int64_value >= 1 && v->int64_value <= AV_MAX_DEVICES, AV_INVALID_ARGUMENT,
+      /* jax_pjrt_client_create_options="device_count:4" arrives as a string. */
+      int64_t value = 0;
+      if (v->type == PJRT_NamedValue_kInt64) {
+        value = v->int64_value;
+      } else if (v->type == PJRT_NamedValue_kString && v->string_value && v->value_size > 0 &&
+                 v->value_size < 20) {
+        char buf[20];
+        memcpy(buf, v->string_value, v->value_size);
+        buf[v->value_size] = '\0';
+        char *end = NULL;
+        errno = 0;
+        value = strtoll(buf, &end, 10);
+        AV_REQUIRE(!errno && *end == '\0', AV_INVALID_ARGUMENT,
+                   "PJRT_Client_Create: create option '%.*s' = '%s' is not an integer", nlen,
+                   v->name, buf);
+      } else {
+        return av_error_new(AV_INVALID_ARGUMENT,
+                            "PJRT_Client_Create: create option '%.*s' must be an int64 (got "
+                            "NamedValue type %d)",
+                            nlen, v->name, (int)v->type);
+      }
+      AV_REQUIRE(value >= 1 && value <= AV_MAX_DEVICES, AV_INVALID_ARGUMENT,
                  "PJRT_Client_Create: create option '%.*s' = %lld is out of range [1, %d]",
-                 nlen, v->name, (long long)v->int64_value, AV_MAX_DEVICES);
-      *device_count = v->int64_value;
+                 nlen, v->name, (long long)value, AV_MAX_DEVICES);
+      *device_count = value;
     } else {
       return av_error_new(AV_INVALID_ARGUMENT,
                           "PJRT_Client_Create: unknown create option '%.*s' (anvil accepts "

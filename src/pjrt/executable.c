@@ -31,6 +31,8 @@ void av_exec_core_release(av_exec_core *c) {
   free(c->output_ranks);
   free(c->output_memory_kinds);
   free(c->output_memory_kind_sizes);
+  free(c->input_memory_kinds);
+  free(c->input_memory_kind_sizes);
   pthread_mutex_destroy(&c->mu);
   free(c);
 }
@@ -58,7 +60,12 @@ static PJRT_Error *core_new(av_program *p, av_compile_options *opts, av_exec_cor
   c->output_dims_flat = calloc(total_rank ? total_rank : 1, sizeof *c->output_dims_flat);
   c->output_memory_kinds = calloc(nn, sizeof *c->output_memory_kinds);
   c->output_memory_kind_sizes = calloc(nn, sizeof *c->output_memory_kind_sizes);
-  if (!c->name || !c->output_types || !c->output_ranks || !c->output_dims_flat ||
+  int ni = av_program_num_inputs(p);
+  c->num_inputs = ni < 0 ? 0 : ni;
+  size_t nin = c->num_inputs ? (size_t)c->num_inputs : 1;
+  c->input_memory_kinds = calloc(nin, sizeof *c->input_memory_kinds);
+  c->input_memory_kind_sizes = calloc(nin, sizeof *c->input_memory_kind_sizes);
+  if (!c->input_memory_kinds || !c->input_memory_kind_sizes || !c->name || !c->output_types || !c->output_ranks || !c->output_dims_flat ||
       !c->output_memory_kinds || !c->output_memory_kind_sizes) {
     c->program = NULL; /* the caller still owns p on failure */
     av_exec_core_release(c);
@@ -73,6 +80,10 @@ static PJRT_Error *core_new(av_program *p, av_compile_options *opts, av_exec_cor
     for (int j = 0; j < r; j++) c->output_dims_flat[k++] = dims ? dims[j] : 0;
     c->output_memory_kinds[i] = kind_device;
     c->output_memory_kind_sizes[i] = sizeof kind_device - 1;
+  }
+  for (int i = 0; i < c->num_inputs; i++) {
+    c->input_memory_kinds[i] = kind_device;
+    c->input_memory_kind_sizes[i] = sizeof kind_device - 1;
   }
   snprintf(c->fingerprint, sizeof c->fingerprint, "%016" PRIx64, av_program_fingerprint(p));
   *out = c;
@@ -250,6 +261,17 @@ PJRT_Error *av_PJRT_Executable_OutputMemoryKinds(PJRT_Executable_OutputMemoryKin
   args->num_outputs = (size_t)c->num_outputs;
   args->memory_kinds = c->output_memory_kinds;
   args->memory_kind_sizes = c->output_memory_kind_sizes;
+  return NULL;
+}
+
+PJRT_Error *av_PJRT_Executable_ParameterMemoryKinds(
+    PJRT_Executable_ParameterMemoryKinds_Args *args) {
+  AV_ARGS(args, PJRT_Executable_ParameterMemoryKinds_Args);
+  AV_EXE(args, "PJRT_Executable_ParameterMemoryKinds");
+  av_exec_core *c = args->executable->core;
+  args->num_parameters = (size_t)c->num_inputs;
+  args->memory_kinds = c->input_memory_kinds;
+  args->memory_kind_sizes = c->input_memory_kind_sizes;
   return NULL;
 }
 

@@ -232,8 +232,11 @@ typedef struct av_exec_core {
   PJRT_Buffer_Type *output_types;
   int64_t *output_dims_flat;
   size_t *output_ranks;
-  const char **output_memory_kinds;
+  const char **output_memory_kinds; /* num_outputs entries (also sized for the inputs) */
   size_t *output_memory_kind_sizes;
+  int num_inputs;
+  const char **input_memory_kinds;
+  size_t *input_memory_kind_sizes;
   char fingerprint[17];
 } av_exec_core;
 

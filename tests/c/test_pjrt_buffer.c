@@ -522,6 +522,40 @@ static void test_uninitialized_buffer(void **state) {
   buffer_destroy(a.buffer);
 }
 
+static void test_error_buffer(void **state) {
+  (void)state;
+  int64_t dims[1] = {3};
+  PJRT_Device_DefaultMemory_Args dm = {.struct_size = PJRT_Device_DefaultMemory_Args_STRUCT_SIZE,
+                                       .device = dev1};
+  CHECK_OK(api->PJRT_Device_DefaultMemory(&dm));
+  PJRT_Client_CreateErrorBuffer_Args a = {.struct_size = PJRT_Client_CreateErrorBuffer_Args_STRUCT_SIZE,
+                                          .client = client,
+                                          .error_code = PJRT_Error_Code_DATA_LOSS,
+                                          .error_message = "lost it",
+                                          .error_message_size = 7,
+                                          .shape_dims = dims,
+                                          .shape_num_dims = 1,
+                                          .shape_element_type = PJRT_Buffer_Type_S8,
+                                          .memory = dm.memory};
+  CHECK_OK(api->PJRT_Client_CreateErrorBuffer(&a));
+  PJRT_Buffer_ReadyEvent_Args re = {.struct_size = PJRT_Buffer_ReadyEvent_Args_STRUCT_SIZE,
+                                    .buffer = a.buffer};
+  CHECK_OK(api->PJRT_Buffer_ReadyEvent(&re));
+  PJRT_Event_Await_Args aw = {.struct_size = PJRT_Event_Await_Args_STRUCT_SIZE, .event = re.event};
+  EXPECT_ERROR(api->PJRT_Event_Await(&aw), PJRT_Error_Code_DATA_LOSS, "lost it");
+  event_destroy(re.event);
+  int8_t out[3];
+  EXPECT_ERROR(to_host(a.buffer, out, sizeof out, NULL), PJRT_Error_Code_DATA_LOSS, "lost it");
+  PJRT_Buffer_OpaqueDeviceMemoryDataPointer_Args op = {
+      .struct_size = PJRT_Buffer_OpaqueDeviceMemoryDataPointer_Args_STRUCT_SIZE, .buffer = a.buffer};
+  EXPECT_ERROR(api->PJRT_Buffer_OpaqueDeviceMemoryDataPointer(&op), PJRT_Error_Code_DATA_LOSS,
+               "lost it");
+  buffer_destroy(a.buffer);
+  a.error_code = PJRT_Error_Code_OK;
+  EXPECT_ERROR(api->PJRT_Client_CreateErrorBuffer(&a), PJRT_Error_Code_INVALID_ARGUMENT,
+               "is not an error");
+}
+
 static void test_bad_shapes_and_types(void **state) {
   (void)state;
   float v[4] = {0};
@@ -630,6 +664,7 @@ int main(void) {
       cmocka_unit_test(test_external_references),
       cmocka_unit_test(test_copies),
       cmocka_unit_test(test_uninitialized_buffer),
+      cmocka_unit_test(test_error_buffer),
       cmocka_unit_test(test_bad_shapes_and_types),
       cmocka_unit_test(test_old_struct_sizes),
   };

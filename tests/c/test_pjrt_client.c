@@ -48,6 +48,16 @@ static void test_device_count_options(void **state) {
   c = make_client_opts(&alias, 1);
   assert_int_equal(num_devices(c), 3);
   destroy_client(c);
+  /* JAX's jax_pjrt_client_create_options="device_count:4" passes a string. */
+  PJRT_NamedValue as_string = {.struct_size = PJRT_NamedValue_STRUCT_SIZE,
+                               .name = "device_count",
+                               .name_size = 12,
+                               .type = PJRT_NamedValue_kString,
+                               .string_value = "4",
+                               .value_size = 1};
+  c = make_client_opts(&as_string, 1);
+  assert_int_equal(num_devices(c), 4);
+  destroy_client(c);
 
   /* The environment sets the default; an explicit option wins. */
   setenv("ANVIL_DEVICE_COUNT", "5", 1);
@@ -73,11 +83,19 @@ static void test_bad_create_options(void **state) {
   PJRT_NamedValue wrong_type = {.struct_size = PJRT_NamedValue_STRUCT_SIZE,
                                 .name = "device_count",
                                 .name_size = 12,
-                                .type = PJRT_NamedValue_kString,
-                                .string_value = "4",
+                                .type = PJRT_NamedValue_kBool,
+                                .bool_value = true,
                                 .value_size = 1};
   EXPECT_ERROR(try_create(&wrong_type, 1, &c), PJRT_Error_Code_INVALID_ARGUMENT,
                "'device_count' must be an int64");
+  PJRT_NamedValue not_int = {.struct_size = PJRT_NamedValue_STRUCT_SIZE,
+                             .name = "device_count",
+                             .name_size = 12,
+                             .type = PJRT_NamedValue_kString,
+                             .string_value = "4x",
+                             .value_size = 2};
+  EXPECT_ERROR(try_create(&not_int, 1, &c), PJRT_Error_Code_INVALID_ARGUMENT,
+               "'device_count' = '4x' is not an integer");
   PJRT_NamedValue zero = int_opt("device_count", 0);
   EXPECT_ERROR(try_create(&zero, 1, &c), PJRT_Error_Code_INVALID_ARGUMENT, "out of range");
   PJRT_NamedValue huge = int_opt("device_count", 1 << 30);

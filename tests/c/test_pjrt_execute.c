@@ -142,6 +142,12 @@ static void test_single_device_execute(void **state) {
                                          .executable = ge.executable};
   CHECK_OK(api->PJRT_Executable_Fingerprint(&fp));
   assert_int_equal(fp.executable_fingerprint_size, 16);
+  PJRT_Executable_ParameterMemoryKinds_Args pk = {
+      .struct_size = PJRT_Executable_ParameterMemoryKinds_Args_STRUCT_SIZE, .executable = ge.executable};
+  CHECK_OK(api->PJRT_Executable_ParameterMemoryKinds(&pk));
+  assert_int_equal(pk.num_parameters, 2);
+  assert_int_equal(pk.memory_kind_sizes[1], 6);
+  assert_memory_equal(pk.memory_kinds[1], "device", 6);
   PJRT_Executable_Destroy_Args ed = {.struct_size = PJRT_Executable_Destroy_Args_STRUCT_SIZE,
                                      .executable = ge.executable};
   CHECK_OK(api->PJRT_Executable_Destroy(&ed));

@@ -4,22 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-av_code av_compile_options_parse(const void *data, size_t size, av_compile_options *out,
-                                 av_diag *d) {
-  (void)data;
-  (void)size;
-  (void)d;
-  memset(out, 0, sizeof *out);
-  out->num_replicas = 1;
-  out->num_partitions = 1;
-  return AV_OK;
-}
-
-void av_compile_options_free(av_compile_options *o) {
-  free(o->device_assignment);
-  o->device_assignment = NULL;
-}
-
 av_program *av_program_compile(const char *format, size_t format_size, const void *code,
                                size_t code_size, const av_compile_options *options, av_diag *d) {
   (void)code;

@@ -1,10 +1,144 @@
+/* cholesky (LAPACK potrf from OpenBLAS) and triangular_solve (CBLAS trsm), batched over the
+ * leading dimensions. Matrices are converted to a compute type first (f32 for f32 and the
+ * narrow floats, f64, c64, c128), then converted back.
+ *
+ * Row-major vs LAPACK's column-major: a row-major Hermitian matrix read column-major is its
+ * conjugate, and the column-major upper factor of conj(A) is, read row-major, the lower factor
+ * L of A = L L^H - so lower=true calls potrf with 'U', and vice versa. */
 #include "runtime/kernels/linalg.h"
 
-av_code av_kernel_cholesky(const av_cholesky_params *p, const av_view *a, av_view *out, av_diag *d) {
-  return av_diag_set(d, AV_UNIMPLEMENTED, "cholesky: not implemented yet");
+#include <cblas.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/kernels/reduce_elem.h"
+
+/* LAPACK (OpenBLAS exports these with 32-bit integers). */
+extern void spotrf_(const char *uplo, const int *n, float *a, const int *lda, int *info);
+extern void dpotrf_(const char *uplo, const int *n, double *a, const int *lda, int *info);
+extern void cpotrf_(const char *uplo, const int *n, void *a, const int *lda, int *info);
+extern void zpotrf_(const char *uplo, const int *n, void *a, const int *lda, int *info);
+
+static av_dtype compute_type(av_dtype t) {
+  if (t == AV_DT_F64 || t == AV_DT_C64 || t == AV_DT_C128 || t == AV_DT_F32) return t;
+  if (av_dtype_is_float(t)) return AV_DT_F32;
+  return AV_DT_INVALID;
+}
+
+static void convert_block(av_dtype dt, void *dst, av_dtype st, const void *src, int64_t n) {
+  size_t des = av_dtype_size(dt), ses = av_dtype_size(st);
+  if (dt == st) {
+    memcpy(dst, src, (size_t)n * des);
+    return;
+  }
+  for (int64_t i = 0; i < n; i++) av_kel_convert(dt, (char *)dst + i * (int64_t)des, st, (const char *)src + i * (int64_t)ses);
+}
+
+static void set_nan(av_dtype ct, void *p) {
+  if (ct == AV_DT_F32 || ct == AV_DT_C64) {
+    float v[2] = {NAN, NAN};
+    memcpy(p, v, ct == AV_DT_F32 ? 4 : 8);
+  } else {
+    double v[2] = {NAN, NAN};
+    memcpy(p, v, ct == AV_DT_F64 ? 8 : 16);
+  }
+}
+
+av_code av_kernel_cholesky(const av_cholesky_params *p, const av_view *a, av_view *out,
+                           av_diag *d) {
+  int r = a->rank;
+  if (r < 2 || out->rank != r || a->dims[r - 1] != a->dims[r - 2])
+    return av_diag_set(d, AV_INVALID_ARGUMENT, "cholesky: operand must be [..., n, n]");
+  for (int i = 0; i < r; i++)
+    if (out->dims[i] != a->dims[i]) return av_diag_set(d, AV_INVALID_ARGUMENT, "cholesky: result shape differs");
+  av_dtype ct = compute_type(a->dtype);
+  if (ct == AV_DT_INVALID || out->dtype != a->dtype)
+    return av_diag_set(d, AV_INVALID_ARGUMENT, "cholesky: unsupported element type %s", av_dtype_mlir_name(a->dtype));
+  int64_t n = a->dims[r - 1];
+  if (n > INT32_MAX) return av_diag_set(d, AV_UNIMPLEMENTED, "cholesky: matrix too large");
+  int64_t nn = n * n, batch = n ? av_view_num_elements(a) / nn : 0;
+  if (nn == 0 || batch == 0) return AV_OK;
+  size_t ces = av_dtype_size(ct), es = av_dtype_size(a->dtype);
+  char *m = malloc((size_t)nn * ces);
+  if (!m) return av_diag_set(d, AV_RESOURCE_EXHAUSTED, "cholesky: out of memory");
+  int in = (int)n, info = 0;
+  const char uplo = p->lower ? 'U' : 'L';
+  for (int64_t b = 0; b < batch; b++) {
+    convert_block(ct, m, a->dtype, (const char *)a->data + b * nn * (int64_t)es, nn);
+    switch (ct) {
+      case AV_DT_F32: spotrf_(&uplo, &in, (float *)m, &in, &info); break;
+      case AV_DT_F64: dpotrf_(&uplo, &in, (double *)m, &in, &info); break;
+      case AV_DT_C64: cpotrf_(&uplo, &in, m, &in, &info); break;
+      default: zpotrf_(&uplo, &in, m, &in, &info); break;
+    }
+    for (int64_t i = 0; i < n; i++)
+      for (int64_t j = 0; j < n; j++) {
+        char *e = m + (i * n + j) * (int64_t)ces;
+        if (info != 0) set_nan(ct, e); /* not positive definite (JAX also yields NaNs) */
+        else if (p->lower ? j > i : j < i) memset(e, 0, ces);
+      }
+    convert_block(out->dtype, (char *)out->data + b * nn * (int64_t)es, ct, m, nn);
+  }
+  free(m);
+  return AV_OK;
 }
 
 av_code av_kernel_triangular_solve(const av_triangular_solve_params *p, const av_view *a,
                                    const av_view *b, av_view *out, av_diag *d) {
-  return av_diag_set(d, AV_UNIMPLEMENTED, "triangular_solve: not implemented yet");
+  int r = a->rank;
+  if (r < 2 || b->rank != r || out->rank != r || a->dims[r - 1] != a->dims[r - 2])
+    return av_diag_set(d, AV_INVALID_ARGUMENT, "triangular_solve: a must be [..., n, n] and b of the same rank");
+  int64_t M = b->dims[r - 2], N = b->dims[r - 1], n = a->dims[r - 1];
+  if (n != (p->left_side ? M : N))
+    return av_diag_set(d, AV_INVALID_ARGUMENT, "triangular_solve: a is %lldx%lld but b is %lldx%lld (%s side)",
+                       (long long)n, (long long)n, (long long)M, (long long)N, p->left_side ? "left" : "right");
+  for (int i = 0; i < r; i++) {
+    if (i < r - 2 && a->dims[i] != b->dims[i])
+      return av_diag_set(d, AV_INVALID_ARGUMENT, "triangular_solve: batch dimensions differ");
+    if (out->dims[i] != b->dims[i]) return av_diag_set(d, AV_INVALID_ARGUMENT, "triangular_solve: result shape differs from b");
+  }
+  av_dtype ct = compute_type(b->dtype);
+  if (ct == AV_DT_INVALID || a->dtype != b->dtype || out->dtype != b->dtype)
+    return av_diag_set(d, AV_INVALID_ARGUMENT, "triangular_solve: unsupported or mismatched element types");
+  if (M > INT32_MAX || N > INT32_MAX) return av_diag_set(d, AV_UNIMPLEMENTED, "triangular_solve: too large");
+  int64_t an = n * n, bn = M * N;
+  if (bn == 0) return AV_OK;
+  int64_t batch = av_view_num_elements(b) / bn;
+  size_t ces = av_dtype_size(ct), es = av_dtype_size(b->dtype);
+  char *am = malloc((size_t)(an ? an : 1) * ces), *bm = malloc((size_t)bn * ces);
+  if (!am || !bm) {
+    free(am);
+    free(bm);
+    return av_diag_set(d, AV_RESOURCE_EXHAUSTED, "triangular_solve: out of memory");
+  }
+  CBLAS_SIDE side = p->left_side ? CblasLeft : CblasRight;
+  CBLAS_UPLO uplo = p->lower ? CblasLower : CblasUpper;
+  CBLAS_TRANSPOSE tr = p->transpose_a == AV_TRANSPOSE_NO_TRANSPOSE ? CblasNoTrans
+                       : p->transpose_a == AV_TRANSPOSE_TRANSPOSE  ? CblasTrans
+                                                                   : CblasConjTrans;
+  CBLAS_DIAG diag = p->unit_diagonal ? CblasUnit : CblasNonUnit;
+  int im = (int)M, in = (int)N, lda = (int)(n ? n : 1);
+  for (int64_t bi = 0; bi < batch; bi++) {
+    convert_block(ct, am, a->dtype, (const char *)a->data + bi * an * (int64_t)es, an);
+    convert_block(ct, bm, b->dtype, (const char *)b->data + bi * bn * (int64_t)es, bn);
+    switch (ct) {
+      case AV_DT_F32: cblas_strsm(CblasRowMajor, side, uplo, tr, diag, im, in, 1.0f, (float *)am, lda, (float *)bm, in); break;
+      case AV_DT_F64: cblas_dtrsm(CblasRowMajor, side, uplo, tr, diag, im, in, 1.0, (double *)am, lda, (double *)bm, in); break;
+      case AV_DT_C64: {
+        const float one[2] = {1, 0};
+        cblas_ctrsm(CblasRowMajor, side, uplo, tr, diag, im, in, one, am, lda, bm, in);
+        break;
+      }
+      default: {
+        const double one[2] = {1, 0};
+        cblas_ztrsm(CblasRowMajor, side, uplo, tr, diag, im, in, one, am, lda, bm, in);
+        break;
+      }
+    }
+    convert_block(out->dtype, (char *)out->data + bi * bn * (int64_t)es, ct, bm, bn);
+  }
+  free(am);
+  free(bm);
+  return AV_OK;
 }

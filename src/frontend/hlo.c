@@ -72,16 +72,14 @@ bool hlo_fail(hlo_scope *s, const hlo_instr *in, const char *fmt, ...) {
 
 hlo_val *hlo_val_leaf(hlo_ctx *c, av_value *v) {
   hlo_val *t = av_arena_alloc(c->scratch, sizeof *t);
-  if (t) t->leaf = v;
+  if (t) {
+    t->leaf = v;
+    t->nleaves = 1;
+  }
   return t;
 }
 
-size_t hlo_val_count(const hlo_val *v) {
-  if (v->leaf) return 1;
-  size_t n = 0;
-  for (size_t i = 0; i < v->nkids; i++) n += hlo_val_count(v->kids[i]);
-  return n;
-}
+size_t hlo_val_count(const hlo_val *v) { return v->nleaves; }
 
 void hlo_val_flatten(const hlo_val *v, av_value **out, size_t *k) {
   if (v->leaf) {
@@ -99,8 +97,12 @@ hlo_val *hlo_val_from_leaves(hlo_ctx *c, const hlo_shape *shape, av_value *const
   t->nkids = shape->ntuple;
   t->kids = av_arena_calloc(c->scratch, shape->ntuple ? shape->ntuple : 1, sizeof *t->kids);
   if (!t->kids) return NULL;
-  for (size_t i = 0; i < shape->ntuple; i++)
+  for (size_t i = 0; i < shape->ntuple; i++) {
     if (!(t->kids[i] = hlo_val_from_leaves(c, &shape->tuple[i], leaves, k))) return NULL;
+    t->nleaves += t->kids[i]->nleaves;
+    if (t->kids[i]->depth >= t->depth) t->depth = t->kids[i]->depth + 1;
+  }
+  if (!shape->ntuple) t->depth = 1;
   return t;
 }
 

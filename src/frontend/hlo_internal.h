@@ -14,7 +14,13 @@ typedef struct hlo_val {
   av_value *leaf;
   struct hlo_val **kids;
   size_t nkids;
+  size_t nleaves; /* leaves below (1 for a leaf); bounded by kMaxTupleLeaves */
+  int depth;      /* tuple nesting (0 for a leaf); bounded by kMaxTupleDepth */
 } hlo_val;
+
+/* Tuples built by `tuple` instructions can share sub-trees, so leaf counts could grow
+ * exponentially with nesting; both are capped. */
+enum { kMaxTupleDepth = 32, kMaxTupleLeaves = 1 << 20 };
 
 /* int64 id -> pointer, open addressing (ids are arbitrary int64s from the producer). */
 typedef struct hlo_map {

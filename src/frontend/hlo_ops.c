@@ -44,6 +44,7 @@ static bool flat_operands(hlo_scope *s, const hlo_instr *in, size_t from, av_val
     hlo_val *v = operand(s, in, i);
     if (!v) return false;
     count += hlo_val_count(v);
+    if (count > kMaxTupleLeaves) return hlo_fail(s, in, "too many operand values");
   }
   *out = av_arena_calloc(s->ctx->scratch, count + 1, sizeof **out);
   if (!*out) return hlo_fail(s, in, "out of memory");
@@ -283,8 +284,14 @@ static bool h_tuple(hlo_scope *s, const hlo_instr *in, const char *name, hlo_val
   t->nkids = in->operand_ids.n;
   t->kids = av_arena_calloc(s->ctx->scratch, t->nkids + 1, sizeof *t->kids);
   if (!t->kids) return hlo_fail(s, in, "out of memory");
-  for (size_t i = 0; i < t->nkids; i++)
+  t->depth = 1;
+  for (size_t i = 0; i < t->nkids; i++) {
     if (!(t->kids[i] = operand(s, in, i))) return false;
+    t->nleaves += t->kids[i]->nleaves;
+    if (t->kids[i]->depth >= t->depth) t->depth = t->kids[i]->depth + 1;
+    if (t->nleaves > kMaxTupleLeaves || t->depth > kMaxTupleDepth)
+      return hlo_fail(s, in, "tuple nested too deeply or with too many elements");
+  }
   *out = t;
   return true;
 }

@@ -616,6 +616,31 @@ static void test_pred_conditional_becomes_if(void **state) {
   av_module_free(m);
 }
 
+/* tuple(t, t) nested 40 deep would have 2^40 leaves: rejected, not expanded. */
+static void test_shared_tuple_blowup_is_rejected(void **state) {
+  (void)state;
+  static pbw comp, mod, tmp; /* large: keep off the stack */
+  pbw s32 = shape(PT_S32, 0, NULL);
+  pbw tup = {.n = 0};
+  w_int(&tup, 2, PT_TUPLE);
+  comp.n = mod.n = 0;
+  w_str(&comp, 1, "blowup");
+  tmp = instr("p", "parameter", 1, &s32, 0, NULL);
+  w_msg(&comp, 2, &tmp);
+  for (int64_t id = 2; id <= 41; id++) {
+    const int64_t ops[] = {id - 1, id - 1};
+    tmp = instr("t", "tuple", id, &tup, 2, ops);
+    w_msg(&comp, 2, &tmp);
+  }
+  w_int(&comp, 5, 1);
+  w_int(&comp, 6, 41);
+  w_msg(&mod, 3, &comp);
+  av_diag d;
+  av_diag_init(&d);
+  assert_null(av_load_hlo_proto(mod.buf, mod.n, &d));
+  assert_non_null(strstr(d.msg, "tuple nested too deeply"));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_add),
@@ -637,6 +662,7 @@ int main(void) {
       cmocka_unit_test(test_wrong_arity_is_an_error),
       cmocka_unit_test(test_recursive_call_is_rejected),
       cmocka_unit_test(test_pred_conditional_becomes_if),
+      cmocka_unit_test(test_shared_tuple_blowup_is_rejected),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

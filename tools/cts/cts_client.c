@@ -326,10 +326,11 @@ CTS_CHECK(cts_client_lookup_device) {
   return CTS_PASS;
 }
 
-static cts_status check_string(cts_ctx *t, PJRT_Error *e, const char *s, size_t n,
+static cts_status check_string(cts_ctx *t, PJRT_Error *e, const char *const *s, const size_t *n,
                                const char *what) {
+  /* s and n are read only after the call has returned (argument order is unspecified). */
   CTS_TRY(cts_err(t, e, what));
-  if (!s || n == 0) return cts_fail(t, "%s is empty", what);
+  if (!*s || *n == 0) return cts_fail(t, "%s is empty", what);
   return CTS_PASS;
 }
 
@@ -343,17 +344,17 @@ CTS_CHECK(cts_device_descriptions) {
     CTS_TRY(description(t, a.devices[i], &dd));
     PJRT_DeviceDescription_Kind_Args k = {
         .struct_size = PJRT_DeviceDescription_Kind_Args_STRUCT_SIZE, .device_description = dd};
-    CTS_TRY(check_string(t, t->api->PJRT_DeviceDescription_Kind(&k), k.device_kind,
-                         k.device_kind_size, "PJRT_DeviceDescription_Kind"));
+    CTS_TRY(check_string(t, t->api->PJRT_DeviceDescription_Kind(&k),
+                         &k.device_kind, &k.device_kind_size, "PJRT_DeviceDescription_Kind"));
     PJRT_DeviceDescription_DebugString_Args ds = {
         .struct_size = PJRT_DeviceDescription_DebugString_Args_STRUCT_SIZE,
         .device_description = dd};
-    CTS_TRY(check_string(t, t->api->PJRT_DeviceDescription_DebugString(&ds), ds.debug_string,
-                         ds.debug_string_size, "PJRT_DeviceDescription_DebugString"));
+    CTS_TRY(check_string(t, t->api->PJRT_DeviceDescription_DebugString(&ds),
+                         &ds.debug_string, &ds.debug_string_size, "PJRT_DeviceDescription_DebugString"));
     PJRT_DeviceDescription_ToString_Args ts = {
         .struct_size = PJRT_DeviceDescription_ToString_Args_STRUCT_SIZE, .device_description = dd};
-    CTS_TRY(check_string(t, t->api->PJRT_DeviceDescription_ToString(&ts), ts.to_string,
-                         ts.to_string_size, "PJRT_DeviceDescription_ToString"));
+    CTS_TRY(check_string(t, t->api->PJRT_DeviceDescription_ToString(&ts),
+                         &ts.to_string, &ts.to_string_size, "PJRT_DeviceDescription_ToString"));
     PJRT_DeviceDescription_ProcessIndex_Args p = {
         .struct_size = PJRT_DeviceDescription_ProcessIndex_Args_STRUCT_SIZE,
         .device_description = dd};
@@ -404,15 +405,16 @@ CTS_CHECK(cts_memory_topology) {
     for (size_t j = 0; j < i; j++)
       if (ids[j] == ids[i]) return cts_fail(t, "memories %zu and %zu share id %d", j, i, ids[i]);
     PJRT_Memory_Kind_Args k = {.struct_size = PJRT_Memory_Kind_Args_STRUCT_SIZE, .memory = m};
-    CTS_TRY(check_string(t, t->api->PJRT_Memory_Kind(&k), k.kind, k.kind_size, "PJRT_Memory_Kind"));
+    CTS_TRY(check_string(t, t->api->PJRT_Memory_Kind(&k),
+                         &k.kind, &k.kind_size, "PJRT_Memory_Kind"));
     PJRT_Memory_DebugString_Args ds = {.struct_size = PJRT_Memory_DebugString_Args_STRUCT_SIZE,
                                        .memory = m};
-    CTS_TRY(check_string(t, t->api->PJRT_Memory_DebugString(&ds), ds.debug_string,
-                         ds.debug_string_size, "PJRT_Memory_DebugString"));
+    CTS_TRY(check_string(t, t->api->PJRT_Memory_DebugString(&ds),
+                         &ds.debug_string, &ds.debug_string_size, "PJRT_Memory_DebugString"));
     PJRT_Memory_ToString_Args ts = {.struct_size = PJRT_Memory_ToString_Args_STRUCT_SIZE,
                                     .memory = m};
-    CTS_TRY(check_string(t, t->api->PJRT_Memory_ToString(&ts), ts.to_string, ts.to_string_size,
-                         "PJRT_Memory_ToString"));
+    CTS_TRY(check_string(t, t->api->PJRT_Memory_ToString(&ts),
+                         &ts.to_string, &ts.to_string_size, "PJRT_Memory_ToString"));
     if (CTS_FN(t, PJRT_Memory_Kind_Id)) {
       PJRT_Memory_Kind_Id_Args ki = {.struct_size = PJRT_Memory_Kind_Id_Args_STRUCT_SIZE,
                                      .memory = m};

@@ -1,0 +1,124 @@
+"""PyTorch/XLA on anvil: the DevicePlugin class, device listing through the entry point
+(PJRT_DEVICE=ANVIL) and through PJRT_DEVICE=LIBRARY, and tensor arithmetic against torch on
+the CPU. torch_xla runs in subprocesses (it initialises its runtime once per process).
+Tests needing torch_xla skip when it is not installed."""
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PYTHON_SRC = os.path.join(REPO, "python")
+
+HAVE_TORCH_XLA = importlib.util.find_spec("torch_xla") is not None
+needs_torch_xla = pytest.mark.skipif(not HAVE_TORCH_XLA, reason="torch_xla not installed")
+
+
+def _env(extra):
+    env = dict(os.environ)
+    for k in ("PJRT_DEVICE", "PJRT_LIBRARY_PATH", "ANVIL_DEVICE_COUNT", "JAX_PLATFORMS"):
+        env.pop(k, None)
+    # The source tree's anvil_pjrt first, so the plugin module under test is this one.
+    env["PYTHONPATH"] = PYTHON_SRC + os.pathsep + env.get("PYTHONPATH", "")
+    env.update(extra)
+    return env
+
+
+def _library_path():
+    import anvil_pjrt
+
+    path = anvil_pjrt.library_path()
+    if not os.path.exists(path):
+        pytest.skip(f"plugin library not built/installed at {path}")
+    return path
+
+
+def _run(script, extra, timeout=300):
+    out = subprocess.run([sys.executable, "-c", script], env=_env(extra), capture_output=True,
+                         text=True, timeout=timeout)
+    assert out.returncode == 0, f"stdout:\n{out.stdout}\nstderr:\n{out.stderr[-4000:]}"
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_importing_anvil_pjrt_does_not_import_torch():
+    got = _run("import json, sys, anvil_pjrt\n"
+               "print(json.dumps(sorted(m for m in sys.modules "
+               "if m.split('.')[0] in ('torch', 'torch_xla'))))", {})
+    assert got == []
+
+
+@needs_torch_xla
+def test_plugin_hooks():
+    got = _run(
+        "import json, anvil_pjrt\n"
+        "from anvil_pjrt.torch_xla_plugin import AnvilPlugin\n"
+        "from torch_xla.experimental import plugins\n"
+        "p = AnvilPlugin()\n"
+        "p.configure_single_process()\n"
+        "print(json.dumps({'is_plugin': isinstance(p, plugins.DevicePlugin),\n"
+        "  'lib': p.library_path(), 'want_lib': anvil_pjrt.library_path(),\n"
+        "  'chips': p.physical_chip_count(), 'opts': p.client_create_options(),\n"
+        "  'coord': p.requires_xla_coordinator()}))",
+        {"ANVIL_DEVICE_COUNT": "3"})
+    assert got["is_plugin"]
+    assert got["lib"] == got["want_lib"]
+    assert got["chips"] == 1
+    assert got["opts"] == {"device_count": 3}
+    assert got["coord"] is False
+
+
+DEVICES = """
+import json, torch_xla
+import torch_xla.runtime as xr
+devs = torch_xla.devices()
+print(json.dumps({"n": len(devs), "type": xr.device_type(), "strs": [str(d) for d in devs]}))
+"""
+
+
+@needs_torch_xla
+def test_devices_via_library():
+    lib = _library_path()
+    got = _run(DEVICES, {"PJRT_DEVICE": "LIBRARY", "PJRT_LIBRARY_PATH": lib,
+                         "ANVIL_DEVICE_COUNT": "2"})
+    # LIBRARY passes no create options, so the client has its default single device.
+    assert got["type"] == "LIBRARY"
+    assert got["n"] == 1
+
+
+@needs_torch_xla
+def test_devices_via_entry_point():
+    from importlib.metadata import entry_points
+
+    if not any(ep.name == "anvil" for ep in entry_points(group="torch_xla.plugins")):
+        pytest.skip("anvil_pjrt installed without the torch_xla.plugins entry point")
+    _library_path()
+    got = _run(DEVICES, {"PJRT_DEVICE": "ANVIL", "ANVIL_DEVICE_COUNT": "2"})
+    assert got["type"] == "ANVIL"
+    assert got["n"] == 2
+
+
+ARITH = """
+import json, torch, torch_xla
+torch.manual_seed(0)
+a = torch.randn(4, 3); b = torch.randn(3, 5); c = torch.randn(5)
+def f(a, b, c):
+    y = torch.relu(a @ b + c)
+    return (y * 2.0 - 1.0).sum(dim=0), y.max(), torch.exp(-y.abs()).mean(dim=1)
+dev = torch_xla.device()
+want = f(a, b, c)
+got = [t.cpu() for t in f(a.to(dev), b.to(dev), c.to(dev))]
+print(json.dumps({"ok": [bool(torch.allclose(g, w, rtol=1e-5, atol=1e-5))
+                         for g, w in zip(got, want)],
+                  "got": [g.tolist() for g in got], "want": [w.tolist() for w in want]}))
+"""
+
+
+@needs_torch_xla
+def test_tensor_arithmetic_matches_torch_cpu():
+    lib = _library_path()
+    got = _run(ARITH, {"PJRT_DEVICE": "LIBRARY", "PJRT_LIBRARY_PATH": lib})
+    assert all(got["ok"]), got

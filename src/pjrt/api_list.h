@@ -68,6 +68,9 @@
   X(Executable_ParameterMemoryKinds)                                                           \
   X(Executable_OptimizedProgram)                                                               \
   X(Executable_Fingerprint)                                                                    \
+  X(Executable_Serialize)                                                                      \
+  X(Executable_DeserializeAndLoad)                                                             \
+  X(Executable_GetCompileOptions)                                                              \
   X(LoadedExecutable_Destroy)                                                                  \
   X(LoadedExecutable_GetExecutable)                                                            \
   X(LoadedExecutable_AddressableDevices)                                                       \
@@ -107,10 +110,7 @@
   X(AsyncTrackingEvent_Destroy)                                                                \
   X(Executable_SizeOfGeneratedCodeInBytes)                                                     \
   X(Executable_GetCostAnalysis)                                                                \
-  X(Executable_Serialize)                                                                      \
-  X(Executable_DeserializeAndLoad)                                                             \
   X(Executable_GetCompiledMemoryStats)                                                         \
-  X(Executable_GetCompileOptions)                                                              \
   X(ExecuteContext_Create)                                                                     \
   X(ExecuteContext_Destroy)                                                                    \
   X(CopyToDeviceStream_Destroy)                                                                \

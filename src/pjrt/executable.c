@@ -33,6 +33,9 @@ void av_exec_core_release(av_exec_core *c) {
   free(c->output_memory_kind_sizes);
   free(c->input_memory_kinds);
   free(c->input_memory_kind_sizes);
+  free(c->source_format);
+  free(c->source_code);
+  free(c->source_options);
   pthread_mutex_destroy(&c->mu);
   free(c);
 }
@@ -131,31 +134,24 @@ static void loaded_free(PJRT_LoadedExecutable *le) {
   free(le);
 }
 
-PJRT_Error *av_PJRT_Client_Compile(PJRT_Client_Compile_Args *args) {
-  AV_ARGS(args, PJRT_Client_Compile_Args);
-  const char *fn = "PJRT_Client_Compile";
-  args->executable = NULL;
-  AV_REQUIRE(args->client, AV_INVALID_ARGUMENT, "%s: client is NULL", fn);
-  AV_REQUIRE(args->program, AV_INVALID_ARGUMENT, "%s: program is NULL", fn);
-  const PJRT_Program *prog = args->program;
-  AV_ARGS_MIN(prog, PJRT_Program, (size_t)PJRT_Program_STRUCT_SIZE);
-  AV_REQUIRE(prog->format || prog->format_size == 0, AV_INVALID_ARGUMENT,
-             "%s: program format is NULL", fn);
-  AV_REQUIRE(prog->code || prog->code_size == 0, AV_INVALID_ARGUMENT, "%s: program code is NULL",
-             fn);
-  AV_REQUIRE(args->compile_options || args->compile_options_size == 0, AV_INVALID_ARGUMENT,
-             "%s: compile_options is NULL", fn);
-  bool mlir = prog->format_size == 4 && memcmp(prog->format, "mlir", 4) == 0;
-  bool hlo = prog->format_size == 3 && memcmp(prog->format, "hlo", 3) == 0;
+PJRT_Error *av_compile_loaded(PJRT_Client *client, const char *fn, const char *format,
+                              size_t format_size, const char *code, size_t code_size,
+                              const char *options, size_t options_size,
+                              PJRT_LoadedExecutable **out) {
+  *out = NULL;
+  AV_REQUIRE(format || format_size == 0, AV_INVALID_ARGUMENT, "%s: program format is NULL", fn);
+  AV_REQUIRE(code || code_size == 0, AV_INVALID_ARGUMENT, "%s: program code is NULL", fn);
+  AV_REQUIRE(options || options_size == 0, AV_INVALID_ARGUMENT, "%s: compile_options is NULL", fn);
+  bool mlir = format_size == 4 && memcmp(format, "mlir", 4) == 0;
+  bool hlo = format_size == 3 && memcmp(format, "hlo", 3) == 0;
   AV_REQUIRE(mlir || hlo, AV_INVALID_ARGUMENT, "Unknown program format '%.*s'.",
-             (int)(prog->format_size > 64 ? 64 : prog->format_size), prog->format ? prog->format : "");
+             (int)(format_size > 64 ? 64 : format_size), format ? format : "");
 
   av_diag d;
   av_diag_init(&d);
   av_compile_options opts;
   memset(&opts, 0, sizeof opts);
-  if (av_compile_options_parse(args->compile_options, args->compile_options_size, &opts, &d) !=
-      AV_OK) {
+  if (av_compile_options_parse(options, options_size, &opts, &d) != AV_OK) {
     av_compile_options_free(&opts);
     return av_error_new(AV_INVALID_ARGUMENT, "%s: failed to deserialize CompileOptionsProto: %s",
                         fn, d.msg);
@@ -166,15 +162,14 @@ PJRT_Error *av_PJRT_Client_Compile(PJRT_Client_Compile_Args *args) {
     return av_error_new(AV_RESOURCE_EXHAUSTED, "anvil: out of memory (executable)");
   }
   pthread_mutex_init(&le->mu, NULL);
-  le->client = args->client;
-  PJRT_Error *err = assign_devices(args->client, &opts, le);
+  le->client = client;
+  PJRT_Error *err = assign_devices(client, &opts, le);
   if (err) {
     av_compile_options_free(&opts);
     loaded_free(le);
     return err;
   }
-  av_program *p = av_program_compile(prog->format, prog->format_size, prog->code, prog->code_size,
-                                     &opts, &d);
+  av_program *p = av_program_compile(format, format_size, code, code_size, &opts, &d);
   if (!p) {
     av_compile_options_free(&opts);
     loaded_free(le);
@@ -188,8 +183,34 @@ PJRT_Error *av_PJRT_Client_Compile(PJRT_Client_Compile_Args *args) {
     loaded_free(le);
     return err;
   }
-  args->executable = le;
+  /* Keep what serialization needs: the program as given and its options. */
+  av_exec_core *c = le->core;
+  c->source_format = strndup(format, format_size);
+  c->source_code = malloc(code_size ? code_size : 1);
+  c->source_options = malloc(options_size ? options_size : 1);
+  if (!c->source_format || !c->source_code || !c->source_options) {
+    loaded_free(le);
+    return av_error_new(AV_RESOURCE_EXHAUSTED, "anvil: out of memory (executable)");
+  }
+  if (code_size) memcpy(c->source_code, code, code_size);
+  if (options_size) memcpy(c->source_options, options, options_size);
+  c->source_code_size = code_size;
+  c->source_options_size = options_size;
+  *out = le;
   return NULL;
+}
+
+PJRT_Error *av_PJRT_Client_Compile(PJRT_Client_Compile_Args *args) {
+  AV_ARGS(args, PJRT_Client_Compile_Args);
+  const char *fn = "PJRT_Client_Compile";
+  args->executable = NULL;
+  AV_REQUIRE(args->client, AV_INVALID_ARGUMENT, "%s: client is NULL", fn);
+  AV_REQUIRE(args->program, AV_INVALID_ARGUMENT, "%s: program is NULL", fn);
+  const PJRT_Program *prog = args->program;
+  AV_ARGS_MIN(prog, PJRT_Program, (size_t)PJRT_Program_STRUCT_SIZE);
+  return av_compile_loaded(args->client, fn, prog->format, prog->format_size, prog->code,
+                           prog->code_size, args->compile_options, args->compile_options_size,
+                           &args->executable);
 }
 
 /* ------------------------------------------------------ PJRT_Executable_* */

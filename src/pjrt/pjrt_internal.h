@@ -238,6 +238,12 @@ typedef struct av_exec_core {
   const char **input_memory_kinds;
   size_t *input_memory_kind_sizes;
   char fingerprint[17];
+  /* The program and options as compiled, for Serialize / GetCompileOptions. */
+  char *source_format;
+  char *source_code;
+  size_t source_code_size;
+  char *source_options;
+  size_t source_options_size;
 } av_exec_core;
 
 struct PJRT_Executable {
@@ -255,6 +261,11 @@ struct PJRT_LoadedExecutable {
 };
 
 av_exec_core *av_exec_core_retain(av_exec_core *c);
+/* Compiles a program for a client (Client_Compile and DeserializeAndLoad). */
+PJRT_Error *av_compile_loaded(PJRT_Client *client, const char *fn, const char *format,
+                              size_t format_size, const char *code, size_t code_size,
+                              const char *options, size_t options_size,
+                              PJRT_LoadedExecutable **out);
 void av_exec_core_release(av_exec_core *c);
 
 /* Per-device worker threads (execute.c). */

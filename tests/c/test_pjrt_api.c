@@ -35,9 +35,10 @@ static void test_every_slot_non_null(void **state) {
 
 static void test_unimplemented_names_function(void **state) {
   (void)state;
-  PJRT_Executable_Serialize_Args a = {.struct_size = PJRT_Executable_Serialize_Args_STRUCT_SIZE};
-  EXPECT_ERROR(api->PJRT_Executable_Serialize(&a), PJRT_Error_Code_UNIMPLEMENTED,
-               "PJRT_Executable_Serialize");
+  PJRT_Executable_GetCostAnalysis_Args a = {
+      .struct_size = PJRT_Executable_GetCostAnalysis_Args_STRUCT_SIZE};
+  EXPECT_ERROR(api->PJRT_Executable_GetCostAnalysis(&a), PJRT_Error_Code_UNIMPLEMENTED,
+               "anvil: PJRT_Executable_GetCostAnalysis is not implemented yet");
   PJRT_Client_DmaMap_Args d = {.struct_size = PJRT_Client_DmaMap_Args_STRUCT_SIZE};
   EXPECT_ERROR(api->PJRT_Client_DmaMap(&d), PJRT_Error_Code_UNIMPLEMENTED, "PJRT_Client_DmaMap");
 }

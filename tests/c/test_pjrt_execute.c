@@ -219,6 +219,68 @@ static void test_single_device_execute(void **state) {
   destroy_client(c);
 }
 
+static void test_serialize_round_trip(void **state) {
+  (void)state;
+  PJRT_Client *c = make_client(1);
+  /* Corrupt inputs are refused without compiling anything. */
+  PJRT_Executable_DeserializeAndLoad_Args bad = {
+      .struct_size = PJRT_Executable_DeserializeAndLoad_Args_STRUCT_SIZE,
+      .client = c,
+      .serialized_executable = "not an executable",
+      .serialized_executable_size = 17};
+  EXPECT_ERROR(api->PJRT_Executable_DeserializeAndLoad(&bad), PJRT_Error_Code_INVALID_ARGUMENT,
+               "bad magic");
+  static const char truncated[] = {'A', 'N', 'V', 'I', 'L', 'E', 'X', '1', 4, 0, 0, 0, 0, 0, 0, 0, 'm'};
+  bad.serialized_executable = truncated;
+  bad.serialized_executable_size = sizeof truncated;
+  EXPECT_ERROR(api->PJRT_Executable_DeserializeAndLoad(&bad), PJRT_Error_Code_INVALID_ARGUMENT,
+               "truncated");
+  static const char huge_len[] = {'A', 'N', 'V', 'I', 'L', 'E', 'X', '1', -1, -1, -1, -1, -1, -1, -1, -1};
+  bad.serialized_executable = huge_len;
+  bad.serialized_executable_size = sizeof huge_len;
+  EXPECT_ERROR(api->PJRT_Executable_DeserializeAndLoad(&bad), PJRT_Error_Code_INVALID_ARGUMENT,
+               "truncated");
+
+  PJRT_LoadedExecutable *exe = compile_or_skip(c, NULL, 0);
+  PJRT_LoadedExecutable_GetExecutable_Args ge = {
+      .struct_size = PJRT_LoadedExecutable_GetExecutable_Args_STRUCT_SIZE, .loaded_executable = exe};
+  CHECK_OK(api->PJRT_LoadedExecutable_GetExecutable(&ge));
+  PJRT_Executable_Serialize_Args ser = {.struct_size = PJRT_Executable_Serialize_Args_STRUCT_SIZE,
+                                        .executable = ge.executable};
+  CHECK_OK(api->PJRT_Executable_Serialize(&ser));
+  assert_non_null(ser.serialized_executable_deleter);
+  PJRT_Executable_DeserializeAndLoad_Args de = {
+      .struct_size = PJRT_Executable_DeserializeAndLoad_Args_STRUCT_SIZE,
+      .client = c,
+      .serialized_executable = ser.serialized_bytes,
+      .serialized_executable_size = ser.serialized_bytes_size};
+  CHECK_OK(api->PJRT_Executable_DeserializeAndLoad(&de));
+  ser.serialized_executable_deleter(ser.serialized_executable);
+  PJRT_Executable_Destroy_Args ed = {.struct_size = PJRT_Executable_Destroy_Args_STRUCT_SIZE,
+                                     .executable = ge.executable};
+  CHECK_OK(api->PJRT_Executable_Destroy(&ed));
+  destroy_exe(exe);
+  /* The reloaded executable runs. */
+  PJRT_Device *d0 = client_device(c, 0);
+  float x[6] = {1, 2, 3, 4, 5, 6}, y[6] = {6, 5, 4, 3, 2, 1};
+  PJRT_Buffer *in[2] = {upload(c, d0, x), upload(c, d0, y)};
+  PJRT_Buffer *const *arg_lists[1] = {in};
+  PJRT_Buffer *out[1];
+  PJRT_Buffer **out_lists[1] = {out};
+  PJRT_Event *done[1];
+  CHECK_OK(execute(de.loaded_executable, 1, arg_lists, 2, out_lists, done));
+  event_await(done[0]);
+  event_destroy(done[0]);
+  float r[6];
+  download(out[0], r);
+  for (int i = 0; i < 6; i++) assert_true(r[i] == 7.0f);
+  buffer_destroy(out[0]);
+  buffer_destroy(in[0]);
+  buffer_destroy(in[1]);
+  destroy_exe(de.loaded_executable);
+  destroy_client(c);
+}
+
 /* CompileOptionsProto { executable_build_options (3) { num_replicas (4): 4 } } */
 static const char four_replicas[] = {0x1a, 0x02, 0x20, 0x04};
 
@@ -269,6 +331,7 @@ int main(void) {
       cmocka_unit_test(test_compile_bad_format),
       cmocka_unit_test(test_single_device_execute),
       cmocka_unit_test(test_four_device_execute),
+      cmocka_unit_test(test_serialize_round_trip),
   };
   return cmocka_run_group_tests(tests, load_api, NULL);
 }

@@ -72,9 +72,10 @@ uint32_t av_kel_double_to_narrow(av_dtype t, double v) {
       break;
     case NK_FN: nan_bits = (1u << nb) - 1; max_bits = nan_bits - 1; break;
     case NK_FNUZ: nan_bits = 1u << nb; max_bits = (1u << nb) - 1; break;
-    case NK_NONE: nan_bits = (1u << nb) - 1; max_bits = nan_bits; break;
+    case NK_NONE: /* no NaN encoding: NaN becomes -0 (what ml_dtypes does) */
+      nan_bits = 1u << nb; max_bits = (1u << nb) - 1; break;
     default: /* E8M0 */
-      if (isnan(v) || v <= 0) return 0xFF;
+      if (isnan(v) || v <= 0 || isinf(v)) return 0xFF;
       {
         int e;
         double fr = frexp(v, &e); /* v = fr * 2^e, fr in [0.5, 1) */

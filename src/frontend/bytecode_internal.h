@@ -44,6 +44,8 @@ typedef struct bc_opname {
   bc_str name;          /* without the dialect prefix */
   bool registered;      /* v>=5: decides how properties are referenced */
   const char *full;     /* "dialect.name", in the module arena */
+  bool schema_known;    /* `schema` has been looked up */
+  const struct bc_op_schema *schema;
 } bc_opname;
 
 typedef enum bc_entry_state { BC_ENTRY_UNREAD, BC_ENTRY_BUSY, BC_ENTRY_DONE } bc_entry_state;

@@ -273,14 +273,18 @@ static bool read_op(bc_reader *r, bc_cursor *c, av_block *block, region_state *r
     return bc_fail(r, c, "IR section: truncated op");
   if (name_idx >= r->nopnames)
     return bc_fail(r, c, "IR section: op name index %llu out of range", (unsigned long long)name_idx);
-  const bc_opname *on = &r->opnames[name_idx];
+  bc_opname *on = &r->opnames[name_idx];
   const char *full = on->full;
   if (mask & 0x80) return bc_fail(r, c, "op %s: unknown encoding mask bits 0x%02x", full, mask);
   const av_attr *loc = bc_read_attr(r, c);
   if (!loc) return bc_fail(r, c, "op %s: bad location", full);
 
   attr_list attrs = {0};
-  const bc_op_schema *schema = bc_find_op_schema(full);
+  if (!on->schema_known) { /* looked up once per op name, not per op */
+    on->schema = bc_find_op_schema(full);
+    on->schema_known = true;
+  }
+  const bc_op_schema *schema = on->schema;
   if (!schema && r->dialects[on->dialect].kind == BC_DIALECT_VHLO)
     return bc_fail(r, c, "unknown VHLO op '%s' (producer %s; this reader knows StableHLO up to "
                          "1.20.0)", full, r->m->producer ? r->m->producer : "?");

@@ -103,7 +103,9 @@ static bool parse_producer_version(bc_reader *r, const char *s, size_t len) {
       i++;
     }
   }
-  for (int k = 0; k < 3; k++) {
+  /* Encodings change only with minor versions, so patch releases of the newest known minor
+   * version (1.20.x) are accepted. */
+  for (int k = 0; k < 2; k++) {
     if (r->shlo_version[k] < kNewestStableHlo[k]) return true;
     if (r->shlo_version[k] > kNewestStableHlo[k])
       return bc_fail(r, NULL,

@@ -180,11 +180,21 @@ static uint8_t normalize_subbyte(av_dtype dt, uint8_t b) {
 
 const av_attr *bc_make_dense(bc_reader *r, const bc_cursor *c, const av_type *type,
                              const uint8_t *raw, size_t size) {
-  if (!type || type->kind != AV_TYPE_TENSOR) {
+  /* Tensors of quantized elements are AV_TYPE_OTHER carrying rank, dims and the storage dtype;
+   * their data is laid out like the storage type's. */
+  if (!type || (type->kind != AV_TYPE_TENSOR &&
+                !(type->kind == AV_TYPE_OTHER && type->dtype != AV_DT_INVALID))) {
     bc_fail(r, c, "dense elements need a ranked tensor type of a known element type");
     return NULL;
   }
-  int64_t n = av_type_num_elements(type);
+  int64_t n = 1;
+  for (int i = 0; i < type->rank && n >= 0; i++) {
+    int64_t dim = type->dims[i];
+    if (dim < 0 || (dim != 0 && n > INT64_MAX / dim))
+      n = -1;
+    else
+      n *= dim;
+  }
   if (n < 0) {
     bc_fail(r, c, "dense elements of a dynamically shaped tensor");
     return NULL;

@@ -312,6 +312,31 @@ static void test_future_version_refused(void **state) {
   free(data);
 }
 
+/* The producer's version decides: 1.20.x (a patch release) loads, 1.21.0 is refused. */
+static void test_producer_version_policy(void **state) {
+  (void)state;
+  char dir[1024], path[2048];
+  if (!shared_path(dir, sizeof dir, "conformance/stablehlo/tests/vhlo")) skip();
+  snprintf(path, sizeof path, "%s/stablehlo_legalize_to_vhlo.1_20_0.mlir.bc", dir);
+  size_t n;
+  char *data = read_file(path, &n);
+  assert_non_null(data);
+  char *ver = memmem(data, n, "StableHLO_v1.20.0", 17);
+  assert_non_null(ver);
+  av_diag d;
+  memcpy(ver, "StableHLO_v1.20.7", 17);
+  av_diag_init(&d);
+  av_module *m = av_load_mlir_bytecode(data, n, &d);
+  assert_non_null(m);
+  assert_string_equal(m->producer, "StableHLO_v1.20.7");
+  av_module_free(m);
+  memcpy(ver, "StableHLO_v1.21.0", 17);
+  av_diag_init(&d);
+  assert_null(av_load_mlir_bytecode(data, n, &d));
+  assert_non_null(strstr(d.msg, "1.21.0"));
+  free(data);
+}
+
 /* Attribute values of the 1.20.0 golden file, against its .mlir source text. */
 static void test_golden_attribute_values(void **state) {
   (void)state;
@@ -529,6 +554,7 @@ int main(void) {
       cmocka_unit_test(test_rejects_non_bytecode),
       cmocka_unit_test(test_golden_artifacts),
       cmocka_unit_test(test_future_version_refused),
+      cmocka_unit_test(test_producer_version_policy),
       cmocka_unit_test(test_golden_attribute_values),
       cmocka_unit_test(test_jax_export_artifacts),
       cmocka_unit_test(test_jax_attribute_values),

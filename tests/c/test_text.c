@@ -15,6 +15,7 @@
 #include "frontend/mlir_text.h"
 #include "ir/attr_util.h"
 #include "ir/printer.h"
+#include "ir/verify.h"
 
 static char *slurp(const char *path, size_t *n) {
   FILE *f = fopen(path, "rb");
@@ -47,6 +48,12 @@ static int check_one(const char *name, const char *text, size_t len) {
     fprintf(stderr, "FAIL parse %s: %s\n", name, d.msg);
     return 1;
   }
+  av_diag_init(&d);
+  if (av_module_verify(m, &d) != AV_OK) {
+    fprintf(stderr, "FAIL verify %s: %s\n", name, d.msg);
+    av_module_free(m);
+    return 3;
+  }
   char *t1 = av_module_print(m);
   av_module_free(m);
   av_diag_init(&d);
@@ -69,7 +76,7 @@ static int check_one(const char *name, const char *text, size_t len) {
 }
 
 typedef struct counts {
-  int files, modules, parse_fail, rt_fail;
+  int files, modules, parse_fail, rt_fail, verify_fail;
 } counts;
 
 /* Splits on lines starting with `// -----` (the caller's job, see mlir_text.h). */
@@ -89,6 +96,7 @@ static void check_file(const char *path, counts *c) {
     int rc = check_one(path, s, len);
     if (rc == 1) c->parse_fail++;
     if (rc == 2) c->rt_fail++;
+    if (rc == 3) c->verify_fail++;
     if (!sep) break;
     const char *nl = strchr(sep + 1, '\n');
     s = nl ? nl + 1 : end;
@@ -120,11 +128,12 @@ static void corpus(const char *sub, int min_files) {
     skip();
     return;
   }
-  printf("%s: %d files, %d modules, %d parse failures, %d round-trip failures\n", sub, c.files,
-         c.modules, c.parse_fail, c.rt_fail);
+  printf("%s: %d files, %d modules, %d parse failures, %d verify failures, %d round-trip failures\n",
+         sub, c.files, c.modules, c.parse_fail, c.verify_fail, c.rt_fail);
   assert_true(c.files >= min_files);
   assert_int_equal(c.parse_fail, 0);
   assert_int_equal(c.rt_fail, 0);
+  assert_int_equal(c.verify_fail, 0);
 }
 
 static void test_corpus_testdata(void **s) {

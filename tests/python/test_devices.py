@@ -58,12 +58,11 @@ def test_bad_option_fails_cleanly():
 
 
 def test_plugin_attributes(anvil_device):
-    import jax
+    from jax.extend import backend as jex_backend
 
-    backend = jax.extend.backend.get_backend("anvil") if hasattr(jax, "extend") else None
-    if backend is None:
-        pytest.skip("jax.extend.backend not available")
+    backend = jex_backend.get_backend("anvil")
     assert backend.platform == "anvil"
     assert "PJRT C API" in backend.platform_version
     version = tuple(backend.stablehlo_current_version)
     assert len(version) == 3 and version >= (1, 0, 0)
+    assert backend.xla_version >= 1

@@ -100,3 +100,80 @@ def test_reports_a_library_that_is_not_a_plugin(cts, tmp_path):
         assert (passed, failed, skipped) == (0, 1, 0)
         assert out.returncode == 1
         assert lines[0].startswith("FAIL  api.load")
+
+
+# A plugin that wraps the real one and breaks a few functions in known ways: the suite must
+# report exactly those as FAIL (crash, hang, NULL slot, wrong answer) and carry on.
+MUTANT_SOURCE = r"""
+#include <dlfcn.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "anvil/pjrt_c_api.h"
+
+static PJRT_Api api;
+static const PJRT_Api *real;
+
+static PJRT_Error *crash_lookup(PJRT_Client_LookupDevice_Args *a) {
+  (void)a;
+  raise(SIGSEGV);
+  return NULL;
+}
+static PJRT_Error *hang_stats(PJRT_Device_MemoryStats_Args *a) {
+  (void)a;
+  for (;;) pause();
+}
+static PJRT_Error *wrong_type(PJRT_Buffer_ElementType_Args *a) {
+  PJRT_Error *e = real->PJRT_Buffer_ElementType(a);
+  if (!e && a->type == PJRT_Buffer_Type_S16) a->type = PJRT_Buffer_Type_U16;
+  return e;
+}
+
+const PJRT_Api *GetPjrtApi(void) {
+  if (!real) {
+    void *h = dlopen(getenv("CTS_REAL_PLUGIN"), RTLD_NOW | RTLD_LOCAL);
+    if (!h) return NULL;
+    real = ((const PJRT_Api *(*)(void))dlsym(h, "GetPjrtApi"))();
+    memcpy(&api, real, real->struct_size < sizeof api ? real->struct_size : sizeof api);
+    api.PJRT_Client_LookupDevice = crash_lookup;
+    api.PJRT_Device_MemoryStats = hang_stats;
+    api.PJRT_Buffer_ElementType = wrong_type;
+    api.PJRT_Buffer_OnDeviceSizeInBytes = NULL;
+  }
+  return &api;
+}
+"""
+
+
+def test_suite_detects_a_broken_plugin(cts, plugin, tmp_path):
+    cc = next((c for c in ("cc", "gcc", "clang") if subprocess.run(
+        ["which", c], capture_output=True).returncode == 0), None)
+    if not cc:
+        pytest.skip("no C compiler")
+    src = tmp_path / "mutant.c"
+    src.write_text(MUTANT_SOURCE)
+    lib = tmp_path / "libmutant.so"
+    subprocess.run([cc, "-shared", "-fPIC", "-I", os.path.join(ROOT, "include"), str(src),
+                    "-o", str(lib), "-ldl"], check=True)
+    report = tmp_path / "mutant.json"
+    out, lines, (passed, failed, skipped) = run(
+        cts, str(lib), "--timeout", "3", "--json", str(report),
+        env_extra={"CTS_REAL_PLUGIN": plugin})
+    assert out.returncode == 1
+    checks = {c["name"]: c for c in json.loads(report.read_text())["checks"]}
+    assert "SIGSEGV" in checks["client.lookup_device"]["message"]
+    assert checks["client.lookup_device"]["status"] == "FAIL"
+    assert checks["error.lookup_bad_ids"]["status"] == "FAIL"
+    assert checks["device.memory_stats"]["status"] == "FAIL"
+    assert "timed out" in checks["device.memory_stats"]["message"]
+    assert checks["api.core_slots"]["status"] == "FAIL"
+    assert "PJRT_Buffer_OnDeviceSizeInBytes" in checks["api.core_slots"]["message"]
+    assert checks["buffer.roundtrip"]["status"] == "FAIL"
+    assert checks["buffer.uninitialized"]["status"] in ("FAIL", "UNSUPPORTED")
+    assert checks["buffer.standard_types"]["status"] == "FAIL"
+    assert "s16" in checks["buffer.standard_types"]["message"]
+    # Everything untouched by the mutations still passes: the suite carried on.
+    for name in ("client.devices", "buffer.delete", "event.on_ready", "buffer.strides"):
+        assert checks[name]["status"] in ("PASS", "UNSUPPORTED"), checks[name]
+    assert passed > 20

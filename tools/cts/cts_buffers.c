@@ -20,6 +20,10 @@ static void fill_pattern(unsigned char *p, size_t n, unsigned seed) {
 }
 
 CTS_CHECK(cts_buffer_roundtrip) {
+  CTS_NEED_FN(t, PJRT_Buffer_Dimensions);
+  CTS_NEED_FN(t, PJRT_Buffer_ElementType);
+  CTS_NEED_FN(t, PJRT_Buffer_OnDeviceSizeInBytes);
+  CTS_NEED_FN(t, PJRT_Buffer_Device);
   PJRT_Client *c;
   PJRT_Device *d;
   CTS_TRY(setup(t, &c, &d));

@@ -65,11 +65,18 @@ CTS_CHECK(cts_compile_mlir_text) { return compile_and_run(t, &cts_prog_add_text)
 CTS_CHECK(cts_compile_mlir_bytecode) { return compile_and_run(t, &cts_prog_fma_bytecode); }
 
 CTS_CHECK(cts_compile_empty_options) {
-  /* An empty CompileOptionsProto (all defaults: 1 replica, 1 partition) must compile. */
+  /* An empty CompileOptionsProto (every field at its proto default, so num_replicas is 0) must
+   * either compile to a working executable or be refused with an error: not abort. */
   env e;
   CTS_TRY(env_make(t, &e));
   PJRT_LoadedExecutable *exe;
-  CTS_TRY(cts_compile(t, e.c, &cts_prog_add_text, "", 0, &exe));
+  cts_status s = cts_compile(t, e.c, &cts_prog_add_text, "", 0, &exe);
+  if (s == CTS_FAIL && strstr(t->msg, ": success but") == NULL) {
+    cts_note(t, "(refused cleanly)");
+    cts_client_destroy(t, e.c);
+    return CTS_PASS;
+  }
+  CTS_TRY(s);
   CTS_TRY(run_and_check(t, &e, exe, &cts_prog_add_text, e.devs[0], NULL));
   cts_executable_destroy(t, exe);
   cts_client_destroy(t, e.c);
@@ -408,28 +415,18 @@ CTS_CHECK(cts_compile_invalid_options) {
                            sizeof junk - 1, "compile options that are not a protobuf");
 }
 
-CTS_CHECK(cts_execute_bad_arguments) {
-  env e;
-  CTS_TRY(env_make(t, &e));
-  PJRT_LoadedExecutable *exe;
-  const cts_program *p;
-  CTS_TRY(cts_compile_any(t, e.c, &exe, &p));
-  PJRT_Buffer *good, *short_buf, *int_buf, *out[1] = {NULL};
-  CTS_TRY(cts_f32_buffer(t, e.c, e.devs[0], kA, 4, &good));
-  CTS_TRY(cts_f32_buffer(t, e.c, e.devs[0], kA, 3, &short_buf));
-  const int32_t iv[4] = {1, 2, 3, 4};
-  const int64_t d4[1] = {4};
-  CTS_TRY(cts_buffer_from_host(t, e.c, e.devs[0], PJRT_Buffer_Type_S32, d4, 1, iv, &int_buf));
-  struct {
-    PJRT_Buffer *args[2];
-    size_t n;
-    const char *what;
-  } cases[] = {
-      {{good, NULL}, 1, "one argument for a two-argument program"},
-      {{good, short_buf}, 2, "an f32[3] argument for an f32[4] parameter"},
-      {{good, int_buf}, 2, "an s32[4] argument for an f32[4] parameter"},
-  };
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+/* Execute with each argument list of `cases`; every one must be refused (by Execute or by the
+ * completion event). */
+typedef struct {
+  PJRT_Buffer *args[2];
+  size_t n;
+  const char *what;
+} bad_args;
+
+static cts_status execute_must_fail(cts_ctx *t, PJRT_LoadedExecutable *exe, const bad_args *cases,
+                                    size_t ncases) {
+  for (size_t i = 0; i < ncases; i++) {
+    PJRT_Buffer *out[1] = {NULL};
     PJRT_Buffer *const *al[1] = {cases[i].args};
     PJRT_Buffer **ol[1] = {out};
     PJRT_Event *done[1] = {NULL};
@@ -448,6 +445,41 @@ CTS_CHECK(cts_execute_bad_arguments) {
     }
     CTS_TRY(cts_expect_error(t, err, cases[i].what));
   }
+  return CTS_PASS;
+}
+
+CTS_CHECK(cts_execute_wrong_element_type) {
+  env e;
+  CTS_TRY(env_make(t, &e));
+  PJRT_LoadedExecutable *exe;
+  const cts_program *p;
+  CTS_TRY(cts_compile_any(t, e.c, &exe, &p));
+  PJRT_Buffer *good, *int_buf;
+  CTS_TRY(cts_f32_buffer(t, e.c, e.devs[0], kA, 4, &good));
+  const int32_t iv[4] = {1, 2, 3, 4};
+  const int64_t d4[1] = {4};
+  CTS_TRY(cts_buffer_from_host(t, e.c, e.devs[0], PJRT_Buffer_Type_S32, d4, 1, iv, &int_buf));
+  const bad_args cases[] = {{{good, int_buf}, 2, "an s32[4] argument for an f32[4] parameter"}};
+  CTS_TRY(execute_must_fail(t, exe, cases, 1));
+  cts_executable_destroy(t, exe);
+  cts_client_destroy(t, e.c);
+  return CTS_PASS;
+}
+
+CTS_CHECK(cts_execute_bad_arguments) {
+  env e;
+  CTS_TRY(env_make(t, &e));
+  PJRT_LoadedExecutable *exe;
+  const cts_program *p;
+  CTS_TRY(cts_compile_any(t, e.c, &exe, &p));
+  PJRT_Buffer *good, *short_buf;
+  CTS_TRY(cts_f32_buffer(t, e.c, e.devs[0], kA, 4, &good));
+  CTS_TRY(cts_f32_buffer(t, e.c, e.devs[0], kA, 3, &short_buf));
+  const bad_args cases[] = {
+      {{good, NULL}, 1, "one argument for a two-argument program"},
+      {{good, short_buf}, 2, "an f32[3] argument for an f32[4] parameter"},
+  };
+  CTS_TRY(execute_must_fail(t, exe, cases, sizeof cases / sizeof cases[0]));
   cts_executable_destroy(t, exe);
   cts_client_destroy(t, e.c);
   return CTS_PASS;
@@ -512,9 +544,11 @@ CTS_CHECK(cts_loaded_executable_delete) {
       .struct_size = PJRT_LoadedExecutable_Execute_Args_STRUCT_SIZE, .executable = exe,
       .options = &o, .argument_lists = al, .num_devices = 1, .num_args = 2, .output_lists = ol,
       .device_complete_events = done};
+  /* Executing a deleted executable is a caller error: it must not crash (an error is the
+   * helpful answer, but some plugins keep running it). */
   PJRT_Error *err = t->api->PJRT_LoadedExecutable_Execute(&x);
   if (!err && cts_await_code(t, done[0], NULL, 0) == PJRT_Error_Code_OK)
-    return cts_fail(t, "a deleted executable still executes");
+    cts_note(t, "a deleted executable still executes");
   cts_error_free(t, err);
   cts_executable_destroy(t, exe);
   cts_client_destroy(t, e.c);

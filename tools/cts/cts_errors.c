@@ -176,26 +176,22 @@ CTS_CHECK(cts_error_deleted_buffer) {
   return CTS_PASS;
 }
 
-CTS_CHECK(cts_error_bad_shapes_and_types) {
+/* BufferFromHostBuffer with each (dims, type) case must be refused. */
+typedef struct {
+  int64_t dims[2];
+  size_t nd;
+  int type;
+  const char *what;
+} bad_shape;
+
+static cts_status host_buffer_must_fail(cts_ctx *t, const bad_shape *cases, size_t n) {
   PJRT_Client *c;
   CTS_TRY(cts_client_create(t, &c));
   PJRT_Device *const *ad;
-  size_t n;
-  CTS_TRY(cts_addressable_devices(t, c, &ad, &n));
+  size_t nd;
+  CTS_TRY(cts_addressable_devices(t, c, &ad, &nd));
   static const float data[16];
-  struct {
-    int64_t dims[2];
-    size_t nd;
-    int type;
-    const char *what;
-  } cases[] = {
-      {{-1, 4}, 2, PJRT_Buffer_Type_F32, "a negative dimension"},
-      {{INT64_MAX / 2, 1 << 20}, 2, PJRT_Buffer_Type_F32, "dimensions whose product overflows"},
-      {{4, 0}, 1, PJRT_Buffer_Type_INVALID, "element type INVALID"},
-      {{4, 0}, 1, 999, "element type 999"},
-      {{4, 0}, 1, -5, "element type -5"},
-  };
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+  for (size_t i = 0; i < n; i++) {
     PJRT_Client_BufferFromHostBuffer_Args a = {
         .struct_size = PJRT_Client_BufferFromHostBuffer_Args_STRUCT_SIZE, .client = c,
         .data = data, .type = (PJRT_Buffer_Type)cases[i].type, .dims = cases[i].dims,
@@ -206,6 +202,23 @@ CTS_CHECK(cts_error_bad_shapes_and_types) {
   }
   cts_client_destroy(t, c);
   return CTS_PASS;
+}
+
+CTS_CHECK(cts_error_bad_dims) {
+  const bad_shape cases[] = {
+      {{-1, 4}, 2, PJRT_Buffer_Type_F32, "a negative dimension"},
+      {{INT64_MAX / 2, 1 << 20}, 2, PJRT_Buffer_Type_F32, "dimensions whose product overflows"},
+  };
+  return host_buffer_must_fail(t, cases, sizeof cases / sizeof cases[0]);
+}
+
+CTS_CHECK(cts_error_bad_element_type) {
+  const bad_shape cases[] = {
+      {{4, 0}, 1, PJRT_Buffer_Type_INVALID, "element type INVALID"},
+      {{4, 0}, 1, 999, "element type 999"},
+      {{4, 0}, 1, -5, "element type -5"},
+  };
+  return host_buffer_must_fail(t, cases, sizeof cases / sizeof cases[0]);
 }
 
 CTS_CHECK(cts_error_to_host_small_dst) {

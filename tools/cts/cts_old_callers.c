@@ -28,6 +28,7 @@ enum {
  * copies the declared part back and FAILs if anything past it changed. Sets `err`. */
 #define OLD_CALL(t, Name, Type, args, size, err)                                                  \
   do {                                                                                            \
+    CTS_NEED_FN(t, Name);                                                                         \
     _Alignas(16) unsigned char mem_[sizeof(Type) + 64];                                           \
     memset(mem_, CTS_CANARY_BYTE, sizeof mem_);                                                   \
     memcpy(mem_, &(args), (size));                                                                \
@@ -265,8 +266,19 @@ CTS_CHECK(cts_old_execute_options_versions) {
   CTS_TRY(old_client(t, &c, &d));
   PJRT_LoadedExecutable *exe;
   CTS_TRY(old_compile(t, c, d, &exe));
-  for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
-    CTS_TRY(old_execute(t, c, d, exe, sizes[i]));
+  char refused[256] = "", first[1024] = "";
+  size_t len = 0;
+  for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+    t->msg[0] = 0;
+    cts_status s = old_execute(t, c, d, exe, sizes[i]);
+    if (s == CTS_SKIP || s == CTS_UNSUPPORTED) return s;
+    if (s == CTS_FAIL && len < sizeof refused - 16) {
+      if (!len) snprintf(first, sizeof first, "%.1000s", t->msg);
+      len += (size_t)snprintf(refused + len, sizeof refused - len, " %zu", sizes[i]);
+    }
+  }
+  if (len) return cts_fail(t, "ExecuteOptions sizes refused or wrong:%s (first: %s)", refused, first);
+  t->msg[0] = 0;
   cts_executable_destroy(t, exe);
   return old_client_destroy(t, c);
 }
@@ -290,6 +302,41 @@ CTS_CHECK(cts_old_executable_stats) {
   PJRT_Executable_Destroy_Args xd = {.struct_size = PJRT_Executable_Destroy_Args_STRUCT_SIZE,
                                      .executable = g.executable};
   cts_error_free(t, t->api->PJRT_Executable_Destroy(&xd));
+  cts_executable_destroy(t, le);
+  return old_client_destroy(t, c);
+}
+
+CTS_CHECK(cts_old_deserialize) {
+  /* 0.75's DeserializeAndLoad ends before load_options. */
+  CTS_WANT_FN(t, PJRT_Executable_Serialize);
+  CTS_WANT_FN(t, PJRT_Executable_DeserializeAndLoad);
+  PJRT_Client *c;
+  PJRT_Device *d;
+  CTS_TRY(old_client(t, &c, &d));
+  PJRT_LoadedExecutable *le;
+  CTS_TRY(old_compile(t, c, d, &le));
+  PJRT_LoadedExecutable_GetExecutable_Args g = {
+      .struct_size = PJRT_LoadedExecutable_GetExecutable_Args_STRUCT_SIZE, .loaded_executable = le};
+  CTS_TRY(cts_err(t, t->api->PJRT_LoadedExecutable_GetExecutable(&g), "GetExecutable"));
+  PJRT_Executable_Serialize_Args s = {.struct_size = PJRT_Executable_Serialize_Args_STRUCT_SIZE,
+                                      .executable = g.executable};
+  CTS_TRY(cts_err_opt(t, t->api->PJRT_Executable_Serialize(&s), "PJRT_Executable_Serialize"));
+  PJRT_Executable_DeserializeAndLoad_Args da = {.client = c,
+                                                .serialized_executable = s.serialized_bytes,
+                                                .serialized_executable_size =
+                                                    s.serialized_bytes_size};
+  PJRT_Error *e;
+  OLD_CALL(t, PJRT_Executable_DeserializeAndLoad, PJRT_Executable_DeserializeAndLoad_Args, da,
+           V75_Executable_DeserializeAndLoad, e);
+  CTS_TRY(cts_err_opt(t, e, "DeserializeAndLoad with struct_size 64"));
+  if (!da.loaded_executable) return cts_fail(t, "NULL deserialized executable");
+  /* Current-size options: this check is about DeserializeAndLoad's struct only. */
+  CTS_TRY(old_execute(t, c, d, da.loaded_executable, PJRT_ExecuteOptions_STRUCT_SIZE));
+  if (s.serialized_executable_deleter) s.serialized_executable_deleter(s.serialized_executable);
+  PJRT_Executable_Destroy_Args xd = {.struct_size = PJRT_Executable_Destroy_Args_STRUCT_SIZE,
+                                     .executable = g.executable};
+  cts_error_free(t, t->api->PJRT_Executable_Destroy(&xd));
+  cts_executable_destroy(t, da.loaded_executable);
   cts_executable_destroy(t, le);
   return old_client_destroy(t, c);
 }

@@ -1,34 +1,283 @@
-/* Placeholder until the compiler lands: every entry answers UNIMPLEMENTED with a clear message. */
+/* av_program: load (frontend) -> check and lower (compiler) -> run (runtime). */
 #include "compiler/program.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-av_program *av_program_compile(const char *format, size_t format_size, const void *code,
-                               size_t code_size, const av_compile_options *options, av_diag *d) {
-  (void)code;
-  (void)code_size;
-  (void)options;
-  av_diag_set(d, AV_UNIMPLEMENTED, "anvil: compiling programs (format '%.*s') is not implemented yet",
-              (int)format_size, format);
+#include "compiler/lower.h"
+#include "compiler/program_module.h"
+#include "ir/ir.h"
+#include "runtime/plan.h"
+
+/* Frontends are wired in as they land. */
+#if defined(__has_include)
+#if __has_include("frontend/bytecode.h")
+#include "frontend/bytecode.h"
+#define ANVIL_HAVE_BYTECODE 1
+#endif
+#if __has_include("frontend/hlo.h")
+#include "frontend/hlo.h"
+#define ANVIL_HAVE_HLO 1
+#endif
+#if __has_include("ir/printer.h")
+#include "ir/printer.h"
+#define ANVIL_HAVE_PRINTER 1
+#endif
+#if __has_include("frontend/mlir_text.h")
+#include "frontend/mlir_text.h"
+#define ANVIL_HAVE_TEXT 1
+#endif
+#endif
+
+
+typedef struct out_info {
+  av_dtype dtype;
+  int rank;
+  int64_t dims[AV_MAX_RANK];
+  int alias;
+} out_info;
+
+struct av_program {
+  char *name;
+  void *code; /* our copy: frontends may borrow constant data from it */
+  size_t code_size;
+  av_module *module;
+  av_plan *plan;
+  int num_replicas, num_partitions;
+  int ninputs, noutputs;
+  out_info *outs;
+  uint64_t fingerprint;
+};
+
+static uint64_t fnv1a(uint64_t h, const void *p, size_t n) {
+  const unsigned char *b = p;
+  for (size_t i = 0; i < n; i++) {
+    h ^= b[i];
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+static av_module *load_module(const char *format, size_t format_size, const void *code,
+                              size_t size, av_diag *d) {
+  if (format_size == 4 && memcmp(format, "mlir", 4) == 0) {
+    if (size >= 4 && memcmp(code, "ML\xEFR", 4) == 0) {
+#ifdef ANVIL_HAVE_BYTECODE
+      return av_load_mlir_bytecode(code, size, d);
+#else
+      av_diag_set(d, AV_UNIMPLEMENTED, "anvil: the MLIR bytecode reader is not built in yet");
+      return NULL;
+#endif
+    }
+#ifdef ANVIL_HAVE_TEXT
+    return av_load_mlir_text(code, size, d);
+#else
+    av_diag_set(d, AV_UNIMPLEMENTED, "anvil: the MLIR text reader is not built in yet");
+    return NULL;
+#endif
+  }
+  if (format_size == 3 && memcmp(format, "hlo", 3) == 0) {
+#ifdef ANVIL_HAVE_HLO
+    return av_load_hlo_proto(code, size, d);
+#else
+    av_diag_set(d, AV_UNIMPLEMENTED, "anvil: HLO module protos are not supported yet");
+    return NULL;
+#endif
+  }
+  av_diag_set(d, AV_INVALID_ARGUMENT, "anvil: unknown program format '%.*s' (expected mlir or hlo)",
+              (int)(format_size > 64 ? 64 : format_size), format);
   return NULL;
 }
 
-void av_program_free(av_program *p) { (void)p; }
-const char *av_program_name(const av_program *p) { (void)p; return ""; }
-int av_program_num_replicas(const av_program *p) { (void)p; return 1; }
-int av_program_num_partitions(const av_program *p) { (void)p; return 1; }
-int av_program_num_inputs(const av_program *p) { (void)p; return 0; }
-int av_program_num_outputs(const av_program *p) { (void)p; return 0; }
-av_dtype av_program_output_dtype(const av_program *p, int i) { (void)p; (void)i; return AV_DT_INVALID; }
-int av_program_output_rank(const av_program *p, int i) { (void)p; (void)i; return 0; }
-const int64_t *av_program_output_dims(const av_program *p, int i) { (void)p; (void)i; return NULL; }
-int av_program_output_alias(const av_program *p, int i) { (void)p; (void)i; return -1; }
-uint64_t av_program_fingerprint(const av_program *p) { (void)p; return 0; }
-char *av_program_text(const av_program *p) { (void)p; return NULL; }
+static int module_int_attr(const av_module *m, const char *name, int dflt) {
+  const av_attr *a = av_dict_get(m->attrs, name);
+  if (a && a->kind == AV_ATTR_INT && a->u.i >= 1 && a->u.i <= 1 << 20) return (int)a->u.i;
+  return dflt;
+}
+
+void av_program_free(av_program *p) {
+  if (!p) return;
+  av_plan_free(p->plan);
+  av_module_free(p->module);
+  free(p->code);
+  free(p->outs);
+  free(p->name);
+  free(p);
+}
+
+static av_program *finish(av_program *p, const av_compile_options *options, av_diag *d);
+
+av_program *av_program_compile(const char *format, size_t format_size, const void *code,
+                               size_t code_size, const av_compile_options *options, av_diag *d) {
+  av_program *p = calloc(1, sizeof *p);
+  if (!p) {
+    av_diag_set(d, AV_RESOURCE_EXHAUSTED, "out of memory");
+    return NULL;
+  }
+  /* one spare NUL byte so text readers may rely on termination */
+  p->code = malloc(code_size + 1);
+  if (!p->code) {
+    free(p);
+    av_diag_set(d, AV_RESOURCE_EXHAUSTED, "out of memory");
+    return NULL;
+  }
+  if (code_size) memcpy(p->code, code, code_size);
+  ((char *)p->code)[code_size] = '\0';
+  p->code_size = code_size;
+  uint64_t h = 0xcbf29ce484222325ull;
+  h = fnv1a(h, format, format_size);
+  h = fnv1a(h, code, code_size);
+  p->fingerprint = h;
+  p->module = load_module(format, format_size, p->code, code_size, d);
+  if (!p->module) {
+    av_program_free(p);
+    return NULL;
+  }
+  return finish(p, options, d);
+}
+
+av_program *av_program_from_module(av_module *m, const av_compile_options *options, av_diag *d) {
+  av_program *p = calloc(1, sizeof *p);
+  if (!p) {
+    av_module_free(m);
+    av_diag_set(d, AV_RESOURCE_EXHAUSTED, "out of memory");
+    return NULL;
+  }
+  p->module = m;
+  p->fingerprint = 0x9e3779b97f4a7c15ull ^ (uint64_t)m->next_value_id;
+  return finish(p, options, d);
+}
+
+static av_program *finish(av_program *p, const av_compile_options *options, av_diag *d) {
+  p->plan = av_lower_module(p->module, d);
+  if (!p->plan) goto fail;
+  const av_func_plan *e = p->plan->entry;
+  const av_func *ef = av_module_entry(p->module);
+  p->ninputs = (int)e->body.nargs;
+  p->noutputs = (int)e->body.nresults;
+  p->outs = calloc((size_t)p->noutputs + 1, sizeof *p->outs);
+  if (!p->outs) {
+    av_diag_set(d, AV_RESOURCE_EXHAUSTED, "out of memory");
+    goto fail;
+  }
+  for (int i = 0; i < p->noutputs; i++) {
+    const av_slot_type *t = &e->types[e->body.results[i]];
+    p->outs[i].dtype = t->token ? AV_DT_PRED : t->dtype;
+    p->outs[i].rank = t->rank;
+    for (int k = 0; k < t->rank; k++) p->outs[i].dims[k] = t->dims[k];
+    p->outs[i].alias = -1;
+  }
+  /* tf.aliasing_output on argument i says output k may reuse input i (donation) */
+  if (ef && (int)ef->type->ninputs == p->ninputs) {
+    for (int i = 0; i < p->ninputs; i++) {
+      const av_attr *a = av_dict_get(ef->arg_attrs[i], "tf.aliasing_output");
+      if (a && a->kind == AV_ATTR_INT && a->u.i >= 0 && a->u.i < p->noutputs)
+        p->outs[a->u.i].alias = i;
+    }
+  }
+  p->num_replicas = module_int_attr(p->module, "mhlo.num_replicas", 1);
+  p->num_partitions = module_int_attr(p->module, "mhlo.num_partitions", 1);
+  if (options) {
+    if (options->num_replicas >= 1) p->num_replicas = options->num_replicas;
+    if (options->num_partitions >= 1) p->num_partitions = options->num_partitions;
+  }
+  const char *nm = p->module->name ? p->module->name : (ef ? ef->name : "main");
+  p->name = malloc(strlen(nm) + 1);
+  if (!p->name) {
+    av_diag_set(d, AV_RESOURCE_EXHAUSTED, "out of memory");
+    goto fail;
+  }
+  strcpy(p->name, nm);
+  return p;
+fail:
+  av_program_free(p);
+  return NULL;
+}
+
+const char *av_program_name(const av_program *p) { return p->name; }
+int av_program_num_replicas(const av_program *p) { return p->num_replicas; }
+int av_program_num_partitions(const av_program *p) { return p->num_partitions; }
+int av_program_num_inputs(const av_program *p) { return p->ninputs; }
+int av_program_num_outputs(const av_program *p) { return p->noutputs; }
+
+av_dtype av_program_output_dtype(const av_program *p, int i) {
+  return i >= 0 && i < p->noutputs ? p->outs[i].dtype : AV_DT_INVALID;
+}
+int av_program_output_rank(const av_program *p, int i) {
+  return i >= 0 && i < p->noutputs ? p->outs[i].rank : 0;
+}
+const int64_t *av_program_output_dims(const av_program *p, int i) {
+  return i >= 0 && i < p->noutputs ? p->outs[i].dims : NULL;
+}
+int av_program_output_alias(const av_program *p, int i) {
+  return i >= 0 && i < p->noutputs ? p->outs[i].alias : -1;
+}
+uint64_t av_program_fingerprint(const av_program *p) { return p->fingerprint; }
+
+char *av_program_text(const av_program *p) {
+#ifdef ANVIL_HAVE_PRINTER
+  char *printed = av_module_print(p->module);
+  if (printed) return printed;
+#endif
+  if (!p->code) return NULL;
+  bool is_text = p->code_size < 4 || memcmp(p->code, "ML\xEFR", 4) != 0;
+  if (is_text) {
+    char *s = malloc(p->code_size + 1);
+    if (s) memcpy(s, p->code, p->code_size + 1);
+    return s;
+  }
+  size_t cap = strlen(p->name) + 128;
+  char *s = malloc(cap);
+  if (s)
+    snprintf(s, cap, "// anvil program '%s': %d inputs, %d outputs (bytecode)\n", p->name,
+             p->ninputs, p->noutputs);
+  return s;
+}
 
 av_code av_program_execute(av_program *p, int device_index, const av_tensor *inputs,
                            av_tensor *outputs, av_diag *d) {
-  (void)p; (void)device_index; (void)inputs; (void)outputs;
-  return av_diag_set(d, AV_UNIMPLEMENTED, "anvil: executing programs is not implemented yet");
+  const av_func_plan *e = p->plan->entry;
+  uint32_t nin = e->body.nargs, nout = e->body.nresults;
+  av_slot *buf = calloc((size_t)nin + nout + 1, sizeof *buf);
+  if (!buf) return av_diag_set(d, AV_RESOURCE_EXHAUSTED, "out of memory");
+  av_slot *args = buf, *res = buf + nin;
+  for (uint32_t i = 0; i < nin; i++) {
+    const av_slot_type *t = &e->types[e->body.args[i]];
+    const av_tensor *x = &inputs[i];
+    if (t->token) continue;
+    bool ok = x->storage && x->dtype == t->dtype && x->rank == t->rank &&
+              x->storage->size >= t->nbytes;
+    for (int k = 0; ok && k < t->rank; k++) ok = x->dims[k] == t->dims[k];
+    if (!ok) {
+      for (uint32_t j = 0; j < i; j++) av_slot_release(&args[j]);
+      free(buf);
+      return av_diag_set(d, AV_INVALID_ARGUMENT,
+                         "input %u does not match the program's parameter (%s, rank %d)", i,
+                         av_dtype_mlir_name(t->dtype), t->rank);
+    }
+    args[i].st = av_storage_retain(x->storage);
+    args[i].data = x->storage->data;
+  }
+  av_code c = av_run_func(p->plan, e, device_index, 0, args, res, d);
+  if (c == AV_OK) {
+    for (uint32_t i = 0; i < nout; i++) {
+      av_tensor *o = &outputs[i];
+      memset(o, 0, sizeof *o);
+      o->dtype = p->outs[i].dtype;
+      o->rank = p->outs[i].rank;
+      memcpy(o->dims, p->outs[i].dims, sizeof o->dims);
+      o->storage = res[i].st ? res[i].st : av_storage_alloc(1);
+      res[i].st = NULL;
+      if (!o->storage) c = av_diag_set(d, AV_RESOURCE_EXHAUSTED, "out of memory");
+    }
+    if (c != AV_OK)
+      for (uint32_t i = 0; i < nout; i++) {
+        av_storage_release(outputs[i].storage);
+        outputs[i].storage = NULL;
+      }
+  }
+  for (uint32_t i = 0; i < nout; i++) av_slot_release(&res[i]);
+  free(buf);
+  return c;
 }

@@ -1,0 +1,27 @@
+/* Reading op attributes in whichever form a frontend produced them (array<i64: ...>,
+ * dense<...> : tensor<Nxi64>, [1, 2] arrays of integers; enums as ENUM, STRING or the
+ * opaque text `#stablehlo<comparison_direction LT>`). */
+#ifndef ANVIL_COMPILER_ATTRS_H
+#define ANVIL_COMPILER_ATTRS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ir/ir.h"
+
+/* Integer list attribute `name` into out[cap]; *n receives the count. false if absent or not
+ * an integer list, or longer than cap. */
+bool av_attr_get_ints(const av_op *op, const char *name, int64_t *out, size_t cap, size_t *n);
+bool av_attr_ints_of(const av_attr *a, int64_t *out, size_t cap, size_t *n);
+/* Single integer (INT, or a one-element integer list/dense). */
+bool av_attr_get_int(const av_op *op, const char *name, int64_t *v);
+/* Boolean list (BOOLS, dense i1, array of BOOL). */
+bool av_attr_get_bools(const av_op *op, const char *name, bool *out, size_t cap, size_t *n);
+bool av_attr_get_bool(const av_op *op, const char *name, bool *v);
+/* Enum spelling ("LT", "TOTALORDER") copied into buf; false if absent. */
+bool av_attr_get_enum(const av_op *op, const char *name, char *buf, size_t cap);
+/* String or symbol attribute (without a leading '@'); NULL if absent. */
+const char *av_attr_get_str(const av_op *op, const char *name);
+
+#endif

@@ -1,0 +1,13 @@
+/* Whether anvil can run a module: walks the entry function and everything it reaches and
+ * lists, all at once, every unsupported op (name and location) and unsupported type (dynamic
+ * shapes, quantized types...). Used by av_program_compile and by tools such as
+ * anvil-conformance to tell "cannot run" from "runs wrong". */
+#ifndef ANVIL_COMPILER_CHECK_H
+#define ANVIL_COMPILER_CHECK_H
+
+#include "ir/ir.h"
+#include "util/diag.h"
+
+av_code av_check_module(const av_module *m, av_diag *d);
+
+#endif

@@ -1,0 +1,94 @@
+/* Lowering of while / if / case: their regions become nested block plans. */
+#include <string.h>
+
+#include "compiler/lower_internal.h"
+
+/* The block's arguments must match `types` one to one. */
+static bool check_args(av_lower *c, const av_region *r, const char *what, uint32_t n,
+                       av_value *const *vals) {
+  if (r->nblocks != 1) return AV_UNSUPPORTED(c, "%s region with %u blocks", what, r->nblocks);
+  const av_block *b = &r->blocks[0];
+  if (b->nargs != n) return AV_INVALID(c, "%s region takes %u arguments, expected %u", what, b->nargs, n);
+  for (uint32_t i = 0; i < n; i++)
+    if (!av_type_equal(b->args[i].type, vals[i]->type))
+      return AV_INVALID(c, "%s region argument %u type mismatch", what, i);
+  return true;
+}
+
+/* The block's terminator must return values of the op's result types. */
+static bool check_returns(av_lower *c, const av_region *r, const char *what, const av_op *op) {
+  const av_op *term = r->blocks[0].last;
+  if (!term) return AV_INVALID(c, "empty %s region", what);
+  if (term->noperands != op->nresults)
+    return AV_INVALID(c, "%s region returns %u values, expected %u", what, term->noperands, op->nresults);
+  for (uint32_t i = 0; i < op->nresults; i++)
+    if (!av_type_equal(term->operands[i]->type, op->results[i].type))
+      return AV_INVALID(c, "%s region result %u type mismatch", what, i);
+  return true;
+}
+
+static bool lower_while(av_lower *c, const av_op *op) {
+  if (op->nregions != 2) return AV_INVALID(c, "expected cond and body regions");
+  if (op->nresults != op->noperands) return AV_INVALID(c, "operand and result counts differ");
+  for (uint32_t i = 0; i < op->noperands; i++)
+    if (!av_type_equal(op->operands[i]->type, op->results[i].type))
+      return AV_INVALID(c, "operand %u and result %u types differ", i, i);
+  if (!check_args(c, &op->regions[0], "cond", op->noperands, op->operands) ||
+      !check_args(c, &op->regions[1], "body", op->noperands, op->operands) ||
+      !check_returns(c, &op->regions[1], "body", op))
+    return false;
+  const av_op *cterm = op->regions[0].blocks[0].last;
+  if (!cterm || cterm->noperands != 1 || !cterm->operands[0]->type ||
+      cterm->operands[0]->type->kind != AV_TYPE_TENSOR ||
+      cterm->operands[0]->type->dtype != AV_DT_PRED || cterm->operands[0]->type->rank != 0)
+    return AV_INVALID(c, "cond must return a tensor<i1>");
+  av_while_params *p = av_lower_alloc(c, sizeof *p);
+  if (!p) return false;
+  p->cond = av_lower_region(c, &op->regions[0]);
+  p->body = av_lower_region(c, &op->regions[1]);
+  if (!p->cond || !p->body) return false;
+  av_step *s = av_emit_op(c, av_step_while, p);
+  if (!s) return false;
+  size_t *nb = av_lower_alloc(c, (s->nin + 1) * sizeof *nb);
+  if (!nb) return false;
+  for (uint32_t i = 0; i < s->nin; i++) nb[i] = c->types[s->in[i]].nbytes;
+  p->nbytes = nb;
+  return true;
+}
+
+static bool lower_branches(av_lower *c, const av_op *op, bool is_if) {
+  if (op->noperands != 1) return AV_INVALID(c, "expected one operand");
+  const av_slot_type *it = av_tensor_of(c, op->operands[0], "selector");
+  if (!it) return false;
+  if (it->rank != 0) return AV_INVALID(c, "selector must be a scalar");
+  if (is_if ? it->dtype != AV_DT_PRED : !av_dtype_is_int(it->dtype))
+    return AV_INVALID(c, "selector has the wrong element type");
+  if (op->nregions < 1 || (is_if && op->nregions != 2)) return AV_INVALID(c, "bad regions");
+  av_branch_params *p = av_lower_alloc(c, sizeof *p);
+  const av_block_plan **br = av_lower_alloc(c, op->nregions * sizeof *br);
+  if (!p || !br) return false;
+  for (uint32_t r = 0; r < op->nregions; r++) {
+    if (!check_args(c, &op->regions[r], "branch", 0, NULL) ||
+        !check_returns(c, &op->regions[r], "branch", op))
+      return false;
+    br[r] = av_lower_region(c, &op->regions[r]);
+    if (!br[r]) return false;
+  }
+  p->nbranches = op->nregions;
+  p->branches = br;
+  p->index_dtype = it->dtype;
+  p->is_if = is_if;
+  return av_emit_op(c, av_step_branch, p) != NULL;
+}
+
+bool av_lower_control_op(av_lower *c, const av_op *op, bool *handled) {
+  *handled = true;
+  switch (op->code) {
+    case AV_OP_WHILE: return lower_while(c, op);
+    case AV_OP_IF: return lower_branches(c, op, true);
+    case AV_OP_CASE: return lower_branches(c, op, false);
+    default:
+      *handled = false;
+      return false;
+  }
+}

@@ -1,0 +1,78 @@
+/* Shared between the lowering core (lower.c) and the per-op lowerings (lower_*.c). */
+#ifndef ANVIL_COMPILER_LOWER_INTERNAL_H
+#define ANVIL_COMPILER_LOWER_INTERNAL_H
+
+#include "compiler/attrs.h"
+#include "compiler/lower.h"
+#include "runtime/steps.h"
+
+typedef struct av_func_entry {
+  const av_func *fn;
+  const av_func_plan *plan; /* set once lowered; call steps point here */
+  int state;                /* 0: not needed, 1: queued, 2: lowered */
+} av_func_entry;
+
+typedef struct av_step_vec {
+  av_step *v;
+  uint32_t n, cap;
+} av_step_vec;
+
+typedef struct av_lower {
+  const av_module *m;
+  av_plan *plan;
+  av_arena *a;
+  av_diag *d;
+  int nerrors;
+  av_func_entry *funcs;
+  /* per value id */
+  int32_t *slot_of;
+  int32_t *last_use;
+  uint8_t *used;
+  /* current function */
+  av_slot_type *types;
+  uint32_t nslots, cap;
+  av_step_vec *cur;
+  const av_op *op; /* being lowered, for messages */
+} av_lower;
+
+/* Records a problem with the current op; returns false for `return av_lower_fail(...)`. */
+bool av_lower_fail(av_lower *c, av_code code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+#define AV_UNSUPPORTED(c, ...) av_lower_fail((c), AV_UNIMPLEMENTED, __VA_ARGS__)
+#define AV_INVALID(c, ...) av_lower_fail((c), AV_INVALID_ARGUMENT, __VA_ARGS__)
+
+/* Slots */
+int av_type_leaves(const av_type *t); /* -1 if a type we cannot hold */
+int32_t av_lower_new_slot(av_lower *c, const av_slot_type *t);
+bool av_slot_type_of(av_lower *c, const av_type *t, av_slot_type *out);
+/* First slot of value v and its slot type (tensor or token); NULL type if none. */
+static inline int32_t av_vslot(const av_lower *c, const av_value *v) { return c->slot_of[v->id]; }
+const av_slot_type *av_vtype(const av_lower *c, const av_value *v);
+/* The value's type must be a tensor: returns it, or reports and returns NULL. */
+const av_slot_type *av_tensor_of(av_lower *c, const av_value *v, const char *what);
+
+/* Steps */
+av_step *av_emit(av_lower *c, av_step_fn fn, const void *params, uint32_t nin, uint32_t nout);
+/* Step on all operand leaves -> all result leaves of the current op. */
+av_step *av_emit_op(av_lower *c, av_step_fn fn, const void *params);
+void *av_lower_alloc(av_lower *c, size_t size);
+av_storage *av_lower_const_storage(av_lower *c, size_t nbytes);
+/* Materialises a DENSE attribute of slot type t into storage (splats expanded). */
+av_storage *av_lower_dense(av_lower *c, const av_attr *dense, const av_slot_type *t);
+
+/* Lowers a nested region's single block into a block plan. */
+const av_block_plan *av_lower_region(av_lower *c, const av_region *r);
+/* Queues a function for lowering; returns where its plan will be. */
+const av_func_plan *const *av_lower_need_func(av_lower *c, const char *name);
+
+/* Per-op lowering (lower_ops.c, lower_shape.c, lower_control.c): false when unsupported or
+ * malformed (already reported). */
+bool av_lower_op(av_lower *c, const av_op *op);
+bool av_lower_shape_op(av_lower *c, const av_op *op, bool *handled);
+bool av_lower_control_op(av_lower *c, const av_op *op, bool *handled);
+bool av_lower_kernel_op(av_lower *c, const av_op *op, bool *handled);
+
+/* Whether an op must stay even when its results are unused. */
+bool av_op_has_side_effects(const av_op *op);
+
+#endif

@@ -1,0 +1,370 @@
+/* Per-op lowering: dispatch, elementwise, convert, constants, select/clamp, checks, calls. */
+#include <string.h>
+
+#include "compiler/lower_internal.h"
+
+static bool same_shape(const av_slot_type *a, const av_slot_type *b) {
+  if (a->rank != b->rank) return false;
+  for (int i = 0; i < a->rank; i++)
+    if (a->dims[i] != b->dims[i]) return false;
+  return true;
+}
+
+static bool expect_counts(av_lower *c, const av_op *op, uint32_t nin, uint32_t nout) {
+  if (op->noperands != nin || op->nresults != nout)
+    return AV_INVALID(c, "expected %u operands and %u results, got %u and %u", nin, nout,
+                      op->noperands, op->nresults);
+  return true;
+}
+
+static bool parse_direction(const char *s, av_cmp_dir *dir) {
+  static const char *const names[] = {"EQ", "NE", "LT", "LE", "GT", "GE"};
+  for (int i = 0; i < 6; i++)
+    if (strcmp(s, names[i]) == 0) {
+      *dir = (av_cmp_dir)i;
+      return true;
+    }
+  return false;
+}
+
+static av_cmp_type parse_cmp_type(const char *s) {
+  if (strcmp(s, "FLOAT") == 0) return AV_CMP_FLOAT;
+  if (strcmp(s, "TOTALORDER") == 0) return AV_CMP_TOTALORDER;
+  if (strcmp(s, "SIGNED") == 0) return AV_CMP_SIGNED;
+  if (strcmp(s, "UNSIGNED") == 0) return AV_CMP_UNSIGNED;
+  return AV_CMP_DEFAULT;
+}
+
+/* Emits a box step broadcasting scalar slot `src` to a new slot of type `t`. */
+static int32_t emit_broadcast_scalar(av_lower *c, int32_t src, const av_slot_type *t) {
+  av_slot_type bt = *t;
+  bt.dtype = c->types[src].dtype;
+  bt.nbytes = (size_t)bt.nelems * av_dtype_size(bt.dtype);
+  int32_t tmp = av_lower_new_slot(c, &bt);
+  av_box_params *p = av_lower_alloc(c, sizeof *p);
+  if (tmp < 0 || !p) return -1;
+  p->box.rank = t->rank;
+  av_row_major_strides(t->rank, t->dims, p->box.dstride);
+  for (int i = 0; i < t->rank; i++) {
+    p->box.dims[i] = t->dims[i];
+    p->box.sstride[i] = 0;
+  }
+  p->esize = av_dtype_size(bt.dtype);
+  av_step *s = av_emit(c, av_step_box, p, 1, 1);
+  if (!s) return -1;
+  ((int32_t *)s->in)[0] = src;
+  ((int32_t *)s->out)[0] = tmp;
+  return tmp;
+}
+
+static void set_dead(av_lower *c, av_step *s, const int32_t *slots, uint32_t n) {
+  int32_t *d = av_lower_alloc(c, (n + 1) * sizeof *d);
+  if (!d) return;
+  memcpy(d, slots, n * sizeof *d);
+  s->dead = d;
+  s->ndead = n;
+}
+
+static bool lower_elementwise(av_lower *c, const av_op *op) {
+  int arity = av_ew_arity(op->code);
+  if (!expect_counts(c, op, (uint32_t)arity, 1)) return false;
+  const av_slot_type *rt = av_tensor_of(c, &op->results[0], "result");
+  const av_slot_type *t0 = av_tensor_of(c, op->operands[0], "operand");
+  if (!rt || !t0) return false;
+  for (int i = 0; i < arity; i++) {
+    const av_slot_type *ti = av_tensor_of(c, op->operands[i], "operand");
+    if (!ti) return false;
+    if (!same_shape(ti, rt)) return AV_INVALID(c, "operand %d shape differs from the result", i);
+    if (ti->dtype != t0->dtype) return AV_INVALID(c, "operands have different element types");
+  }
+  /* real/imag of real numbers */
+  if ((op->code == AV_OP_REAL || op->code == AV_OP_IMAG) && !av_dtype_is_complex(t0->dtype)) {
+    if (rt->dtype != t0->dtype) return AV_INVALID(c, "result element type mismatch");
+    return av_emit_op(c, op->code == AV_OP_REAL ? av_step_alias : av_step_zero, NULL) != NULL;
+  }
+  av_cmp_dir dir = AV_CMP_EQ;
+  av_cmp_type ctype = AV_CMP_DEFAULT;
+  if (op->code == AV_OP_COMPARE) {
+    char buf[32];
+    if (!av_attr_get_enum(op, "comparison_direction", buf, sizeof buf) &&
+        !av_attr_get_enum(op, "direction", buf, sizeof buf))
+      return AV_INVALID(c, "missing comparison_direction");
+    if (!parse_direction(buf, &dir)) return AV_INVALID(c, "bad comparison_direction %s", buf);
+    if (av_attr_get_enum(op, "compare_type", buf, sizeof buf)) ctype = parse_cmp_type(buf);
+  }
+  av_ew_kernel *k = av_lower_alloc(c, sizeof *k);
+  if (!k) return false;
+  if (!av_ew_prepare(op->code, t0->dtype, rt->dtype, dir, ctype, k))
+    return AV_UNSUPPORTED(c, "not supported for %s -> %s", av_dtype_mlir_name(t0->dtype),
+                          av_dtype_mlir_name(rt->dtype));
+  return av_emit_op(c, av_step_ew, k) != NULL;
+}
+
+static bool lower_convert(av_lower *c, const av_op *op) {
+  if (!expect_counts(c, op, 1, 1)) return false;
+  const av_slot_type *it = av_tensor_of(c, op->operands[0], "operand");
+  const av_slot_type *rt = av_tensor_of(c, &op->results[0], "result");
+  if (!it || !rt) return false;
+  if (it->nelems != rt->nelems) return AV_INVALID(c, "operand and result sizes differ");
+  av_convert *cv = av_lower_alloc(c, sizeof *cv);
+  if (!cv) return false;
+  if (!av_convert_prepare(it->dtype, rt->dtype, cv))
+    return AV_UNSUPPORTED(c, "conversion %s -> %s", av_dtype_mlir_name(it->dtype),
+                          av_dtype_mlir_name(rt->dtype));
+  return av_emit_op(c, av_step_convert, cv) != NULL;
+}
+
+static bool lower_bitcast(av_lower *c, const av_op *op) {
+  if (!expect_counts(c, op, 1, 1)) return false;
+  const av_slot_type *it = av_tensor_of(c, op->operands[0], "operand");
+  const av_slot_type *rt = av_tensor_of(c, &op->results[0], "result");
+  if (!it || !rt) return false;
+  if (av_dtype_bits(it->dtype) < 8 || av_dtype_bits(rt->dtype) < 8)
+    return AV_UNSUPPORTED(c, "bitcast of sub-byte types (%s -> %s)",
+                          av_dtype_mlir_name(it->dtype), av_dtype_mlir_name(rt->dtype));
+  if (it->nbytes != rt->nbytes) return AV_INVALID(c, "operand and result sizes differ");
+  return av_emit_op(c, av_step_alias, NULL) != NULL;
+}
+
+static bool lower_constant(av_lower *c, const av_op *op) {
+  if (!expect_counts(c, op, 0, 1)) return false;
+  const av_slot_type *rt = av_tensor_of(c, &op->results[0], "result");
+  if (!rt) return false;
+  const av_attr *a = av_op_attr(op, "value");
+  av_const_params *p = av_lower_alloc(c, sizeof *p);
+  if (!p) return false;
+  p->st = av_lower_dense(c, a, rt);
+  if (!p->st) return false;
+  return av_emit_op(c, av_step_const, p) != NULL;
+}
+
+static bool lower_iota(av_lower *c, const av_op *op) {
+  if (!expect_counts(c, op, 0, 1)) return false;
+  const av_slot_type *rt = av_tensor_of(c, &op->results[0], "result");
+  if (!rt) return false;
+  int64_t dim;
+  if (!av_attr_get_int(op, "iota_dimension", &dim) || dim < 0 || dim >= rt->rank)
+    return AV_INVALID(c, "bad iota_dimension");
+  av_convert cv;
+  if (!av_convert_prepare(AV_DT_S64, rt->dtype, &cv))
+    return AV_UNSUPPORTED(c, "iota of %s", av_dtype_mlir_name(rt->dtype));
+  av_const_params *p = av_lower_alloc(c, sizeof *p);
+  if (!p) return false;
+  p->st = av_lower_const_storage(c, rt->nbytes);
+  if (!p->st) return false;
+  /* computed now: an iota is a constant */
+  int64_t inner = 1;
+  for (int i = (int)dim + 1; i < rt->rank; i++) inner *= rt->dims[i];
+  size_t es = av_dtype_size(rt->dtype);
+  int64_t buf[256];
+  for (int64_t i = 0; i < rt->nelems; i += 256) {
+    int64_t m = rt->nelems - i < 256 ? rt->nelems - i : 256;
+    for (int64_t e = 0; e < m; e++) buf[e] = ((i + e) / inner) % rt->dims[dim];
+    av_convert_run(&cv, buf, (char *)p->st->data + (size_t)i * es, m);
+  }
+  return av_emit_op(c, av_step_const, p) != NULL;
+}
+
+static bool lower_select(av_lower *c, const av_op *op) {
+  if (!expect_counts(c, op, 3, 1)) return false;
+  const av_slot_type *pt = av_tensor_of(c, op->operands[0], "pred");
+  const av_slot_type *at = av_tensor_of(c, op->operands[1], "on_true");
+  const av_slot_type *bt = av_tensor_of(c, op->operands[2], "on_false");
+  const av_slot_type *rt = av_tensor_of(c, &op->results[0], "result");
+  if (!pt || !at || !bt || !rt) return false;
+  if (pt->dtype != AV_DT_PRED) return AV_INVALID(c, "pred must be i1");
+  if (!same_shape(at, rt) || !same_shape(bt, rt) || at->dtype != rt->dtype ||
+      bt->dtype != rt->dtype)
+    return AV_INVALID(c, "on_true/on_false must have the result type");
+  if (pt->rank != 0 && !same_shape(pt, rt)) return AV_INVALID(c, "pred shape mismatch");
+  return av_emit_op(c, av_step_select, NULL) != NULL;
+}
+
+static bool lower_clamp(av_lower *c, const av_op *op) {
+  if (!expect_counts(c, op, 3, 1)) return false;
+  const av_slot_type *lt = av_tensor_of(c, op->operands[0], "min");
+  const av_slot_type *xt = av_tensor_of(c, op->operands[1], "operand");
+  const av_slot_type *ht = av_tensor_of(c, op->operands[2], "max");
+  const av_slot_type *rt = av_tensor_of(c, &op->results[0], "result");
+  if (!lt || !xt || !ht || !rt) return false;
+  if (!same_shape(xt, rt) || xt->dtype != rt->dtype || lt->dtype != rt->dtype ||
+      ht->dtype != rt->dtype)
+    return AV_INVALID(c, "operand types mismatch");
+  if ((lt->rank != 0 && !same_shape(lt, rt)) || (ht->rank != 0 && !same_shape(ht, rt)))
+    return AV_INVALID(c, "min/max must be scalars or have the operand's shape");
+  av_ew_kernel *kmax = av_lower_alloc(c, sizeof *kmax), *kmin = av_lower_alloc(c, sizeof *kmin);
+  if (!kmax || !kmin) return false;
+  if (!av_ew_prepare(AV_OP_MAXIMUM, rt->dtype, rt->dtype, AV_CMP_EQ, AV_CMP_DEFAULT, kmax) ||
+      !av_ew_prepare(AV_OP_MINIMUM, rt->dtype, rt->dtype, AV_CMP_EQ, AV_CMP_DEFAULT, kmin))
+    return AV_UNSUPPORTED(c, "not supported for %s", av_dtype_mlir_name(rt->dtype));
+  int32_t lo = av_vslot(c, op->operands[0]), x = av_vslot(c, op->operands[1]);
+  int32_t hi = av_vslot(c, op->operands[2]), out = av_vslot(c, &op->results[0]);
+  int32_t temps[3];
+  uint32_t ntemps = 0;
+  if (lt->rank == 0 && rt->rank != 0) lo = temps[ntemps++] = emit_broadcast_scalar(c, lo, rt);
+  if (ht->rank == 0 && rt->rank != 0) hi = temps[ntemps++] = emit_broadcast_scalar(c, hi, rt);
+  int32_t mid = av_lower_new_slot(c, rt);
+  if (lo < 0 || hi < 0 || mid < 0) return false;
+  av_step *s1 = av_emit(c, av_step_ew, kmax, 2, 1);
+  if (!s1) return false;
+  ((int32_t *)s1->in)[0] = x;
+  ((int32_t *)s1->in)[1] = lo;
+  ((int32_t *)s1->out)[0] = mid;
+  av_step *s2 = av_emit(c, av_step_ew, kmin, 2, 1);
+  if (!s2) return false;
+  ((int32_t *)s2->in)[0] = mid;
+  ((int32_t *)s2->in)[1] = hi;
+  ((int32_t *)s2->out)[0] = out;
+  temps[ntemps++] = mid;
+  set_dead(c, s2, temps, ntemps);
+  return true;
+}
+
+static bool lower_reduce_precision(av_lower *c, const av_op *op) {
+  if (!expect_counts(c, op, 1, 1)) return false;
+  const av_slot_type *it = av_tensor_of(c, op->operands[0], "operand");
+  const av_slot_type *rt = av_tensor_of(c, &op->results[0], "result");
+  if (!it || !rt) return false;
+  if (!same_shape(it, rt) || it->dtype != rt->dtype || !av_dtype_is_float(it->dtype))
+    return AV_INVALID(c, "operand must be floating point with the result's type");
+  int64_t eb, mb;
+  if (!av_attr_get_int(op, "exponent_bits", &eb) || !av_attr_get_int(op, "mantissa_bits", &mb) ||
+      eb < 1 || mb < 0)
+    return AV_INVALID(c, "bad exponent_bits/mantissa_bits");
+  av_reduce_precision_params *p = av_lower_alloc(c, sizeof *p);
+  if (!p) return false;
+  p->f64 = it->dtype == AV_DT_F64;
+  av_dtype wide = p->f64 ? AV_DT_F64 : AV_DT_F32;
+  if (!av_convert_prepare(it->dtype, wide, &p->to_wide) ||
+      !av_convert_prepare(wide, it->dtype, &p->from_wide))
+    return AV_UNSUPPORTED(c, "type %s", av_dtype_mlir_name(it->dtype));
+  p->exponent_bits = (int)(eb > 64 ? 64 : eb);
+  p->mantissa_bits = (int)(mb > 64 ? 64 : mb);
+  return av_emit_op(c, av_step_reduce_precision, p) != NULL;
+}
+
+/* ------------------------------------------------------------- checks */
+
+static bool lower_check(av_lower *c, const av_op *op, av_check_kind kind, bool with_const) {
+  if (op->noperands != (with_const ? 1u : 2u))
+    return AV_INVALID(c, "expected %d operands", with_const ? 1 : 2);
+  const av_slot_type *t = av_tensor_of(c, op->operands[0], "actual");
+  if (!t) return false;
+  av_check_params *p = av_lower_alloc(c, sizeof *p);
+  if (!p) return false;
+  p->kind = kind;
+  p->tolerance = 1e-3;
+  if (with_const) {
+    const av_attr *a = av_op_attr(op, "value");
+    for (uint32_t i = 0; !a && i < op->nattrs; i++)
+      if (op->attrs[i].value && op->attrs[i].value->kind == AV_ATTR_DENSE) a = op->attrs[i].value;
+    if (a && a->type && a->type->kind == AV_TYPE_TENSOR) {
+      av_slot_type et;
+      if (!av_slot_type_of(c, a->type, &et) || et.dtype != t->dtype || !same_shape(&et, t))
+        return AV_INVALID(c, "expected value type differs from the operand type");
+    }
+    p->expected = av_lower_dense(c, a, t);
+    if (!p->expected) return false;
+  } else {
+    const av_slot_type *e = av_tensor_of(c, op->operands[1], "expected");
+    if (!e) return false;
+    if (e->dtype != t->dtype || !same_shape(e, t))
+      return AV_INVALID(c, "actual and expected types differ");
+  }
+  av_step *s = av_emit(c, av_step_check, p, op->noperands, 0);
+  if (!s) return false;
+  for (uint32_t i = 0; i < op->noperands; i++) ((int32_t *)s->in)[i] = av_vslot(c, op->operands[i]);
+  /* results (if any) are unused placeholders */
+  return true;
+}
+
+static bool check_kind_of(const char *name, av_check_kind *k) {
+  if (strcmp(name, "check.expect_eq") == 0) *k = AV_CHECK_EQ;
+  else if (strcmp(name, "check.expect_close") == 0) *k = AV_CHECK_CLOSE;
+  else if (strcmp(name, "check.expect_almost_eq") == 0) *k = AV_CHECK_ALMOST_EQ;
+  else return false;
+  return true;
+}
+
+static bool lower_custom_call(av_lower *c, const av_op *op) {
+  const char *target = av_attr_get_str(op, "call_target_name");
+  if (!target) return AV_INVALID(c, "missing call_target_name");
+  av_check_kind k;
+  if (check_kind_of(target, &k)) return lower_check(c, op, k, false);
+  return AV_UNSUPPORTED(c, "custom_call target @%s is not supported", target);
+}
+
+/* ------------------------------------------------------------- calls */
+
+static bool lower_call(av_lower *c, const av_op *op, const char *attr) {
+  const char *callee = av_attr_get_str(op, attr);
+  if (!callee) return AV_INVALID(c, "missing %s", attr);
+  const av_func *fn = av_module_find_func(c->m, callee);
+  if (!fn) return AV_INVALID(c, "call to unknown function @%s", callee);
+  const av_type *ft = fn->type;
+  if ((uint32_t)ft->ninputs != op->noperands || (uint32_t)(ft->nelems - ft->ninputs) != op->nresults)
+    return AV_INVALID(c, "call to @%s with %u operands and %u results; it takes %d and returns %d",
+                      callee, op->noperands, op->nresults, ft->ninputs, ft->nelems - ft->ninputs);
+  for (uint32_t i = 0; i < op->noperands; i++)
+    if (!av_type_equal(ft->elems[i], op->operands[i]->type))
+      return AV_INVALID(c, "operand %u type differs from @%s's parameter", i, callee);
+  for (uint32_t i = 0; i < op->nresults; i++)
+    if (!av_type_equal(ft->elems[ft->ninputs + (int)i], op->results[i].type))
+      return AV_INVALID(c, "result %u type differs from @%s's result", i, callee);
+  av_call_params *p = av_lower_alloc(c, sizeof *p);
+  if (!p) return false;
+  p->callee = av_lower_need_func(c, callee);
+  if (!p->callee) return false;
+  return av_emit_op(c, av_step_call, p) != NULL;
+}
+
+/* ------------------------------------------------------------ dispatch */
+
+bool av_lower_op(av_lower *c, const av_op *op) {
+  if (av_ew_arity(op->code) > 0) return lower_elementwise(c, op);
+  bool handled = false;
+  bool ok = av_lower_shape_op(c, op, &handled);
+  if (handled) return ok;
+  ok = av_lower_control_op(c, op, &handled);
+  if (handled) return ok;
+  ok = av_lower_kernel_op(c, op, &handled);
+  if (handled) return ok;
+  switch (op->code) {
+    case AV_OP_CONSTANT: return lower_constant(c, op);
+    case AV_OP_IOTA: return lower_iota(c, op);
+    case AV_OP_CONVERT: return lower_convert(c, op);
+    case AV_OP_BITCAST_CONVERT: return lower_bitcast(c, op);
+    case AV_OP_SELECT: return lower_select(c, op);
+    case AV_OP_CLAMP: return lower_clamp(c, op);
+    case AV_OP_REDUCE_PRECISION: return lower_reduce_precision(c, op);
+    case AV_OP_CUSTOM_CALL: return lower_custom_call(c, op);
+    case AV_OP_FUNC_CALL: case AV_OP_CALL: return lower_call(c, op, "callee");
+    case AV_OP_COMPOSITE: return lower_call(c, op, "decomposition");
+    case AV_OP_AFTER_ALL: case AV_OP_CREATE_TOKEN: return av_emit_op(c, av_step_token, NULL) != NULL;
+    case AV_OP_REPLICA_ID: case AV_OP_PARTITION_ID:
+      if (!expect_counts(c, op, 0, 1)) return false;
+      return av_emit_op(c, av_step_device_id, NULL) != NULL;
+    case AV_OP_TUPLE: case AV_OP_OPTIMIZATION_BARRIER: {
+      av_step *s = av_emit_op(c, av_step_alias, NULL);
+      if (s && s->nin != s->nout) return AV_INVALID(c, "operands and results differ");
+      return s != NULL;
+    }
+    case AV_OP_UNKNOWN: {
+      av_check_kind k;
+      const char *n = op->name;
+      size_t len = strlen(n);
+      if (len > 6 && strcmp(n + len - 6, "_const") == 0) {
+        char base[64];
+        if (len - 6 < sizeof base) {
+          memcpy(base, n, len - 6);
+          base[len - 6] = '\0';
+          if (check_kind_of(base, &k)) return lower_check(c, op, k, true);
+        }
+      }
+      if (check_kind_of(n, &k)) return lower_check(c, op, k, false);
+      return AV_UNSUPPORTED(c, "unknown op");
+    }
+    default:
+      return AV_UNSUPPORTED(c, "op not supported");
+  }
+}

@@ -1,0 +1,133 @@
+/* The executor: runs the steps of a plan over a frame of slots. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/plan.h"
+
+void av_slot_release(av_slot *s) {
+  if (s->st) av_storage_release(s->st);
+  s->st = NULL;
+  s->data = NULL;
+}
+
+av_code av_slot_share(const av_slot *s, size_t nbytes, av_slot *out, av_diag *d) {
+  if (s->st) {
+    out->st = av_storage_retain(s->st);
+    out->data = s->data;
+    return AV_OK;
+  }
+  if (!s->data) { /* tokens */
+    out->st = NULL;
+    out->data = NULL;
+    return AV_OK;
+  }
+  av_storage *st = av_storage_alloc_uninit(nbytes);
+  if (!st) return av_diag_set(d, AV_RESOURCE_EXHAUSTED, "out of memory copying %zu bytes", nbytes);
+  memcpy(st->data, s->data, nbytes);
+  out->st = st;
+  out->data = st->data;
+  return AV_OK;
+}
+
+av_code av_step_alloc_out(const av_step *s, av_frame *f, uint32_t k, av_diag *d) {
+  const av_slot_type *t = av_out_type(s, f, k);
+  av_slot *o = &f->slots[s->out[k]];
+  av_slot_release(o);
+  if (t->token) return AV_OK;
+  av_storage *st = av_storage_alloc_uninit(t->nbytes);
+  if (!st)
+    return av_diag_set(d, AV_RESOURCE_EXHAUSTED, "out of memory allocating %zu bytes", t->nbytes);
+  o->st = st;
+  o->data = st->data;
+  return AV_OK;
+}
+
+av_code av_step_alloc_out_reuse(const av_step *s, av_frame *f, uint32_t k, uint32_t in_index,
+                                av_diag *d) {
+  if (in_index < 32 && in_index < s->nin && (s->in_dies >> in_index & 1u)) {
+    av_slot *in = &f->slots[s->in[in_index]];
+    const av_slot_type *t = av_out_type(s, f, k);
+    if (in->st && in->st->owned && in->data == in->st->data && in->st->size == t->nbytes &&
+        atomic_load_explicit(&in->st->refcount, memory_order_acquire) == 1 &&
+        s->out[k] != s->in[in_index]) {
+      /* The same slot may appear twice among the inputs (add(x, x)); elementwise kernels
+       * read each element before writing it, so sharing is fine for them. */
+      av_slot *o = &f->slots[s->out[k]];
+      av_slot_release(o);
+      o->st = av_storage_retain(in->st);
+      o->data = in->data;
+      return AV_OK;
+    }
+  }
+  return av_step_alloc_out(s, f, k, d);
+}
+
+static av_code run_steps(const av_block_plan *b, av_frame *f, av_diag *d) {
+  for (uint32_t i = 0; i < b->nsteps; i++) {
+    const av_step *s = &b->steps[i];
+    av_code c = s->run(s, f, d);
+    if (c != AV_OK) {
+      av_diag_set(d, c, "  in %s at %s", s->opname, s->loc);
+      return c;
+    }
+    for (uint32_t j = 0; j < s->ndead; j++) av_slot_release(&f->slots[s->dead[j]]);
+  }
+  return AV_OK;
+}
+
+av_code av_run_block(const av_block_plan *b, av_frame *f, av_slot *args, av_slot *results,
+                     av_diag *d) {
+  for (uint32_t i = 0; i < b->nargs; i++) {
+    av_slot *dst = &f->slots[b->args[i]];
+    av_slot_release(dst);
+    *dst = args[i];
+    args[i].st = NULL;
+    args[i].data = NULL;
+  }
+  for (uint32_t i = 0; i < b->ndead_entry; i++) av_slot_release(&f->slots[b->dead_at_entry[i]]);
+  av_code c = run_steps(b, f, d);
+  if (c != AV_OK) return c;
+  for (uint32_t i = 0; i < b->nresults; i++) {
+    const av_slot *src = &f->slots[b->results[i]];
+    results[i].data = src->data;
+    results[i].st = src->st ? av_storage_retain(src->st) : NULL;
+  }
+  for (uint32_t i = 0; i < b->ndead_exit; i++) av_slot_release(&f->slots[b->dead_at_exit[i]]);
+  return AV_OK;
+}
+
+av_code av_run_func(const av_plan *plan, const av_func_plan *fn, int device_index, int depth,
+                    av_slot *args, av_slot *results, av_diag *d) {
+  if (depth > AV_MAX_CALL_DEPTH) {
+    for (uint32_t i = 0; i < fn->body.nargs; i++) av_slot_release(&args[i]);
+    return av_diag_set(d, AV_FAILED_PRECONDITION, "call depth exceeds %d calling @%s",
+                       AV_MAX_CALL_DEPTH, fn->name);
+  }
+  av_frame f;
+  f.slots = calloc(fn->nslots ? fn->nslots : 1, sizeof *f.slots);
+  if (!f.slots) {
+    for (uint32_t i = 0; i < fn->body.nargs; i++) av_slot_release(&args[i]);
+    return av_diag_set(d, AV_RESOURCE_EXHAUSTED, "out of memory for the frame of @%s", fn->name);
+  }
+  f.fn = fn;
+  f.plan = plan;
+  f.device_index = device_index;
+  f.depth = depth;
+  av_code c = av_run_block(&fn->body, &f, args, results, d);
+  if (c == AV_OK) {
+    /* Results must own their bytes: the frame's borrowed data does not outlive the call. */
+    for (uint32_t i = 0; i < fn->body.nresults && c == AV_OK; i++) {
+      if (!results[i].st && results[i].data) {
+        av_slot owned;
+        c = av_slot_share(&results[i], fn->types[fn->body.results[i]].nbytes, &owned, d);
+        results[i] = owned;
+      }
+    }
+    if (c != AV_OK)
+      for (uint32_t i = 0; i < fn->body.nresults; i++) av_slot_release(&results[i]);
+  }
+  for (uint32_t i = 0; i < fn->nslots; i++) av_slot_release(&f.slots[i]);
+  free(f.slots);
+  if (c != AV_OK) av_diag_set(d, c, "  in @%s", fn->name);
+  return c;
+}

@@ -1,0 +1,68 @@
+/* Elementwise kernels: unary and binary math, logic, comparisons for every element type.
+ *
+ * av_ew_prepare picks, once per step, a typed loop for (op, dtype). Types without native
+ * loops are computed through a wider type, chunk by chunk: bf16/f16/f8/f6/f4 through f32
+ * (rounded back to nearest even), sub-byte integers through 64-bit integers (wrapped back to
+ * their width). Loops read each element before writing it, so the output may alias an
+ * input of the same size. */
+#ifndef ANVIL_RUNTIME_KERNELS_ELEMENTWISE_H
+#define ANVIL_RUNTIME_KERNELS_ELEMENTWISE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ir/ir.h"
+#include "runtime/kernels/convert.h"
+
+typedef void (*av_ew_fn)(const void *const *in, void *out, int64_t n, const void *aux);
+
+typedef enum av_cmp_dir { AV_CMP_EQ, AV_CMP_NE, AV_CMP_LT, AV_CMP_LE, AV_CMP_GT, AV_CMP_GE } av_cmp_dir;
+typedef enum av_cmp_type {
+  AV_CMP_DEFAULT, /* from the element type */
+  AV_CMP_FLOAT,
+  AV_CMP_TOTALORDER,
+  AV_CMP_SIGNED,
+  AV_CMP_UNSIGNED,
+} av_cmp_type;
+
+enum { AV_EW_MAX_IN = 3 };
+
+typedef struct av_ew_kernel {
+  av_ew_fn fn;    /* what the step calls, with the kernel itself as aux */
+  int nin;
+  av_ew_fn inner; /* loop on the compute type (when going through one) */
+  av_convert in_conv[AV_EW_MAX_IN];
+  av_convert out_conv;
+  size_t in_size[AV_EW_MAX_IN], cin_size, cout_size, out_size;
+  uint64_t in0_mask;  /* zero-extend input 0 from its width (logical shifts, clz, popcnt) */
+  int in0_sext_bits;  /* sign-extend input 0 from this width (arithmetic shift of uN) */
+  int64_t out_add;    /* added to 64-bit integer results (clz of narrow types) */
+} av_ew_kernel;
+
+/* Elementwise op `op` with operands of `in` dtype (all the same, except stablehlo.complex /
+ * select handled elsewhere) and result `out` dtype. Comparisons pass `dir`/`ctype`.
+ * Returns false when the combination is not supported. */
+bool av_ew_prepare(av_opcode op, av_dtype in, av_dtype out, av_cmp_dir dir, av_cmp_type ctype,
+                   av_ew_kernel *k);
+static inline void av_ew_run(const av_ew_kernel *k, const void *const *in, void *out, int64_t n) {
+  k->fn(in, out, n, k);
+}
+
+/* Number of operands of an elementwise opcode (1, 2 or 3); 0 if not elementwise. */
+int av_ew_arity(av_opcode op);
+/* Ops whose result is pred (compare, is_finite, chlo.is_inf...) or real (abs/real/imag of
+ * complex) follow from the operand type; this gives the result dtype for operand `in`. */
+av_dtype av_ew_result_dtype(av_opcode op, av_dtype in);
+
+/* Typed loops per family (elementwise_{float,int,complex,compare}.c); NULL if unsupported. */
+av_ew_fn av_ew_float_fn(av_opcode op, av_dtype t);
+av_ew_fn av_ew_int_fn(av_opcode op, av_dtype t);
+av_ew_fn av_ew_pred_fn(av_opcode op);
+av_ew_fn av_ew_complex_fn(av_opcode op, av_dtype t);
+av_ew_fn av_ew_compare_fn(av_dtype t, av_cmp_dir dir, av_cmp_type ctype);
+
+/* select(pred, a, b) with pred of the same shape; elements of `elem_size` bytes. */
+void av_select_run(const uint8_t *pred, const void *a, const void *b, void *out, int64_t n,
+                   size_t elem_size);
+
+#endif

@@ -1,0 +1,88 @@
+#include "runtime/kernels/shape.h"
+
+#include <string.h>
+
+void av_row_major_strides(int rank, const int64_t *dims, int64_t *strides) {
+  int64_t s = 1;
+  for (int i = rank - 1; i >= 0; i--) {
+    strides[i] = s;
+    s *= dims[i];
+  }
+}
+
+#define INNER_COPY(T)                                                                      \
+  {                                                                                        \
+    const T *s = (const T *)sp;                                                            \
+    T *d = (T *)dp;                                                                        \
+    for (int64_t i = 0; i < n; i++) d[i * ds] = s[i * ss];                                 \
+    return;                                                                                \
+  }
+
+static void copy_row(const char *sp, int64_t ss, char *dp, int64_t ds, int64_t n, size_t esize) {
+  if (ss == 1 && ds == 1) {
+    memmove(dp, sp, (size_t)n * esize);
+    return;
+  }
+  switch (esize) {
+    case 1: INNER_COPY(uint8_t)
+    case 2: INNER_COPY(uint16_t)
+    case 4: INNER_COPY(uint32_t)
+    case 8: INNER_COPY(uint64_t)
+    default: break;
+  }
+  for (int64_t i = 0; i < n; i++)
+    memmove(dp + (i * ds) * (int64_t)esize, sp + (i * ss) * (int64_t)esize, esize);
+}
+
+void av_box_copy(const av_box *b, const void *src, void *dst, size_t esize) {
+  /* Drop size-1 dimensions and merge dimensions that are contiguous on both sides. */
+  int64_t dims[AV_BOX_MAX_RANK], ss[AV_BOX_MAX_RANK], ds[AV_BOX_MAX_RANK];
+  int r = 0;
+  for (int k = 0; k < b->rank; k++) {
+    if (b->dims[k] == 0) return;
+    if (b->dims[k] == 1) continue;
+    if (r > 0 && ss[r - 1] == b->sstride[k] * b->dims[k] && ds[r - 1] == b->dstride[k] * b->dims[k]) {
+      dims[r - 1] *= b->dims[k];
+      ss[r - 1] = b->sstride[k];
+      ds[r - 1] = b->dstride[k];
+      continue;
+    }
+    dims[r] = b->dims[k];
+    ss[r] = b->sstride[k];
+    ds[r] = b->dstride[k];
+    r++;
+  }
+  const char *s = src;
+  char *d = dst;
+  int64_t e = (int64_t)esize;
+  if (r == 0) {
+    memmove(d, s, esize);
+    return;
+  }
+  int64_t idx[AV_BOX_MAX_RANK] = {0};
+  int inner = r - 1;
+  for (;;) {
+    int64_t so = 0, dof = 0;
+    for (int k = 0; k < inner; k++) {
+      so += idx[k] * ss[k];
+      dof += idx[k] * ds[k];
+    }
+    copy_row(s + so * e, ss[inner], d + dof * e, ds[inner], dims[inner], esize);
+    int k = inner - 1;
+    while (k >= 0 && ++idx[k] == dims[k]) idx[k--] = 0;
+    if (k < 0) break;
+  }
+}
+
+void av_fill(void *dst, int64_t n, const void *value, size_t esize) {
+  if (n <= 0) return;
+  char *d = dst;
+  memcpy(d, value, esize);
+  /* doubling copies */
+  int64_t done = 1;
+  while (done < n) {
+    int64_t m = done < n - done ? done : n - done;
+    memcpy(d + done * (int64_t)esize, d, (size_t)m * esize);
+    done += m;
+  }
+}

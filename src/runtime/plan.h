@@ -1,0 +1,142 @@
+/* The execution plan: what the compiler produces and the executor runs.
+ *
+ * A plan is immutable once built (so one program can run on several threads at once); all
+ * per-run state lives in an av_frame. Every SSA value of a function (tuples flattened into
+ * their leaves) owns one slot of the function's frame; nested regions (while/if/case bodies,
+ * reduce bodies...) share the slots of their enclosing function, so they can read captured
+ * values directly. A step is a kernel entry point plus parameters decoded once at compile
+ * time, the slots it reads and writes, and the slots whose last use it is (released right
+ * after it ran, which is how storage gets freed and reused while the program runs). */
+#ifndef ANVIL_RUNTIME_PLAN_H
+#define ANVIL_RUNTIME_PLAN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ir/dtype.h"
+#include "util/arena.h"
+#include "util/diag.h"
+#include "util/storage.h"
+
+/* One slot: `data` points at the element bytes; `st` is the reference that keeps them alive,
+ * or NULL when the bytes are borrowed for the duration of a scalar region call. */
+typedef struct av_slot {
+  void *data;
+  av_storage *st;
+} av_slot;
+
+/* Static type of what a slot holds. */
+typedef struct av_slot_type {
+  av_dtype dtype;
+  int rank;
+  const int64_t *dims;
+  int64_t nelems;
+  size_t nbytes;
+  bool token; /* tokens carry no data (st stays NULL) */
+} av_slot_type;
+
+struct av_plan;
+struct av_func_plan;
+
+typedef struct av_frame {
+  av_slot *slots;
+  const struct av_func_plan *fn;
+  const struct av_plan *plan;
+  int device_index;
+  int depth; /* call nesting, bounded to stop runaway recursion */
+} av_frame;
+
+typedef struct av_step av_step;
+typedef av_code (*av_step_fn)(const av_step *s, av_frame *f, av_diag *d);
+
+struct av_step {
+  av_step_fn run;
+  const void *params;
+  const int32_t *in;
+  uint32_t nin;
+  const int32_t *out;
+  uint32_t nout;
+  const int32_t *dead; /* released after the step ran */
+  uint32_t ndead;
+  uint32_t in_dies;    /* bit i: input i's slot is released after this step (first 32) */
+  const char *opname;
+  const char *loc;
+};
+
+/* A block turned into steps. Callers place owned references into `args` slots, run the
+ * steps, take the `results`, then release `dead_at_exit`. */
+typedef struct av_block_plan {
+  const av_step *steps;
+  uint32_t nsteps;
+  const int32_t *args;
+  uint32_t nargs;
+  const int32_t *results;
+  uint32_t nresults;
+  const int32_t *dead_at_entry; /* arguments nobody reads */
+  uint32_t ndead_entry;
+  const int32_t *dead_at_exit; /* values whose last use is the terminator */
+  uint32_t ndead_exit;
+} av_block_plan;
+
+typedef struct av_func_plan {
+  const char *name;
+  uint32_t nslots;
+  const av_slot_type *types; /* per slot */
+  av_block_plan body;
+} av_func_plan;
+
+typedef struct av_plan {
+  av_arena arena;
+  const av_func_plan *entry;
+  av_storage **consts; /* pre-materialised constants, released with the plan */
+  uint32_t nconsts;
+  uint32_t consts_cap;
+} av_plan;
+
+/* Region bodies that kernels call per element (reduce, sort, scatter...). */
+typedef struct av_region_params {
+  const av_block_plan *block;
+  int simple;               /* av_opcode of a one-op body, or 0 */
+  const char *direction;    /* simple == compare */
+  const char *compare_type; /* simple == compare */
+} av_region_params;
+
+enum { AV_MAX_CALL_DEPTH = 64 };
+
+/* ---- executor (runtime/executor.c) */
+
+/* Runs a function in a fresh frame: consumes the `args` references, fills `results` with
+ * owned references. */
+av_code av_run_func(const av_plan *plan, const av_func_plan *fn, int device_index, int depth,
+                    av_slot *args, av_slot *results, av_diag *d);
+/* Runs a block inside frame `f` (see av_block_plan for the protocol): consumes `args`, fills
+ * `results` with owned references (or borrowed ones when the value was borrowed). */
+av_code av_run_block(const av_block_plan *b, av_frame *f, av_slot *args, av_slot *results,
+                     av_diag *d);
+
+void av_slot_release(av_slot *s);
+/* A new owned reference to what `s` holds (a copy when `s` is borrowed); `nbytes` is the
+ * size of the value, needed for that copy. */
+av_code av_slot_share(const av_slot *s, size_t nbytes, av_slot *out, av_diag *d);
+
+/* Output k of step s gets fresh uninitialised storage of its type's size. */
+av_code av_step_alloc_out(const av_step *s, av_frame *f, uint32_t k, av_diag *d);
+/* Same, but takes over input `in_index`'s storage when nobody else can see it (the input
+ * dies at this step, holds the only reference, and has the same size): in-place kernels. */
+av_code av_step_alloc_out_reuse(const av_step *s, av_frame *f, uint32_t k, uint32_t in_index,
+                                av_diag *d);
+
+static inline void *av_in(const av_step *s, const av_frame *f, uint32_t i) {
+  return f->slots[s->in[i]].data;
+}
+static inline void *av_out(const av_step *s, const av_frame *f, uint32_t k) {
+  return f->slots[s->out[k]].data;
+}
+static inline const av_slot_type *av_in_type(const av_step *s, const av_frame *f, uint32_t i) {
+  return &f->fn->types[s->in[i]];
+}
+static inline const av_slot_type *av_out_type(const av_step *s, const av_frame *f, uint32_t k) {
+  return &f->fn->types[s->out[k]];
+}
+
+#endif

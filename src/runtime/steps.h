@@ -1,0 +1,100 @@
+/* Step entry points and their compile-time parameters (built by src/compiler/lower*.c). */
+#ifndef ANVIL_RUNTIME_STEPS_H
+#define ANVIL_RUNTIME_STEPS_H
+
+#include "runtime/kernels/convert.h"
+#include "runtime/kernels/elementwise.h"
+#include "runtime/kernels/shape.h"
+#include "runtime/plan.h"
+
+/* ---- basic (runtime/steps_basic.c) */
+typedef struct av_const_params {
+  av_storage *st;
+} av_const_params;
+av_code av_step_const(const av_step *s, av_frame *f, av_diag *d);
+/* out[k] = in[k] (shared storage): reshape, bitcast_convert, tuple, get_tuple_element,
+ * optimization_barrier. */
+av_code av_step_alias(const av_step *s, av_frame *f, av_diag *d);
+av_code av_step_zero(const av_step *s, av_frame *f, av_diag *d);
+av_code av_step_token(const av_step *s, av_frame *f, av_diag *d);
+av_code av_step_device_id(const av_step *s, av_frame *f, av_diag *d);
+av_code av_step_ew(const av_step *s, av_frame *f, av_diag *d);      /* av_ew_kernel */
+av_code av_step_convert(const av_step *s, av_frame *f, av_diag *d); /* av_convert */
+av_code av_step_select(const av_step *s, av_frame *f, av_diag *d);  /* NULL params */
+
+typedef struct av_reduce_precision_params {
+  av_convert to_wide, from_wide; /* dtype <-> f32/f64 (COPY when native) */
+  bool f64;
+  int exponent_bits, mantissa_bits;
+} av_reduce_precision_params;
+av_code av_step_reduce_precision(const av_step *s, av_frame *f, av_diag *d);
+
+/* ---- data movement (runtime/steps_shape.c) */
+typedef struct av_box_params {
+  av_box box;
+  int64_t soff; /* element offset into the input */
+  size_t esize;
+} av_box_params;
+av_code av_step_box(const av_step *s, av_frame *f, av_diag *d);
+
+typedef struct av_pad_params {
+  av_box box;       /* the part of the input that lands in the output */
+  int64_t soff, doff;
+  size_t esize;
+} av_pad_params;
+av_code av_step_pad(const av_step *s, av_frame *f, av_diag *d); /* in: operand, pad value */
+
+typedef struct av_concat_params {
+  uint32_t n;
+  const av_box *boxes; /* per input: its shape and output strides */
+  const int64_t *doff; /* per input: element offset in the output */
+  size_t esize;
+} av_concat_params;
+av_code av_step_concat(const av_step *s, av_frame *f, av_diag *d);
+
+/* dynamic_slice: in = operand, start indices (scalars). dynamic_update_slice: in = operand,
+ * update, start indices. Starts are clamped into [0, operand_dim - size]. */
+typedef struct av_dyn_slice_params {
+  int rank;
+  int64_t dims[AV_BOX_MAX_RANK];  /* operand */
+  int64_t sizes[AV_BOX_MAX_RANK]; /* slice / update */
+  int64_t strides[AV_BOX_MAX_RANK];
+  av_dtype index_dtype[AV_BOX_MAX_RANK];
+  size_t esize;
+} av_dyn_slice_params;
+av_code av_step_dynamic_slice(const av_step *s, av_frame *f, av_diag *d);
+av_code av_step_dynamic_update_slice(const av_step *s, av_frame *f, av_diag *d);
+
+/* Reads an integer scalar of dtype t. */
+int64_t av_read_index(const void *p, av_dtype t);
+
+/* ---- control flow (runtime/control.c) */
+typedef struct av_while_params {
+  const av_block_plan *cond, *body;
+  const size_t *nbytes; /* per carried value */
+} av_while_params;
+av_code av_step_while(const av_step *s, av_frame *f, av_diag *d);
+
+typedef struct av_branch_params {
+  uint32_t nbranches;
+  const av_block_plan *const *branches; /* if: {true, false}; case: index order */
+  av_dtype index_dtype;
+  bool is_if;
+} av_branch_params;
+av_code av_step_branch(const av_step *s, av_frame *f, av_diag *d);
+
+typedef struct av_call_params {
+  const av_func_plan *const *callee; /* filled once the callee is lowered */
+} av_call_params;
+av_code av_step_call(const av_step *s, av_frame *f, av_diag *d);
+
+/* ---- checks (runtime/kernels/checks.c) */
+typedef enum av_check_kind { AV_CHECK_EQ, AV_CHECK_CLOSE, AV_CHECK_ALMOST_EQ } av_check_kind;
+typedef struct av_check_params {
+  av_check_kind kind;
+  av_storage *expected; /* constant form (check.expect_*_const); else input 1 */
+  double tolerance;     /* almost_eq */
+} av_check_params;
+av_code av_step_check(const av_step *s, av_frame *f, av_diag *d);
+
+#endif

@@ -1,0 +1,164 @@
+/* Simple steps: constants, aliases, elementwise, convert, select, reduce_precision. */
+#include <math.h>
+#include <string.h>
+
+#include "runtime/steps.h"
+
+av_code av_step_const(const av_step *s, av_frame *f, av_diag *d) {
+  (void)d;
+  const av_const_params *p = s->params;
+  av_slot *o = &f->slots[s->out[0]];
+  av_slot_release(o);
+  o->st = av_storage_retain(p->st);
+  o->data = p->st->data;
+  return AV_OK;
+}
+
+av_code av_step_alias(const av_step *s, av_frame *f, av_diag *d) {
+  for (uint32_t k = 0; k < s->nout; k++) {
+    av_slot tmp;
+    av_code c = av_slot_share(&f->slots[s->in[k]], av_in_type(s, f, k)->nbytes, &tmp, d);
+    if (c != AV_OK) return c;
+    av_slot_release(&f->slots[s->out[k]]);
+    f->slots[s->out[k]] = tmp;
+  }
+  return AV_OK;
+}
+
+av_code av_step_zero(const av_step *s, av_frame *f, av_diag *d) {
+  av_code c = av_step_alloc_out(s, f, 0, d);
+  if (c == AV_OK) memset(av_out(s, f, 0), 0, av_out_type(s, f, 0)->nbytes);
+  return c;
+}
+
+av_code av_step_token(const av_step *s, av_frame *f, av_diag *d) {
+  (void)d;
+  for (uint32_t k = 0; k < s->nout; k++) av_slot_release(&f->slots[s->out[k]]);
+  return AV_OK;
+}
+
+av_code av_step_device_id(const av_step *s, av_frame *f, av_diag *d) {
+  av_code c = av_step_alloc_out(s, f, 0, d);
+  if (c != AV_OK) return c;
+  uint32_t id = (uint32_t)f->device_index;
+  memcpy(av_out(s, f, 0), &id, sizeof id);
+  return AV_OK;
+}
+
+static av_code alloc_reusing(const av_step *s, av_frame *f, av_diag *d) {
+  size_t nb = av_out_type(s, f, 0)->nbytes;
+  for (uint32_t i = 0; i < s->nin && i < 32; i++) {
+    if (!(s->in_dies >> i & 1u) || av_in_type(s, f, i)->nbytes != nb) continue;
+    av_slot *in = &f->slots[s->in[i]];
+    if (in->st && in->st->owned && atomic_load(&in->st->refcount) == 1)
+      return av_step_alloc_out_reuse(s, f, 0, i, d);
+  }
+  return av_step_alloc_out(s, f, 0, d);
+}
+
+av_code av_step_ew(const av_step *s, av_frame *f, av_diag *d) {
+  const av_ew_kernel *k = s->params;
+  const void *in[AV_EW_MAX_IN] = {0};
+  for (uint32_t i = 0; i < s->nin && i < AV_EW_MAX_IN; i++) in[i] = av_in(s, f, i);
+  av_code c = alloc_reusing(s, f, d);
+  if (c != AV_OK) return c;
+  av_ew_run(k, in, av_out(s, f, 0), av_out_type(s, f, 0)->nelems);
+  return AV_OK;
+}
+
+av_code av_step_convert(const av_step *s, av_frame *f, av_diag *d) {
+  const av_convert *cv = s->params;
+  const void *in = av_in(s, f, 0);
+  av_code c = alloc_reusing(s, f, d);
+  if (c != AV_OK) return c;
+  av_convert_run(cv, in, av_out(s, f, 0), av_out_type(s, f, 0)->nelems);
+  return AV_OK;
+}
+
+av_code av_step_select(const av_step *s, av_frame *f, av_diag *d) {
+  const av_slot_type *pt = av_in_type(s, f, 0);
+  const uint8_t *pred = av_in(s, f, 0);
+  if (pt->rank == 0) { /* the whole array comes from one side: share it */
+    uint32_t pick = pred[0] ? 1 : 2;
+    av_slot tmp;
+    av_code c = av_slot_share(&f->slots[s->in[pick]], av_out_type(s, f, 0)->nbytes, &tmp, d);
+    if (c != AV_OK) return c;
+    av_slot_release(&f->slots[s->out[0]]);
+    f->slots[s->out[0]] = tmp;
+    return AV_OK;
+  }
+  const void *a = av_in(s, f, 1), *b = av_in(s, f, 2);
+  av_code c = alloc_reusing(s, f, d);
+  if (c != AV_OK) return c;
+  const av_slot_type *ot = av_out_type(s, f, 0);
+  av_select_run(pred, a, b, av_out(s, f, 0), ot->nelems, av_dtype_size(ot->dtype));
+  return AV_OK;
+}
+
+/* ------------------------------------------------------ reduce_precision */
+
+static float rp_f32(float x, int eb, int mb) {
+  if (isnan(x)) return x;
+  uint32_t u;
+  memcpy(&u, &x, 4);
+  if (mb < 23) {
+    int sh = 23 - mb;
+    uint32_t half = (1u << (sh - 1)) - 1 + ((u >> sh) & 1u);
+    u += half;
+    u &= ~((1u << sh) - 1);
+  }
+  if (eb < 8) {
+    int32_t emax = (1 << (eb - 1)) - 1, emin = 1 - emax;
+    int32_t e = (int32_t)((u >> 23) & 0xffu) - 127;
+    if (e > emax) u = (u & 0x80000000u) | 0x7f800000u;
+    else if (e < emin) u &= 0x80000000u;
+  }
+  float out;
+  memcpy(&out, &u, 4);
+  return out;
+}
+
+static double rp_f64(double x, int eb, int mb) {
+  if (isnan(x)) return x;
+  uint64_t u;
+  memcpy(&u, &x, 8);
+  if (mb < 52) {
+    int sh = 52 - mb;
+    uint64_t half = (1ull << (sh - 1)) - 1 + ((u >> sh) & 1u);
+    u += half;
+    u &= ~((1ull << sh) - 1);
+  }
+  if (eb < 11) {
+    int64_t emax = (1ll << (eb - 1)) - 1, emin = 1 - emax;
+    int64_t e = (int64_t)((u >> 52) & 0x7ffu) - 1023;
+    if (e > emax) u = (u & 0x8000000000000000ull) | 0x7ff0000000000000ull;
+    else if (e < emin) u &= 0x8000000000000000ull;
+  }
+  double out;
+  memcpy(&out, &u, 8);
+  return out;
+}
+
+av_code av_step_reduce_precision(const av_step *s, av_frame *f, av_diag *d) {
+  const av_reduce_precision_params *p = s->params;
+  const char *in = av_in(s, f, 0);
+  av_code c = alloc_reusing(s, f, d);
+  if (c != AV_OK) return c;
+  char *out = av_out(s, f, 0);
+  int64_t n = av_out_type(s, f, 0)->nelems;
+  size_t es = av_dtype_size(av_out_type(s, f, 0)->dtype);
+  enum { CH = 256 };
+  double buf[CH];
+  for (int64_t i = 0; i < n; i += CH) {
+    int64_t m = n - i < CH ? n - i : CH;
+    av_convert_run(&p->to_wide, in + (size_t)i * es, buf, m);
+    if (p->f64) {
+      for (int64_t k = 0; k < m; k++) buf[k] = rp_f64(buf[k], p->exponent_bits, p->mantissa_bits);
+    } else {
+      float *fb = (float *)buf;
+      for (int64_t k = 0; k < m; k++) fb[k] = rp_f32(fb[k], p->exponent_bits, p->mantissa_bits);
+    }
+    av_convert_run(&p->from_wide, buf, out + (size_t)i * es, m);
+  }
+  return AV_OK;
+}

@@ -1,0 +1,111 @@
+/* Data movement steps. */
+#include <string.h>
+
+#include "runtime/steps.h"
+
+av_code av_step_box(const av_step *s, av_frame *f, av_diag *d) {
+  const av_box_params *p = s->params;
+  const char *in = av_in(s, f, 0);
+  av_code c = av_step_alloc_out(s, f, 0, d);
+  if (c != AV_OK) return c;
+  av_box_copy(&p->box, in + p->soff * (int64_t)p->esize, av_out(s, f, 0), p->esize);
+  return AV_OK;
+}
+
+av_code av_step_pad(const av_step *s, av_frame *f, av_diag *d) {
+  const av_pad_params *p = s->params;
+  const char *in = av_in(s, f, 0);
+  const void *value = av_in(s, f, 1);
+  av_code c = av_step_alloc_out(s, f, 0, d);
+  if (c != AV_OK) return c;
+  char *out = av_out(s, f, 0);
+  av_fill(out, av_out_type(s, f, 0)->nelems, value, p->esize);
+  av_box_copy(&p->box, in + p->soff * (int64_t)p->esize, out + p->doff * (int64_t)p->esize,
+              p->esize);
+  return AV_OK;
+}
+
+av_code av_step_concat(const av_step *s, av_frame *f, av_diag *d) {
+  const av_concat_params *p = s->params;
+  av_code c = av_step_alloc_out(s, f, 0, d);
+  if (c != AV_OK) return c;
+  char *out = av_out(s, f, 0);
+  for (uint32_t i = 0; i < p->n; i++)
+    av_box_copy(&p->boxes[i], av_in(s, f, i), out + p->doff[i] * (int64_t)p->esize, p->esize);
+  return AV_OK;
+}
+
+int64_t av_read_index(const void *p, av_dtype t) {
+  switch (t) {
+    case AV_DT_S8: case AV_DT_S4: case AV_DT_S2: case AV_DT_S1: return *(const int8_t *)p;
+    case AV_DT_S16: return *(const int16_t *)p;
+    case AV_DT_S32: return *(const int32_t *)p;
+    case AV_DT_S64: return *(const int64_t *)p;
+    case AV_DT_U8: case AV_DT_U4: case AV_DT_U2: case AV_DT_U1: case AV_DT_PRED:
+      return *(const uint8_t *)p;
+    case AV_DT_U16: return *(const uint16_t *)p;
+    case AV_DT_U32: return *(const uint32_t *)p;
+    case AV_DT_U64: {
+      uint64_t v = *(const uint64_t *)p;
+      return v > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)v;
+    }
+    default: return 0;
+  }
+}
+
+/* Clamped start offset (in elements) of a dynamic slice/update whose start scalars are the
+ * step inputs from `first`. */
+static int64_t clamped_offset(const av_dyn_slice_params *p, const av_step *s, const av_frame *f,
+                              uint32_t first) {
+  int64_t off = 0;
+  for (int k = 0; k < p->rank; k++) {
+    int64_t st = av_read_index(av_in(s, f, first + (uint32_t)k), p->index_dtype[k]);
+    int64_t hi = p->dims[k] - p->sizes[k];
+    if (st > hi) st = hi;
+    if (st < 0) st = 0;
+    off += st * p->strides[k];
+  }
+  return off;
+}
+
+av_code av_step_dynamic_slice(const av_step *s, av_frame *f, av_diag *d) {
+  const av_dyn_slice_params *p = s->params;
+  const char *in = av_in(s, f, 0);
+  int64_t off = clamped_offset(p, s, f, 1);
+  av_code c = av_step_alloc_out(s, f, 0, d);
+  if (c != AV_OK) return c;
+  av_box b;
+  b.rank = p->rank;
+  int64_t ostr[AV_BOX_MAX_RANK];
+  av_row_major_strides(p->rank, p->sizes, ostr);
+  for (int k = 0; k < p->rank; k++) {
+    b.dims[k] = p->sizes[k];
+    b.sstride[k] = p->strides[k];
+    b.dstride[k] = ostr[k];
+  }
+  av_box_copy(&b, in + off * (int64_t)p->esize, av_out(s, f, 0), p->esize);
+  return AV_OK;
+}
+
+av_code av_step_dynamic_update_slice(const av_step *s, av_frame *f, av_diag *d) {
+  const av_dyn_slice_params *p = s->params;
+  const char *operand = av_in(s, f, 0);
+  const char *update = av_in(s, f, 1);
+  int64_t off = clamped_offset(p, s, f, 2);
+  /* Update in place when the operand's storage is ours alone. */
+  av_code c = av_step_alloc_out_reuse(s, f, 0, 0, d);
+  if (c != AV_OK) return c;
+  char *out = av_out(s, f, 0);
+  if (out != operand) memcpy(out, operand, av_out_type(s, f, 0)->nbytes);
+  av_box b;
+  b.rank = p->rank;
+  int64_t ustr[AV_BOX_MAX_RANK];
+  av_row_major_strides(p->rank, p->sizes, ustr);
+  for (int k = 0; k < p->rank; k++) {
+    b.dims[k] = p->sizes[k];
+    b.sstride[k] = ustr[k];
+    b.dstride[k] = p->strides[k];
+  }
+  av_box_copy(&b, update, out + off * (int64_t)p->esize, p->esize);
+  return AV_OK;
+}

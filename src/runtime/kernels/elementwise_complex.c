@@ -1,11 +1,26 @@
 /* Elementwise loops on complex<f32> and complex<f64>. */
 #include <complex.h>
 #include <math.h>
+#include <string.h>
 
 #include "runtime/kernels/elementwise.h"
 
 typedef float complex cf;
 typedef double complex cd;
+
+/* CMPLX/CMPLXF are missing with clang's headers: build from parts (same layout as an array). */
+static inline cd mk_cd(double re, double im) {
+  double parts[2] = {re, im};
+  cd z;
+  memcpy(&z, parts, sizeof z);
+  return z;
+}
+static inline cf mk_cf(float re, float im) {
+  float parts[2] = {re, im};
+  cf z;
+  memcpy(&z, parts, sizeof z);
+  return z;
+}
 
 #define CLOOP1(name, T, TO, EXPR)                                                           \
   static void name(const void *const *in, void *out, int64_t n, const void *aux) {         \
@@ -30,26 +45,26 @@ typedef double complex cd;
 
 static inline cf csignf_(cf x) {
   float r = cabsf(x);
-  if (isnan(crealf(x)) || isnan(cimagf(x))) return CMPLXF(NAN, NAN);
-  return r == 0 ? CMPLXF(0, 0) : x / r;
+  if (isnan(crealf(x)) || isnan(cimagf(x))) return mk_cf(NAN, NAN);
+  return r == 0 ? mk_cf(0, 0) : x / r;
 }
 static inline cd csign_(cd x) {
   double r = cabs(x);
-  if (isnan(creal(x)) || isnan(cimag(x))) return CMPLX(NAN, NAN);
-  return r == 0 ? CMPLX(0, 0) : x / r;
+  if (isnan(creal(x)) || isnan(cimag(x))) return mk_cd(NAN, NAN);
+  return r == 0 ? mk_cd(0, 0) : x / r;
 }
 /* expm1 / log1p keep precision for small |z| through the real functions. */
 static inline cd cexpm1_(cd z) {
   double re = creal(z), im = cimag(z);
   double em1 = expm1(re), s = sin(im / 2);
-  return CMPLX(em1 * cos(im) - 2 * s * s, exp(re) * sin(im));
+  return mk_cd(em1 * cos(im) - 2 * s * s, exp(re) * sin(im));
 }
 static inline cf cexpm1f_(cf z) { return (cf)cexpm1_((cd)z); }
 static inline cd clog1p_(cd z) {
   double re = creal(z), im = cimag(z);
   double mag = hypot(re + 1, im);
   double lr = fabs(re) < 0.5 && fabs(im) < 0.5 ? 0.5 * log1p(re * (2 + re) + im * im) : log(mag);
-  return CMPLX(lr, atan2(im, re + 1));
+  return mk_cd(lr, atan2(im, re + 1));
 }
 static inline cf clog1pf_(cf z) { return (cf)clog1p_((cd)z); }
 

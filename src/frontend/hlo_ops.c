@@ -746,6 +746,45 @@ static bool h_rng(hlo_scope *s, const hlo_instr *in, const char *name, hlo_val *
          results(s, in, op, out);
 }
 
+/* The minor_to_major of an array shape (row-major when it has no layout) as a 1-D tensor. */
+static const av_attr *a_layout(hlo_scope *s, const hlo_shape *shp) {
+  size_t n = shp->dims.n;
+  int64_t *v = scratch_i64(s, n);
+  if (!v) return NULL;
+  bool given = shp->has_layout && shp->minor_to_major.n == n;
+  for (size_t i = 0; i < n; i++) v[i] = given ? shp->minor_to_major.v[i] : (int64_t)(n - 1 - i);
+  int64_t len = (int64_t)n;
+  const av_type *t = av_type_tensor(s->ctx->m, AV_DT_S64, 1, &len);
+  return t ? av_attr_dense(s->ctx->m, t, v, n * sizeof *v, false, false) : NULL;
+}
+
+static void leaf_shapes(const hlo_shape *shp, const hlo_shape **out, size_t *k) {
+  if (!hlo_shape_is_tuple(shp)) {
+    out[(*k)++] = shp;
+    return;
+  }
+  for (size_t i = 0; i < shp->ntuple; i++) leaf_shapes(&shp->tuple[i], out, k);
+}
+
+/* operand_layouts / result_layouts of a layout-constrained custom call (StableHLO form:
+ * arrays of minor_to_major tensors), which kernels such as LAPACK calls rely on. */
+static bool custom_call_layouts(hlo_scope *s, const hlo_instr *in, av_op *op, uint32_t first) {
+  hlo_ctx *c = s->ctx;
+  size_t nops = in->noperand_shapes, nres = op->nresults;
+  const av_attr **ol = av_arena_calloc(c->scratch, nops + 1, sizeof *ol);
+  const av_attr **rl = av_arena_calloc(c->scratch, nres + 1, sizeof *rl);
+  const hlo_shape **leaves = av_arena_calloc(c->scratch, nres + 1, sizeof *leaves);
+  if (!ol || !rl || !leaves) return hlo_fail(s, in, "out of memory");
+  for (size_t i = 0; i < nops; i++)
+    if (!(ol[i] = a_layout(s, &in->operand_shapes[i]))) return hlo_fail(s, in, "out of memory");
+  size_t k = 0;
+  leaf_shapes(&in->shape, leaves, &k);
+  for (size_t i = 0; i < nres; i++)
+    if (!(rl[i] = a_layout(s, leaves[i]))) return hlo_fail(s, in, "out of memory");
+  return set(s, in, op, first, "operand_layouts", av_attr_array(c->m, nops, ol)) &&
+         set(s, in, op, first + 1, "result_layouts", av_attr_array(c->m, nres, rl));
+}
+
 static bool h_custom_call(hlo_scope *s, const hlo_instr *in, const char *name, hlo_val **out) {
   av_value **ops;
   size_t nops;
@@ -760,9 +799,12 @@ static bool h_custom_call(hlo_scope *s, const hlo_instr *in, const char *name, h
     callees[i] = av_attr_string(s->ctx->m, AV_ATTR_SYMBOL, f->name, strlen(f->name));
     if (!callees[i]) return hlo_fail(s, in, "out of memory");
   }
-  av_op *op = new_op(s, in, name, ops, nops, 5, 0);
+  bool layouts = in->noperand_shapes > 0;
+  if (layouts && in->noperand_shapes != nops)
+    return hlo_fail(s, in, "%zu operand layouts for %zu operands", in->noperand_shapes, nops);
+  av_op *op = new_op(s, in, name, ops, nops, layouts ? 7 : 5, 0);
   const char *target = in->custom_call_target;
-  return op &&
+  return op && (!layouts || custom_call_layouts(s, in, op, 5)) &&
          set(s, in, op, 0, "call_target_name",
              av_attr_string(s->ctx->m, AV_ATTR_STRING, target, strlen(target))) &&
          set(s, in, op, 1, "backend_config",

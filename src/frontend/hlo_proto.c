@@ -421,6 +421,10 @@ static bool decode_instr(msg m, av_arena *a, hlo_instr *in, const char **err) {
       !read_ints(m, 32, AV_PB_VARINT, a, &in->fft_length, err) || !decode_slices(m, a, in, err) ||
       !decode_groups(m, 49, a, in, err) || !decode_pairs(m, a, in, err))
     return false;
+  size_t nshapes;
+  if (!count_field(m, 57, &nshapes, err)) return false;
+  in->operand_shapes = alloc_array(a, nshapes, sizeof *in->operand_shapes, err);
+  if (nshapes && !in->operand_shapes) return false;
   av_pb_cursor c;
   av_pb_field f;
   int r;
@@ -493,6 +497,11 @@ static bool decode_instr(msg m, av_arena *a, hlo_instr *in, const char **err) {
           ok = scalar_field(field_msg(&f), 1, 0, &lo, err);
           in->lower = lo != 0;
         }
+        break;
+      case 57:
+        ok = want(&f, AV_PB_LEN, err) &&
+             hlo_proto_decode_shape(f.data, f.len, a, &in->operand_shapes[in->noperand_shapes++],
+                                    0, err);
         break;
       case 63: ok = (in->comparison_direction = dup_str(a, &f, err)) != NULL; break;
       case 72: ok = (in->comparison_type = dup_str(a, &f, err)) != NULL; break;

@@ -104,6 +104,9 @@ typedef struct hlo_instr {
   int64_t transpose_a; /* xla.TriangularSolveOptions.Transpose */
   const char *comparison_direction, *comparison_type, *custom_call_target; /* "" if unset */
   hlo_bytes backend_config;
+  /* custom-call layout constraints (operand_shapes_with_layout = 57). */
+  hlo_shape *operand_shapes;
+  size_t noperand_shapes;
 } hlo_instr;
 
 typedef struct hlo_computation {

@@ -379,6 +379,207 @@ static void test_reduce_window(void **state) {
   av_module_free(m);
 }
 
+/* First op named `name` anywhere (nested regions and every function). */
+static const av_op *deep_find_block(const av_block *b, const char *name);
+static const av_op *deep_find_op(const av_op *op, const char *name) {
+  if (strcmp(op->name, name) == 0) return op;
+  for (uint32_t r = 0; r < op->nregions; r++)
+    for (uint32_t k = 0; k < op->regions[r].nblocks; k++) {
+      const av_op *hit = deep_find_block(&op->regions[r].blocks[k], name);
+      if (hit) return hit;
+    }
+  return NULL;
+}
+static const av_op *deep_find_block(const av_block *b, const char *name) {
+  for (const av_op *op = b->first; op; op = op->next) {
+    const av_op *hit = deep_find_op(op, name);
+    if (hit) return hit;
+  }
+  return NULL;
+}
+static const av_op *deep_find(const av_module *m, const char *name) {
+  for (uint32_t i = 0; i < m->nfuncs; i++) {
+    const av_op *hit = deep_find_block(&m->funcs[i]->body.blocks[0], name);
+    if (hit) return hit;
+  }
+  fail_msg("no %s op anywhere", name);
+  return NULL;
+}
+
+static size_t count_unknown_block(const av_block *b) {
+  size_t n = 0;
+  for (const av_op *op = b->first; op; op = op->next) {
+    if (op->code == AV_OP_UNKNOWN) {
+      print_message("unknown op %s at %s\n", op->name, op->loc);
+      n++;
+    }
+    for (uint32_t r = 0; r < op->nregions; r++)
+      for (uint32_t k = 0; k < op->regions[r].nblocks; k++)
+        n += count_unknown_block(&op->regions[r].blocks[k]);
+  }
+  return n;
+}
+
+/* Every op of every JAX-made program maps to a known op (no "hlo.*" leftovers). */
+static void test_all_programs_map_to_known_ops(void **state) {
+  (void)state;
+  static const char *const names[] = {
+      "add",      "matmul",   "reduce",  "while",         "cond",        "switch",     "gather",
+      "conv",     "tuple_out", "constants", "scatter",     "sort",        "reduce_window",
+      "elementwise", "shapes", "reductions", "rng",        "linalg_fft",  "collectives"};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    LOAD_OR_SKIP(m, names[i]);
+    size_t unknown = 0;
+    for (uint32_t f = 0; f < m->nfuncs; f++) unknown += count_unknown_block(&m->funcs[f]->body.blocks[0]);
+    if (unknown) fail_msg("%s: %zu unknown ops", names[i], unknown);
+    av_module_free(m);
+  }
+}
+
+static void assert_dense_i64(const av_attr *a, int64_t rows, int64_t cols, const int64_t *want) {
+  assert_non_null(a);
+  assert_int_equal(a->kind, AV_ATTR_DENSE);
+  const int64_t dims[2] = {rows, cols};
+  assert_tensor(a->type, AV_DT_S64, 2, dims);
+  assert_memory_equal(a->u.dense.data, want, (size_t)(rows * cols) * sizeof(int64_t));
+}
+
+static void test_shape_ops(void **state) {
+  (void)state;
+  LOAD_OR_SKIP(m, "shapes");
+  /* padding=1_2_1x0_-1_0 */
+  const av_op *pad = deep_find(m, "stablehlo.pad");
+  ASSERT_INTS(av_op_attr(pad, "edge_padding_low"), 1, 0);
+  ASSERT_INTS(av_op_attr(pad, "edge_padding_high"), 2, -1);
+  ASSERT_INTS(av_op_attr(pad, "interior_padding"), 1, 0);
+  ASSERT_TENSOR(pad->results[0].type, AV_DT_F32, 10, 5);
+  /* slice={[0:4:2], [1:5:2]} */
+  const av_op *sl = deep_find(m, "stablehlo.slice");
+  ASSERT_INTS(av_op_attr(sl, "start_indices"), 0, 1);
+  ASSERT_INTS(av_op_attr(sl, "limit_indices"), 4, 5);
+  ASSERT_INTS(av_op_attr(sl, "strides"), 2, 2);
+  const av_op *ds = deep_find(m, "stablehlo.dynamic_slice");
+  ASSERT_INTS(av_op_attr(ds, "slice_sizes"), 2, 3);
+  assert_int_equal(ds->noperands, 3);
+  assert_int_equal(deep_find(m, "stablehlo.dynamic_update_slice")->noperands, 4);
+  ASSERT_INTS(av_op_attr(deep_find(m, "stablehlo.reverse"), "dimensions"), 0);
+  assert_int_attr(av_op_attr(deep_find(m, "stablehlo.iota"), "iota_dimension"), 0);
+  assert_int_attr(av_op_attr(deep_find(m, "stablehlo.concatenate"), "dimension"), 1);
+  av_module_free(m);
+}
+
+static void test_reduction_family(void **state) {
+  (void)state;
+  LOAD_OR_SKIP(m, "reductions");
+  const av_op *sas = deep_find(m, "stablehlo.select_and_scatter");
+  ASSERT_INTS(av_op_attr(sas, "window_dimensions"), 2, 2);
+  ASSERT_INTS(av_op_attr(sas, "window_strides"), 2, 2);
+  assert_int_equal(sas->noperands, 3);
+  assert_int_equal(sas->nregions, 2);
+  /* select region returns a pred (GE comparison), scatter region adds. */
+  ASSERT_SCALAR(terminator(&sas->regions[0].blocks[0])->operands[0]->type, AV_DT_PRED);
+  assert_non_null(find_op(&sas->regions[1].blocks[0], "stablehlo.add"));
+  /* window={size=4x1 pad=3_0x0_0}: cumsum */
+  const av_op *rw = deep_find(m, "stablehlo.reduce_window");
+  ASSERT_INTS(av_op_attr(rw, "window_dimensions"), 4, 1);
+  const int64_t pad[] = {3, 0, 0, 0};
+  assert_dense_i64(av_op_attr(rw, "padding"), 2, 2, pad);
+  const av_op *dot = deep_find(m, "stablehlo.dot_general");
+  ASSERT_INTS(av_op_attr(dot, "lhs_batching_dimensions"), 0);
+  ASSERT_INTS(av_op_attr(dot, "rhs_batching_dimensions"), 0);
+  ASSERT_INTS(av_op_attr(dot, "lhs_contracting_dimensions"), 2);
+  ASSERT_INTS(av_op_attr(dot, "rhs_contracting_dimensions"), 1);
+  ASSERT_TENSOR(dot->results[0].type, AV_DT_F32, 2, 3, 3);
+  /* sort of (x, 2x): two operands and results, comparator on 4 scalars */
+  const av_op *sort = deep_find(m, "stablehlo.sort");
+  assert_int_equal(sort->noperands, 2);
+  assert_int_equal(sort->nresults, 2);
+  assert_int_equal(sort->regions[0].blocks[0].nargs, 4);
+  const av_op *topk = deep_find(m, "chlo.top_k");
+  assert_int_attr(av_op_attr(topk, "k"), 2);
+  ASSERT_TENSOR(topk->results[1].type, AV_DT_S32, 4, 2);
+  /* argmax: a variadic reduce over (values, indices) */
+  const av_op *red = deep_find(m, "stablehlo.reduce");
+  assert_int_equal(red->noperands, 4);
+  assert_int_equal(red->nresults, 2);
+  assert_int_equal(red->regions[0].blocks[0].nargs, 4);
+  assert_non_null(deep_find(m, "stablehlo.optimization_barrier"));
+  av_module_free(m);
+}
+
+static void test_rng_ops(void **state) {
+  (void)state;
+  LOAD_OR_SKIP(m, "rng");
+  const av_op *g = deep_find(m, "stablehlo.rng_bit_generator");
+  assert_enum(av_op_attr(g, "rng_algorithm"), "DEFAULT");
+  ASSERT_TENSOR(g->results[0].type, AV_DT_U64, 2);
+  ASSERT_TENSOR(g->results[1].type, AV_DT_U32, 3, 2);
+  const av_op *u = deep_find(m, "stablehlo.rng");
+  assert_enum(av_op_attr(u, "rng_distribution"), "UNIFORM");
+  assert_int_equal(u->noperands, 3);
+  const av_attr *shape_const = av_op_attr(u->operands[2]->def, "value");
+  const int64_t four = 4;
+  assert_tensor(shape_const->type, AV_DT_S64, 1, (const int64_t[]){1});
+  assert_memory_equal(shape_const->u.dense.data, &four, sizeof four);
+  av_module_free(m);
+}
+
+static void test_elementwise_and_custom_calls(void **state) {
+  (void)state;
+  LOAD_OR_SKIP(m, "elementwise");
+  const av_op *rp = deep_find(m, "stablehlo.reduce_precision");
+  assert_int_equal(av_op_attr(rp, "exponent_bits")->u.i, 5);
+  assert_int_equal(av_op_attr(rp, "mantissa_bits")->u.i, 10);
+  assert_int_equal(deep_find(m, "chlo.erf")->code, AV_OP_CHLO_ERF);
+  ASSERT_TENSOR(deep_find(m, "stablehlo.bitcast_convert")->results[0].type, AV_DT_S32, 3);
+  ASSERT_TENSOR(deep_find(m, "stablehlo.complex")->results[0].type, AV_DT_C64, 3);
+  av_module_free(m);
+
+  LOAD_OR_SKIP(l, "linalg_fft");
+  const av_op *fft = deep_find(l, "stablehlo.fft");
+  assert_enum(av_op_attr(fft, "fft_type"), "FFT");
+  ASSERT_INTS(av_op_attr(fft, "fft_length"), 4);
+  /* potrf: layout-constrained (column-major) operand, (factor, info) results */
+  const av_op *cc = NULL;
+  for (uint32_t i = 0; i < l->nfuncs && !cc; i++)
+    for (const av_op *op = l->funcs[i]->body.blocks[0].first; op; op = op->next) {
+      const av_attr *t = av_op_attr(op, "call_target_name");
+      if (t && strcmp(t->u.str.s, "lapack_spotrf_ffi") == 0) cc = op;
+    }
+  assert_non_null(cc);
+  assert_int_equal(cc->nresults, 2);
+  assert_int_equal(av_op_attr(cc, "api_version")->u.i, 4);
+  const av_attr *ol = av_op_attr(cc, "operand_layouts");
+  assert_int_equal(ol->kind, AV_ATTR_ARRAY);
+  assert_int_equal(ol->u.array.n, 1);
+  const int64_t col_major[] = {0, 1};
+  assert_memory_equal(ol->u.array.items[0]->u.dense.data, col_major, sizeof col_major);
+  assert_int_equal(av_op_attr(cc, "result_layouts")->u.array.n, 2);
+  av_module_free(l);
+}
+
+static void test_collectives(void **state) {
+  (void)state;
+  LOAD_OR_SKIP(m, "collectives");
+  const int64_t groups[] = {0, 1, 2, 3};
+  const av_op *ar = deep_find(m, "stablehlo.all_reduce");
+  assert_dense_i64(av_op_attr(ar, "replica_groups"), 1, 4, groups);
+  assert_int_attr(av_op_attr(ar, "channel_id"), 1);
+  assert_true(av_op_attr(ar, "use_global_device_ids")->u.b);
+  assert_non_null(find_op(&ar->regions[0].blocks[0], "stablehlo.add"));
+  const av_op *ag = deep_find(m, "stablehlo.all_gather");
+  assert_int_attr(av_op_attr(ag, "all_gather_dim"), 0);
+  ASSERT_TENSOR(ag->results[0].type, AV_DT_F32, 8);
+  const int64_t pairs[] = {0, 1, 1, 2, 2, 3, 3, 0};
+  assert_dense_i64(av_op_attr(deep_find(m, "stablehlo.collective_permute"), "source_target_pairs"),
+                   4, 2, pairs);
+  assert_int_attr(av_op_attr(deep_find(m, "stablehlo.reduce_scatter"), "scatter_dimension"), 0);
+  const av_op *a2a = deep_find(m, "stablehlo.all_to_all");
+  assert_int_attr(av_op_attr(a2a, "split_count"), 4);
+  assert_int_attr(av_op_attr(a2a, "split_dimension"), 0);
+  av_module_free(m);
+}
+
 /* Every prefix and many single-byte corruptions of real protos: never crash (ASan checks
  * the bounds), and every failure is a diagnostic from the HLO loader. */
 static void test_truncated_and_corrupted_inputs(void **state) {
@@ -656,6 +857,12 @@ int main(void) {
       cmocka_unit_test(test_scatter),
       cmocka_unit_test(test_sort_in_called_function),
       cmocka_unit_test(test_reduce_window),
+      cmocka_unit_test(test_all_programs_map_to_known_ops),
+      cmocka_unit_test(test_shape_ops),
+      cmocka_unit_test(test_reduction_family),
+      cmocka_unit_test(test_rng_ops),
+      cmocka_unit_test(test_elementwise_and_custom_calls),
+      cmocka_unit_test(test_collectives),
       cmocka_unit_test(test_truncated_and_corrupted_inputs),
       cmocka_unit_test(test_tuple_parameter_and_unknown_opcode),
       cmocka_unit_test(test_undefined_operand_names_the_instruction),

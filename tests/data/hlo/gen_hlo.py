@@ -7,6 +7,9 @@ with PJRT format "hlo") and NAME.txt (the HLO text, for reading the expected fac
 """
 import os
 
+# Four host devices so the collectives program can be lowered.
+os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=4")
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -75,6 +78,63 @@ def reduce_window(x):
     return lax.reduce_window(x, -jnp.inf, lax.max, (2, 2), (1, 2), ((0, 1), (1, 0)))
 
 
+def elementwise(x, y, i):
+    return (lax.atan2(x, y), lax.pow(x, y), lax.rem(x, y), lax.erf(x), lax.expm1(x),
+            lax.log1p(x), lax.cbrt(x), lax.is_finite(x), lax.round(x), lax.sign(x),
+            lax.clamp(0.0, x, 1.0), lax.bitcast_convert_type(x, jnp.int32),
+            lax.population_count(i), lax.shift_left(i, 2), lax.shift_right_logical(i, 1),
+            lax.shift_right_arithmetic(i, 1), lax.bitwise_not(i), lax.bitwise_xor(i, 3),
+            lax.complex(x, y), lax.real(lax.complex(x, y)), lax.reduce_precision(x, 5, 10))
+
+
+def shapes(x, i):
+    a = lax.dynamic_slice(x, (i, 0), (2, 3))
+    b = lax.dynamic_update_slice(x, jnp.zeros((1, 3), f32), (i, 1))
+    c = lax.pad(x, 0.0, [(1, 2, 1), (0, -1, 0)])
+    d = jnp.concatenate([x, x], axis=1)
+    e = lax.slice(x, (0, 1), (4, 5), (2, 2))
+    g = lax.rev(x, (0,))
+    h = jnp.transpose(x) + lax.broadcasted_iota(f32, (6, 4), 1)
+    return a, b, c, d, e, g, h
+
+
+def reductions(x, w):
+    am = jnp.argmax(x, axis=1)
+    cs = lax.cumsum(x, axis=0)
+    pool_grad = jax.grad(lambda v: lax.reduce_window(v, -jnp.inf, lax.max, (2, 2), (2, 2),
+                                                     "VALID").sum())(x)
+    bd = lax.dot_general(w, w, (((2,), (1,)), ((0,), (0,))))
+    ks, vs = lax.sort((x, x * 2.0), dimension=1, num_keys=1)
+    tv, ti = lax.top_k(x, 2)
+    return am, cs, pool_grad, bd, ks, vs, tv, ti, lax.optimization_barrier(x)
+
+
+def rng(key, a):
+    st, bits = lax.rng_bit_generator(key, (3, 2), dtype=jnp.uint32)
+    u = lax.rng_uniform(0.0, a, (4,))
+    return st, bits, u
+
+
+def linalg_fft(m, z):
+    return jnp.linalg.cholesky(m), jnp.fft.fft(z), lax.linalg.triangular_solve(
+        m, m, left_side=True, lower=True)
+
+
+def collectives(x):
+    from jax.experimental.shard_map import shard_map
+    from jax.sharding import Mesh, PartitionSpec as P
+
+    mesh = Mesh(np.array(jax.devices()[:4]), ("i",))
+
+    def body(v):
+        b = lax.all_gather(v, "i", axis=0, tiled=True)
+        return (lax.psum(v, "i"), b, lax.ppermute(v, "i", [(0, 1), (1, 2), (2, 3), (3, 0)]),
+                lax.psum_scatter(b, "i", scatter_dimension=0, tiled=True),
+                lax.all_to_all(b, "i", 0, 0, tiled=True))
+
+    return shard_map(body, mesh=mesh, in_specs=P("i"), out_specs=(P("i"),) * 5)(x)
+
+
 PROGRAMS = {
     "add": (add, [np.ones((2, 3), np.float32)] * 2),
     "matmul": (matmul, [np.ones((2, 3), np.float32), np.ones((3, 4), np.float32)]),
@@ -90,6 +150,13 @@ PROGRAMS = {
                               np.ones((2,), np.float32)]),
     "sort": (sort2, [np.ones((2, 4), np.float32)]),
     "reduce_window": (reduce_window, [np.ones((4, 6), np.float32)]),
+    "elementwise": (elementwise, [np.ones((3,), np.float32), np.ones((3,), np.float32),
+                                  np.ones((3,), np.int32)]),
+    "shapes": (shapes, [np.ones((4, 6), np.float32), np.int32(1)]),
+    "reductions": (reductions, [np.ones((4, 6), np.float32), np.ones((2, 3, 3), np.float32)]),
+    "rng": (rng, [np.zeros((4,), np.uint32), np.float32(2.0)]),
+    "linalg_fft": (linalg_fft, [np.eye(3, dtype=np.float32), np.ones((4,), np.complex64)]),
+    "collectives": (collectives, [np.ones((8,), np.float32)]),
 }
 
 

@@ -23,8 +23,8 @@ static PJRT_Error *default_device_count(int64_t *out) {
   long long v = strtoll(env, &end, 10);
   if (errno || *end || v < 1 || v > AV_MAX_DEVICES)
     return av_error_new(AV_INVALID_ARGUMENT,
-                        "PJRT_Client_Create: ANVIL_DEVICE_COUNT='%s' is not a device count in "
-                        "[1, %d]",
+                        "PJRT_Client_Create: ANVIL_DEVICE_COUNT='%s' is not a valid device_count "
+                        "(an integer in [1, %d])",
                         env, AV_MAX_DEVICES);
   *out = v;
   return NULL;

@@ -18,13 +18,18 @@ struct av_job {
   int device_index;   /* position in the device assignment */
   size_t num_inputs;
   PJRT_Buffer **inputs; /* retained */
+  av_storage **donated;  /* [num_inputs]: storage taken from a donated input, or NULL */
   size_t num_outputs;
   PJRT_Buffer **outputs; /* retained */
   PJRT_Event *complete;  /* retained */
 };
 
 static void job_free(av_job *j) {
-  for (size_t i = 0; i < j->num_inputs; i++) av_buffer_release(j->inputs[i]);
+  for (size_t i = 0; i < j->num_inputs; i++) {
+    av_buffer_release(j->inputs[i]);
+    if (j->donated) av_storage_release(j->donated[i]);
+  }
+  free(j->donated);
   for (size_t i = 0; i < j->num_outputs; i++) av_buffer_release(j->outputs[i]);
   free(j->inputs);
   free(j->outputs);
@@ -46,7 +51,12 @@ static void job_run(av_job *j) {
   if (!in || !out) err = av_error_new(AV_RESOURCE_EXHAUSTED, "anvil: out of memory (execute)");
   for (size_t i = 0; !err && i < ni; i++) {
     PJRT_Buffer *b = j->inputs[i];
-    err = av_buffer_acquire_storage(b, &in[i].storage);
+    if (j->donated[i]) { /* the only reference: the runtime may write into it */
+      in[i].storage = j->donated[i];
+      j->donated[i] = NULL;
+    } else {
+      err = av_buffer_acquire_storage(b, &in[i].storage);
+    }
     if (err) {
       PJRT_Error *wrapped = av_error_new(av_error_code(err), "argument %zu: %s", i, av_error_message(err));
       av_error_free(err);
@@ -148,6 +158,46 @@ static void worker_push(av_worker *w, av_job *j) {
   pthread_mutex_unlock(&w->mu);
 }
 
+/* ---------------------------------------------------------------- donation */
+
+/* Inputs the program lets an output reuse, minus those the caller forbids. */
+static bool *donatable_inputs(const av_exec_core *core, size_t na, const PJRT_ExecuteOptions *o) {
+  bool *d = calloc(na ? na : 1, sizeof *d);
+  if (!d) return NULL;
+  for (int j = 0; j < core->num_outputs; j++) {
+    int a = av_program_output_alias(core->program, j);
+    if (a >= 0 && (size_t)a < na) d[a] = true;
+  }
+  if (o && o->non_donatable_input_indices)
+    for (size_t k = 0; k < o->num_non_donatable_input_indices; k++) {
+      int64_t i = o->non_donatable_input_indices[k];
+      if (i >= 0 && (size_t)i < na) d[i] = false;
+    }
+  return d;
+}
+
+/* Donation hands the execution the input's storage and invalidates the buffer (as PJRT
+ * specifies). It is skipped (the input is then only read) when the storage is not ours alone
+ * to give: not ready yet, zero-copy host memory, externally referenced, shared with another
+ * buffer, or passed twice. The runtime sees the donated storage with a reference count of 1. */
+static av_storage *try_donate(PJRT_Buffer *b, PJRT_Buffer *const *const *lists, size_t nd,
+                              size_t na) {
+  int uses = 0;
+  for (size_t d = 0; d < nd; d++)
+    for (size_t i = 0; i < na; i++) uses += lists[d][i] == b;
+  if (uses != 1) return NULL;
+  av_storage *st = NULL;
+  pthread_mutex_lock(&b->mu);
+  if (!b->deleted && b->storage && b->external_refs == 0 && b->storage->owned &&
+      atomic_load(&b->storage->refcount) == 1) {
+    st = b->storage;
+    b->storage = NULL;
+    b->deleted = true;
+  }
+  pthread_mutex_unlock(&b->mu);
+  return st;
+}
+
 /* ------------------------------------------------------------ entry point */
 
 PJRT_Error *av_PJRT_LoadedExecutable_Execute(PJRT_LoadedExecutable_Execute_Args *args) {
@@ -212,11 +262,13 @@ PJRT_Error *av_PJRT_LoadedExecutable_Execute(PJRT_LoadedExecutable_Execute_Args 
 
   /* Build every job first; publish nothing until all allocations succeeded. */
   av_job **jobs = calloc(nd ? nd : 1, sizeof *jobs);
-  PJRT_Error *err = jobs ? NULL : av_error_new(AV_RESOURCE_EXHAUSTED, "anvil: out of memory (execute)");
+  bool *donate = donatable_inputs(core, na, args->options);
+  PJRT_Error *err = jobs && donate ? NULL : av_error_new(AV_RESOURCE_EXHAUSTED, "anvil: out of memory (execute)");
   for (size_t d = 0; !err && d < nd; d++) {
     av_job *j = calloc(1, sizeof *j);
     jobs[d] = j;
     if (!j || !(j->inputs = calloc(na ? na : 1, sizeof *j->inputs)) ||
+        !(j->donated = calloc(na ? na : 1, sizeof *j->donated)) ||
         !(j->outputs = calloc(no ? no : 1, sizeof *j->outputs)) || !(j->complete = av_event_create())) {
       err = av_error_new(AV_RESOURCE_EXHAUSTED, "anvil: out of memory (execute)");
       break;
@@ -247,15 +299,19 @@ PJRT_Error *av_PJRT_LoadedExecutable_Execute(PJRT_LoadedExecutable_Execute_Args 
     for (size_t d = 0; jobs && d < nd; d++)
       if (jobs[d]) job_free(jobs[d]);
     free(jobs);
+    free(donate);
     return err;
   }
   for (size_t d = 0; d < nd; d++) {
     av_job *j = jobs[d];
+    for (size_t i = 0; i < na; i++)
+      if (donate[i]) j->donated[i] = try_donate(j->inputs[i], args->argument_lists, nd, na);
     for (size_t i = 0; i < no; i++) args->output_lists[d][i] = av_buffer_retain(j->outputs[i]);
     if (args->device_complete_events) args->device_complete_events[d] = av_event_retain(j->complete);
     PJRT_Device *dev = single ? single : le->devices[d];
     worker_push(&dev->worker, j);
   }
   free(jobs);
+  free(donate);
   return NULL;
 }

@@ -18,6 +18,15 @@ static const char add_program[] =
     "  }\n"
     "}\n";
 
+static const char add_donating_program[] =
+    "module @add_donating {\n"
+    "  func.func public @main(%arg0: tensor<2x3xf32> {tf.aliasing_output = 0 : i32}, "
+    "%arg1: tensor<2x3xf32>) -> tensor<2x3xf32> {\n"
+    "    %0 = stablehlo.add %arg0, %arg1 : tensor<2x3xf32>\n"
+    "    return %0 : tensor<2x3xf32>\n"
+    "  }\n"
+    "}\n";
+
 static PJRT_Error *compile(PJRT_Client *c, const char *format, const char *code,
                            const char *opts, size_t opts_size, PJRT_LoadedExecutable **out) {
   PJRT_Program p = {.struct_size = PJRT_Program_STRUCT_SIZE,
@@ -43,9 +52,10 @@ static void destroy_exe(PJRT_LoadedExecutable *e) {
 }
 
 /* Compiles or skips the test when the compiler cannot build it yet. */
-static PJRT_LoadedExecutable *compile_or_skip(PJRT_Client *c, const char *opts, size_t n) {
+static PJRT_LoadedExecutable *compile_prog_or_skip(PJRT_Client *c, const char *program,
+                                                   const char *opts, size_t n) {
   PJRT_LoadedExecutable *exe;
-  PJRT_Error *e = compile(c, "mlir", add_program, opts, n, &exe);
+  PJRT_Error *e = compile(c, "mlir", program, opts, n, &exe);
   if (e) {
     size_t len;
     const char *m = err_msg(e, &len);
@@ -56,6 +66,10 @@ static PJRT_LoadedExecutable *compile_or_skip(PJRT_Client *c, const char *opts, 
   }
   assert_non_null(exe);
   return exe;
+}
+
+static PJRT_LoadedExecutable *compile_or_skip(PJRT_Client *c, const char *opts, size_t n) {
+  return compile_prog_or_skip(c, add_program, opts, n);
 }
 
 static void test_compile_bad_format(void **state) {
@@ -96,9 +110,13 @@ static void download(PJRT_Buffer *b, float *out) {
   event_destroy(a.event);
 }
 
-static PJRT_Error *execute(PJRT_LoadedExecutable *exe, size_t nd, PJRT_Buffer *const *const *args,
-                           size_t na, PJRT_Buffer **const *outs, PJRT_Event **events) {
-  PJRT_ExecuteOptions opts = {.struct_size = PJRT_ExecuteOptions_STRUCT_SIZE};
+static PJRT_Error *execute_opts(PJRT_LoadedExecutable *exe, size_t nd,
+                                PJRT_Buffer *const *const *args, size_t na,
+                                PJRT_Buffer **const *outs, PJRT_Event **events,
+                                const int64_t *keep, size_t num_keep) {
+  PJRT_ExecuteOptions opts = {.struct_size = PJRT_ExecuteOptions_STRUCT_SIZE,
+                              .non_donatable_input_indices = keep,
+                              .num_non_donatable_input_indices = num_keep};
   PJRT_LoadedExecutable_Execute_Args a = {.struct_size = PJRT_LoadedExecutable_Execute_Args_STRUCT_SIZE,
                                           .executable = exe,
                                           .options = &opts,
@@ -108,6 +126,71 @@ static PJRT_Error *execute(PJRT_LoadedExecutable *exe, size_t nd, PJRT_Buffer *c
                                           .output_lists = outs,
                                           .device_complete_events = events};
   return api->PJRT_LoadedExecutable_Execute(&a);
+}
+
+static PJRT_Error *execute(PJRT_LoadedExecutable *exe, size_t nd, PJRT_Buffer *const *const *args,
+                           size_t na, PJRT_Buffer **const *outs, PJRT_Event **events) {
+  return execute_opts(exe, nd, args, na, outs, events, NULL, 0);
+}
+
+static bool is_deleted(PJRT_Buffer *b) {
+  PJRT_Buffer_IsDeleted_Args a = {.struct_size = PJRT_Buffer_IsDeleted_Args_STRUCT_SIZE, .buffer = b};
+  CHECK_OK(api->PJRT_Buffer_IsDeleted(&a));
+  return a.is_deleted;
+}
+
+/* Input 0 aliases output 0. Donated: the input becomes deleted (when the plugin donates);
+ * listed as non-donatable: it must stay intact. Input 1 is never touched. */
+static void test_donation(void **state) {
+  (void)state;
+  PJRT_Client *c = make_client(1);
+  PJRT_LoadedExecutable *exe = compile_prog_or_skip(c, add_donating_program, NULL, 0);
+  PJRT_Device *d0 = client_device(c, 0);
+  float x[6] = {1, 2, 3, 4, 5, 6}, y[6] = {10, 10, 10, 10, 10, 10};
+  for (int forbid = 0; forbid < 2; forbid++) {
+    PJRT_Buffer *in[2] = {upload(c, d0, x), upload(c, d0, y)};
+    PJRT_Buffer *const *arg_lists[1] = {in};
+    PJRT_Buffer *out[1];
+    PJRT_Buffer **out_lists[1] = {out};
+    PJRT_Event *done[1];
+    static const int64_t keep[1] = {0};
+    CHECK_OK(execute_opts(exe, 1, arg_lists, 2, out_lists, done, forbid ? keep : NULL, forbid ? 1 : 0));
+    event_await(done[0]);
+    event_destroy(done[0]);
+    float r[6];
+    download(out[0], r);
+    for (int i = 0; i < 6; i++) assert_true(r[i] == x[i] + y[i]);
+    assert_false(is_deleted(in[1]));
+    if (forbid) {
+      assert_false(is_deleted(in[0]));
+      download(in[0], r);
+      assert_memory_equal(r, x, sizeof x);
+    } else if (is_deleted(in[0])) {
+      float tmp[6];
+      PJRT_Buffer_ToHostBuffer_Args t = {.struct_size = PJRT_Buffer_ToHostBuffer_Args_STRUCT_SIZE,
+                                         .src = in[0],
+                                         .dst = tmp,
+                                         .dst_size = sizeof tmp};
+      EXPECT_ERROR(api->PJRT_Buffer_ToHostBuffer(&t), PJRT_Error_Code_FAILED_PRECONDITION, "deleted");
+    }
+    /* The same buffer twice is never donated (the other use still reads it). */
+    PJRT_Buffer *twice[2] = {in[1], in[1]};
+    PJRT_Buffer *const *twice_lists[1] = {twice};
+    PJRT_Buffer *out2[1];
+    PJRT_Buffer **out_lists2[1] = {out2};
+    CHECK_OK(execute_opts(exe, 1, twice_lists, 2, out_lists2, done, NULL, 0));
+    event_await(done[0]);
+    event_destroy(done[0]);
+    download(out2[0], r);
+    for (int i = 0; i < 6; i++) assert_true(r[i] == 2 * y[i]);
+    assert_false(is_deleted(in[1]));
+    buffer_destroy(out2[0]);
+    buffer_destroy(out[0]);
+    buffer_destroy(in[0]);
+    buffer_destroy(in[1]);
+  }
+  destroy_exe(exe);
+  destroy_client(c);
 }
 
 static void test_single_device_execute(void **state) {
@@ -332,6 +415,7 @@ int main(void) {
       cmocka_unit_test(test_single_device_execute),
       cmocka_unit_test(test_four_device_execute),
       cmocka_unit_test(test_serialize_round_trip),
+      cmocka_unit_test(test_donation),
   };
   return cmocka_run_group_tests(tests, load_api, NULL);
 }

@@ -59,7 +59,10 @@ int av_program_num_outputs(const av_program *p);
 av_dtype av_program_output_dtype(const av_program *p, int i);
 int av_program_output_rank(const av_program *p, int i);
 const int64_t *av_program_output_dims(const av_program *p, int i);
-/* Output i may reuse input `*input` storage when that input is donated; -1 if none. */
+/* Output i may reuse input `*input` storage when that input is donated; -1 if none.
+ * How donation reaches av_program_execute: the PJRT layer hands a donated input over with
+ * the only reference to its storage (refcount == 1, owned == 1). Any other input storage
+ * (shared, zero-copy host memory, not donated) must be treated as read-only. */
 int av_program_output_alias(const av_program *p, int i);
 /* 64-bit fingerprint of the compiled program (stable across runs for the same input). */
 uint64_t av_program_fingerprint(const av_program *p);

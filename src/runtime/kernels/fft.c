@@ -1,7 +1,7 @@
 /* fft: 1-D complex transforms in double precision, applied along each transformed axis.
  *
  * A length is planned as recursive mixed-radix Cooley-Tukey when all its prime factors are
- * at most kMaxRadix (radix-p butterflies are plain p-point DFTs), otherwise with Bluestein's
+ * at most kMaxRadix (61; radix-p butterflies are plain p-point DFTs), otherwise with Bluestein's
  * chirp-z algorithm over a power-of-two transform. RFFT = real-to-complex along the last
  * axis, then complex along the others; IRFFT = inverse complex along the leading axes, then
  * Hermitian extension + inverse along the last (imaginary parts of the DC / Nyquist bins
@@ -16,7 +16,7 @@
 
 typedef double complex cplx;
 
-enum { kMaxRadix = 13, kMaxFactors = 64 };
+enum { kMaxRadix = 61, kMaxFactors = 64 }; /* primes above kMaxRadix go to Bluestein */
 
 typedef struct fft_plan {
   int64_t n;

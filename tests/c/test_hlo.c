@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "frontend/hlo.h"
+#include "ir/verify.h"
 
 /* ------------------------------------------------------------ file helpers */
 
@@ -420,7 +421,8 @@ static size_t count_unknown_block(const av_block *b) {
   return n;
 }
 
-/* Every op of every JAX-made program maps to a known op (no "hlo.*" leftovers). */
+/* Every op of every JAX-made program maps to a known op (no "hlo.*" leftovers), and the
+ * result passes the IR verifier. */
 static void test_all_programs_map_to_known_ops(void **state) {
   (void)state;
   static const char *const names[] = {
@@ -432,6 +434,10 @@ static void test_all_programs_map_to_known_ops(void **state) {
     size_t unknown = 0;
     for (uint32_t f = 0; f < m->nfuncs; f++) unknown += count_unknown_block(&m->funcs[f]->body.blocks[0]);
     if (unknown) fail_msg("%s: %zu unknown ops", names[i], unknown);
+    /* The IR verifier (types, scoping, terminators, calls) accepts the imported module. */
+    av_diag d;
+    av_diag_init(&d);
+    if (av_module_verify(m, &d) != AV_OK) fail_msg("%s: verifier: %s", names[i], d.msg);
     av_module_free(m);
   }
 }

@@ -1,5 +1,6 @@
 /* MLIR bytecode reader tests: the byte cursor against hand-encoded varints, every golden
- * StableHLO portable artifact (ops found vs the CHECK lines of the .mlir beside it), the
+ * StableHLO portable artifact (ops found vs the CHECK lines of the .mlir beside it; every
+ * loaded module also passes the IR verifier), the
  * future-version artifact (must be refused), all real JAX export artifacts, attribute values
  * checked against the .mlir text, and malformed inputs (truncated / corrupted files). */
 #include <stdarg.h>
@@ -16,6 +17,7 @@
 #include "frontend/bytecode.h"
 #include "frontend/bytecode_cursor.h"
 #include "ir/attr_util.h"
+#include "ir/verify.h"
 
 /* ------------------------------------------------------------ helpers */
 
@@ -50,6 +52,7 @@ static const char *shared_path(char *buf, size_t cap, const char *rel) {
   return buf;
 }
 
+/* Loads a file (strict: every attribute/type entry decoded) and runs the IR verifier on it. */
 static av_module *load_path(const char *path, av_diag *d) {
   size_t n;
   char *data = read_file(path, &n);
@@ -57,6 +60,10 @@ static av_module *load_path(const char *path, av_diag *d) {
   av_diag_init(d);
   av_module *m = av_load_mlir_bytecode_strict(data, n, d);
   free(data); /* the module must not depend on the input buffer */
+  if (m && av_module_verify(m, d) != AV_OK) {
+    av_module_free(m);
+    return NULL;
+  }
   return m;
 }
 

@@ -36,6 +36,7 @@ void av_exec_core_release(av_exec_core *c) {
   free(c->source_format);
   free(c->source_code);
   free(c->source_options);
+  free(c->text);
   pthread_mutex_destroy(&c->mu);
   free(c);
 }
@@ -304,25 +305,24 @@ PJRT_Error *av_PJRT_Executable_OptimizedProgram(PJRT_Executable_OptimizedProgram
   AV_REQUIRE(args->program, AV_INVALID_ARGUMENT, "%s: program is NULL", fn);
   PJRT_Program *prog = args->program;
   AV_ARGS_MIN(prog, PJRT_Program, (size_t)PJRT_Program_STRUCT_SIZE);
-  char *text = av_program_text(args->executable->core->program);
+  /* The framework asks several times per compile; print once. */
+  av_exec_core *c = args->executable->core;
+  pthread_mutex_lock(&c->mu);
+  if (!c->text) c->text = av_program_text(c->program);
+  const char *text = c->text;
+  pthread_mutex_unlock(&c->mu);
   AV_REQUIRE(text, AV_UNIMPLEMENTED, "%s: the program text is not available", fn);
   size_t len = strlen(text);
   prog->format = "mlir";
   prog->format_size = 4;
   if (!prog->code) {
     prog->code_size = len;
-    free(text);
     return NULL;
   }
-  if (prog->code_size < len) {
-    size_t have = prog->code_size;
-    free(text);
-    return av_error_new(AV_INVALID_ARGUMENT, "%s: code_size %zu is smaller than the program (%zu bytes)",
-                        fn, have, len);
-  }
+  AV_REQUIRE(prog->code_size >= len, AV_INVALID_ARGUMENT,
+             "%s: code_size %zu is smaller than the program (%zu bytes)", fn, prog->code_size, len);
   memcpy(prog->code, text, len);
   prog->code_size = len;
-  free(text);
   return NULL;
 }
 

@@ -244,6 +244,7 @@ typedef struct av_exec_core {
   size_t source_code_size;
   char *source_options;
   size_t source_options_size;
+  char *text; /* av_program_text, computed on first use (guarded by mu) */
 } av_exec_core;
 
 struct PJRT_Executable {

@@ -364,6 +364,78 @@ static void test_serialize_round_trip(void **state) {
   destroy_client(c);
 }
 
+/* A one-device program run on another device (portable execution), and the optimized
+ * program's two-call protocol. */
+static void test_portable_execute_and_text(void **state) {
+  (void)state;
+  PJRT_Client *c = make_client(2);
+  PJRT_LoadedExecutable *exe = compile_or_skip(c, NULL, 0);
+  PJRT_Device *d1 = client_device(c, 1);
+  float x[6] = {1, 2, 3, 4, 5, 6}, y[6] = {1, 1, 1, 1, 1, 1};
+  PJRT_Buffer *in[2] = {upload(c, d1, x), upload(c, d1, y)};
+  PJRT_Buffer *const *arg_lists[1] = {in};
+  PJRT_Buffer *out[1];
+  PJRT_Buffer **out_lists[1] = {out};
+  PJRT_Event *done[1];
+  PJRT_ExecuteOptions opts = {.struct_size = PJRT_ExecuteOptions_STRUCT_SIZE};
+  PJRT_LoadedExecutable_Execute_Args a = {.struct_size = PJRT_LoadedExecutable_Execute_Args_STRUCT_SIZE,
+                                          .executable = exe,
+                                          .options = &opts,
+                                          .argument_lists = arg_lists,
+                                          .num_devices = 1,
+                                          .num_args = 2,
+                                          .output_lists = out_lists,
+                                          .device_complete_events = done,
+                                          .execute_device = d1};
+  CHECK_OK(api->PJRT_LoadedExecutable_Execute(&a));
+  event_await(done[0]);
+  event_destroy(done[0]);
+  PJRT_Buffer_Device_Args bd = {.struct_size = PJRT_Buffer_Device_Args_STRUCT_SIZE, .buffer = out[0]};
+  CHECK_OK(api->PJRT_Buffer_Device(&bd));
+  assert_ptr_equal(bd.device, d1);
+  float r[6];
+  download(out[0], r);
+  for (int i = 0; i < 6; i++) assert_true(r[i] == x[i] + 1);
+  buffer_destroy(out[0]);
+  a.num_devices = 2;
+  EXPECT_ERROR(api->PJRT_LoadedExecutable_Execute(&a), PJRT_Error_Code_INVALID_ARGUMENT,
+               "execute_device is set but num_devices is 2");
+  buffer_destroy(in[0]);
+  buffer_destroy(in[1]);
+
+  PJRT_LoadedExecutable_GetExecutable_Args ge = {
+      .struct_size = PJRT_LoadedExecutable_GetExecutable_Args_STRUCT_SIZE, .loaded_executable = exe};
+  CHECK_OK(api->PJRT_LoadedExecutable_GetExecutable(&ge));
+  PJRT_Program prog = {.struct_size = PJRT_Program_STRUCT_SIZE};
+  PJRT_Executable_OptimizedProgram_Args op = {
+      .struct_size = PJRT_Executable_OptimizedProgram_Args_STRUCT_SIZE,
+      .executable = ge.executable,
+      .program = &prog};
+  PJRT_Error *e = api->PJRT_Executable_OptimizedProgram(&op);
+  if (!e) {
+    assert_int_equal(prog.format_size, 4);
+    assert_memory_equal(prog.format, "mlir", 4);
+    size_t n = prog.code_size;
+    assert_true(n > 0);
+    char *buf = malloc(n);
+    prog.code = buf;
+    prog.code_size = n - 1;
+    EXPECT_ERROR(api->PJRT_Executable_OptimizedProgram(&op), PJRT_Error_Code_INVALID_ARGUMENT,
+                 "smaller than the program");
+    prog.code_size = n;
+    CHECK_OK(api->PJRT_Executable_OptimizedProgram(&op));
+    assert_int_equal(prog.code_size, n);
+    free(buf);
+  } else {
+    EXPECT_ERROR(e, PJRT_Error_Code_UNIMPLEMENTED, "program text");
+  }
+  PJRT_Executable_Destroy_Args ed = {.struct_size = PJRT_Executable_Destroy_Args_STRUCT_SIZE,
+                                     .executable = ge.executable};
+  CHECK_OK(api->PJRT_Executable_Destroy(&ed));
+  destroy_exe(exe);
+  destroy_client(c);
+}
+
 /* CompileOptionsProto { executable_build_options (3) { num_replicas (4): 4 } } */
 static const char four_replicas[] = {0x1a, 0x02, 0x20, 0x04};
 
@@ -416,6 +488,7 @@ int main(void) {
       cmocka_unit_test(test_four_device_execute),
       cmocka_unit_test(test_serialize_round_trip),
       cmocka_unit_test(test_donation),
+      cmocka_unit_test(test_portable_execute_and_text),
   };
   return cmocka_run_group_tests(tests, load_api, NULL);
 }

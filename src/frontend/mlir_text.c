@@ -272,6 +272,7 @@ bool mt_parse_opt_loc(mt_parser *p, const char **loc) {
   const char *q = open, *e = p->lx.end;
   int depth = 0;
   for (; q < e; q++) {
+    if (*q == '\0') return mt_fail(p, "NUL character in loc(...)");
     if (*q == '"') {
       for (q++; q < e && *q != '"'; q++)
         if (*q == '\\') q++;

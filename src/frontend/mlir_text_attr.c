@@ -70,6 +70,7 @@ static const char *skip_balanced(const char *s, const char *e) {
   int depth = 0;
   for (const char *q = s; q < e; q++) {
     char c = *q;
+    if (c == '\0') return NULL; /* kept text must be a C string */
     if (c == '"') {
       for (q++; q < e && *q != '"'; q++)
         if (*q == '\\') q++;
@@ -1030,6 +1031,10 @@ static const av_attr *parse_number_attr(mt_parser *p) {
   }
   av_dtype dt = type ? type->dtype : AV_DT_INVALID;
   bool float_type = av_dtype_is_float(dt);
+  if (t.kind == MT_FLOAT && type && !float_type) {
+    mt_fail(p, "float literal with a non-float type");
+    return NULL;
+  }
   if (t.kind == MT_FLOAT || float_type) {
     double v;
     if (t.kind == MT_INT && is_hex_tok(&t) && float_type) {

@@ -193,25 +193,24 @@ static void print_attr(out *o, const av_attr *a, const char *ctx) {
       }
       break;
     case AV_ATTR_FLOAT: {
-      av_dtype dt = a->type ? a->type->dtype : AV_DT_F64;
-      if (!isfinite(a->u.f) || !av_dtype_is_float(dt)) {
-        double v = a->u.f;
-        uint64_t bits;
-        if (!av_dtype_is_float(dt) || dt != AV_DT_F32) {
-          memcpy(&bits, &v, 8);
-          putf(o, "0x%016llX : f64", (unsigned long long)bits);
-          break;
+      av_dtype dt = a->type ? a->type->dtype : AV_DT_INVALID;
+      if (isfinite(a->u.f)) {
+        print_double(o, a->u.f);
+        if (a->type && av_dtype_is_float(dt)) {
+          puts_(o, " : ");
+          print_scalar_type(o, a->type);
         }
-        float f = (float)v;
+      } else if (dt == AV_DT_F32) {
+        float f = (float)a->u.f;
         uint32_t b32;
         memcpy(&b32, &f, 4);
         putf(o, "0x%08X : f32", (unsigned)b32);
-        break;
-      }
-      print_double(o, a->u.f);
-      if (a->type) {
-        puts_(o, " : ");
-        print_scalar_type(o, a->type);
+      } else {
+        /* non-finite values need a hex literal, which needs a type: f64 holds them all */
+        double v = a->u.f;
+        uint64_t bits;
+        memcpy(&bits, &v, 8);
+        putf(o, "0x%016llX : f64", (unsigned long long)bits);
       }
       break;
     }

@@ -554,7 +554,15 @@ bool mt_parse_op(mt_parser *p, av_block *block, av_op **out) {
   }
   if (ok) {
     for (uint32_t i = 0; i < b.noperands; i++) op->operands[i] = b.operands[i];
-    for (uint32_t i = 0; i < b.nattrs; i++) op->attrs[i] = b.attrs[i];
+    for (uint32_t i = 0; i < b.nattrs; i++) {
+      op->attrs[i] = b.attrs[i];
+      /* StableHLO unit attributes (use_global_device_ids, has_dynamic_root...) are booleans
+       * in VHLO: present means true */
+      if (op->code != AV_OP_UNKNOWN && b.attrs[i].value->kind == AV_ATTR_UNIT) {
+        op->attrs[i].value = av_attr_bool(p->m, true);
+        if (!op->attrs[i].value) ok = mt_fail(p, "out of memory");
+      }
+    }
     for (uint32_t i = 0; i < b.nregions; i++) mt_move_region(&op->regions[i], &b.regions[i]);
     if (loc) op->loc = loc;
     if (nnames && nnamed != op->nresults) {

@@ -15,6 +15,7 @@ static bool is_digit(char c) { return c >= '0' && c <= '9'; }
 /* Element type spellings: i32, si8, ui16, f32, bf16, f8E4M3FN, ... (not complex). */
 static av_dtype ident_dtype(const mt_tok *t) {
   if (t->kind != MT_IDENT) return AV_DT_INVALID;
+  if (mt_tok_is(t, "index")) return AV_DT_S64; /* as the bytecode reader does */
   return av_dtype_from_mlir_name(t->p, t->len);
 }
 
@@ -926,7 +927,45 @@ static const av_attr *parse_hash_attr(mt_parser *p) {
     defaults = kDotDefaults;
   } else if (tok_eq(&t, "#stablehlo.channel_handle")) {
     rename = kChannelRename;
-  } else if (tok_eq(&t, "#stablehlo.dot_algorithm")) {
+  } else if (tok_eq(&t, "#stablehlo.dot_algorithm") ||
+             tok_eq(&t, "#stablehlo.output_operand_alias") ||
+             tok_eq(&t, "#stablehlo.result_accuracy")) {
+  } else if (tok_eq(&t, "#stablehlo.result_accuracy_mode")) {
+    mt_next(p); /* < */
+    if (p->tok.kind != MT_IDENT) {
+      mt_fail(p, "expected a mode name");
+      return NULL;
+    }
+    const mt_tok v = p->tok;
+    mt_next(p);
+    if (!mt_expect(p, MT_GREATER, "'>' closing result_accuracy_mode")) return NULL;
+    const av_attr *a = av_attr_string(p->m, AV_ATTR_ENUM, v.p, v.len);
+    if (!a) mt_fail(p, "out of memory");
+    return a;
+  } else if (tok_eq(&t, "#stablehlo.type_extensions")) {
+    /* bounds = [16, ?] -> INTS with AV_DYNAMIC_DIM for '?', like the bytecode reader */
+    mt_next(p); /* < */
+    if (!mt_accept_word(p, "bounds") || !mt_expect(p, MT_EQUAL, "'=' after bounds") ||
+        !mt_expect(p, MT_LBRACKET, "'[' of bounds"))
+      return NULL;
+    int64_t *v = NULL;
+    uint32_t n = 0, cap = 0;
+    if (p->tok.kind != MT_RBRACKET) {
+      do {
+        if (!mt_grow(p, (void **)&v, &cap, n + 1, sizeof *v)) return NULL;
+        if (mt_accept(p, MT_QUESTION)) {
+          v[n++] = AV_DYNAMIC_DIM;
+        } else if (!mt_parse_int(p, &v[n++])) {
+          return NULL;
+        }
+      } while (mt_accept(p, MT_COMMA));
+    }
+    if (!mt_expect(p, MT_RBRACKET, "']' of bounds") ||
+        !mt_expect(p, MT_GREATER, "'>' closing type_extensions"))
+      return NULL;
+    const av_attr *a = av_attr_ints(p->m, n, v);
+    if (!a) mt_fail(p, "out of memory");
+    return a;
   } else if (tok_eq(&t, "#stablehlo.conv")) {
     mt_next(p); /* < */
     const av_attr *a;
@@ -1047,6 +1086,7 @@ static const av_attr *parse_number_attr(mt_parser *p) {
     } else if (!tok_to_double(p, &t, neg, &v, NULL)) {
       return NULL;
     }
+    if (float_type && dt != AV_DT_F64) v = av_float_decode(av_float_encode(v, dt), dt); /* the value of its type */
     const av_attr *a = av_attr_float(p->m, v, type);
     if (!a) mt_fail(p, "out of memory");
     return a;

@@ -364,9 +364,32 @@ static bool close_enough(av_dtype t, double a, double b, const char *kind, doubl
   return fabs(a - b) <= 8 * ulp_of(t, fmax(fabs(a), fabs(b))) || fabs(a - b) <= 32 * ulp_of(t, maxabs);
 }
 
+static void check_vals(interp *it, tval *a, tval *e, const char *kind, const char *file);
+
 static void check(interp *it, const av_op *op, const char *file) {
-  tval *a = val(it, op->operands[0]), *e = val(it, op->operands[1]);
-  const char *kind = enum_of(op, "call_target_name");
+  check_vals(it, val(it, op->operands[0]), val(it, op->operands[1]), enum_of(op, "call_target_name"), file);
+}
+
+/* check.expect_*_const %x, dense<...>: the expected value is the op's `value` attribute. */
+static int check_const(interp *it, const av_op *op, const char *file) {
+  const av_attr *v = av_op_attr(op, "value");
+  tval *a = val(it, op->operands[0]);
+  if (!v || v->kind != AV_ATTR_DENSE || !a) return SKIP;
+  tval e = *a;
+  size_t es = av_dtype_size(a->dt);
+  int64_t n = tval_count(a);
+  if (!v->type || v->type->dtype != a->dt) return SKIP;
+  e.data = malloc((size_t)(n ? n : 1) * es);
+  if (!e.data) return SKIP;
+  for (int64_t i = 0; i < n; i++)
+    memcpy((char *)e.data + i * (int64_t)es, (const char *)v->u.dense.data + (v->u.dense.splat ? 0 : i * (int64_t)es), es);
+  const char *kind = strstr(op->name, "almost") ? "check.expect_almost_eq" : strstr(op->name, "close") ? "check.expect_close" : "check.expect_eq";
+  check_vals(it, a, &e, kind, file);
+  free(e.data);
+  return 0;
+}
+
+static void check_vals(interp *it, tval *a, tval *e, const char *kind, const char *file) {
   it->checks++;
   int64_t n = tval_count(a);
   size_t es = av_dtype_size(a->dt);
@@ -700,6 +723,15 @@ static int run_op(interp *it, const av_op *op, const char *file, av_diag *d) {
       return 0;
     }
     default: {
+      if (op->code == AV_OP_UNKNOWN && !strncmp(op->name, "check.expect_", 13)) {
+        if (op->noperands == 1) return check_const(it, op, file);
+        if (op->noperands == 2) {
+          check_vals(it, val(it, op->operands[0]), val(it, op->operands[1]),
+                     strstr(op->name, "almost") ? "check.expect_almost_eq" : "check.expect_eq", file);
+          return 0;
+        }
+        goto unsupported;
+      }
       /* element-wise compare / select / binary ops on same-shape operands */
       int64_t n = tval_count(r0);
       for (uint32_t i = 0; i < op->noperands; i++)
@@ -841,9 +873,93 @@ static void test_conformance_testdata(void **state) {
   assert_int_equal(failed_files, 0);
 }
 
+/* The hand-written per-op cases (tests/interpret/OP.mlir, split at "// -----"): every
+ * function in a chunk is run; its check.expect_*_const ops compare. */
+static void test_interpret_cases(void **state) {
+  (void)state;
+  static const char *const files[] = {"scatter", "gather", "sort", "reduce", "reduce_window", "select_and_scatter",
+                                      "dot_general", "convolution", "fft", "triangular_solve"};
+  const char *shared = getenv("ANVIL_SHARED_DIR");
+  int ran = 0, skipped = 0, failed = 0, checks = 0, found = 0;
+  for (size_t fi = 0; fi < sizeof files / sizeof *files; fi++) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/conformance/stablehlo/tests/interpret/%s.mlir", shared ? shared : "/nonexistent",
+             files[fi]);
+    FILE *fh = fopen(path, "rb");
+    if (!fh) continue;
+    found++;
+    fseek(fh, 0, SEEK_END);
+    long sz = ftell(fh);
+    fseek(fh, 0, SEEK_SET);
+    char *text = malloc((size_t)sz + 1);
+    size_t got = text ? fread(text, 1, (size_t)sz, fh) : 0;
+    fclose(fh);
+    if (!text || got != (size_t)sz) {
+      free(text);
+      continue;
+    }
+    text[sz] = 0;
+    char *chunk = text;
+    int index = 0;
+    while (chunk && *chunk) {
+      char *next = strstr(chunk, "\n// -----");
+      size_t clen = next ? (size_t)(next - chunk) : strlen(chunk);
+      char name[256];
+      snprintf(name, sizeof name, "%s.mlir#%d", files[fi], index++);
+      av_diag d;
+      av_diag_init(&d);
+      av_module *m = av_load_mlir_text(chunk, clen, &d);
+      chunk = next ? next + 9 : NULL;
+      if (!m) {
+        skipped++;
+        continue;
+      }
+      interp it;
+      memset(&it, 0, sizeof it);
+      it.m = m;
+      it.nvals = m->next_value_id;
+      it.vals = calloc(it.nvals ? it.nvals : 1, sizeof *it.vals);
+      it.slots = calloc(it.nvals ? it.nvals : 1, sizeof *it.slots);
+      it.types = calloc(it.nvals ? it.nvals : 1, sizeof *it.types);
+      int rc = SKIP;
+      for (uint32_t f = 0; f < m->nfuncs && it.vals && it.slots && it.types; f++) {
+        if (m->funcs[f]->body.nblocks != 1 || m->funcs[f]->body.blocks[0].nargs) continue;
+        tval res[8];
+        memset(res, 0, sizeof res);
+        av_diag_init(&d);
+        rc = run_func(&it, m->funcs[f], res, name, &d);
+        for (int i = 0; i < 8; i++) free(res[i].data);
+        if (rc) break;
+      }
+      if (rc == SKIP && it.failures == 0) {
+        skipped++;
+        if (getenv("ANVIL_KERNELS_VERBOSE")) print_message("skip %s: %s %s\n", name, it.why, d.msg);
+      } else {
+        ran++;
+        checks += it.checks;
+        if (it.failures || rc) failed++;
+      }
+      for (uint32_t i = 0; i < it.nvals; i++) free(it.vals[i].data);
+      free(it.vals);
+      free(it.slots);
+      free(it.types);
+      av_module_free(m);
+    }
+    free(text);
+  }
+  if (!found) {
+    skip();
+    return;
+  }
+  print_message("interpret cases (kernel ops): %d run, %d checks, %d failed, %d skipped\n", ran, checks, failed, skipped);
+  assert_true(ran > 0);
+  assert_int_equal(failed, 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_conformance_testdata),
+      cmocka_unit_test(test_interpret_cases),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

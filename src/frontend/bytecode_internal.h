@@ -107,6 +107,12 @@ typedef struct bc_reader {
   size_t scope_base;
   struct bc_fixup *fixups; /* operands that named a value before its definition */
   size_t nfixups, capfixups;
+  /* Functions and module-level ops, collected here and handed to the module at the end
+   * (growing the module's own arrays one by one would be quadratic on hostile input). */
+  av_func **funcs;
+  size_t nfuncs, capfuncs;
+  av_op **extra_ops;
+  size_t nextra_ops, capextra_ops;
   /* Scratch for one op's result types and operand indices (not live across recursion). */
   const av_type **scratch_types;
   uint64_t *scratch_idx;

@@ -214,6 +214,56 @@ static bool is_func_name(const char *n) {
   return strcmp(n, "vhlo.func_v1") == 0 || strcmp(n, "func.func") == 0;
 }
 
+/* Like av_func_new, but collected in the reader (see bc_reader.funcs); duplicate names are
+ * checked once all functions are known. */
+static av_func *new_func(bc_reader *r, const char *name, const av_type *ftype) {
+  av_arena *a = &r->m->arena;
+  av_func *f = av_arena_alloc(a, sizeof *f);
+  if (!f || !grow((void **)&r->funcs, &r->capfuncs, r->nfuncs + 1, sizeof *r->funcs)) return NULL;
+  f->name = av_arena_strdup(a, name);
+  f->type = ftype;
+  f->loc = "unknown";
+  int nin = ftype->ninputs, nout = ftype->nelems - ftype->ninputs;
+  f->arg_attrs = av_arena_calloc(a, (size_t)nin + 1, sizeof *f->arg_attrs);
+  f->res_attrs = av_arena_calloc(a, (size_t)nout + 1, sizeof *f->res_attrs);
+  if (!f->name || !f->arg_attrs || !f->res_attrs) return NULL;
+  r->funcs[r->nfuncs++] = f;
+  return f;
+}
+
+static int cmp_func_names(const void *a, const void *b) {
+  return strcmp((*(av_func *const *)a)->name, (*(av_func *const *)b)->name);
+}
+
+/* Moves the collected functions and module-level ops into the module. */
+static bool finish_module(bc_reader *r) {
+  av_module *m = r->m;
+  if (r->nfuncs > UINT32_MAX || r->nextra_ops > UINT32_MAX) return bc_fail(r, NULL, "too many ops");
+  m->funcs = av_arena_calloc(&m->arena, r->nfuncs + 1, sizeof *m->funcs);
+  m->extra_ops = av_arena_calloc(&m->arena, r->nextra_ops + 1, sizeof *m->extra_ops);
+  av_func **sorted = malloc((r->nfuncs + 1) * sizeof *sorted);
+  if (!m->funcs || !m->extra_ops || !sorted) {
+    free(sorted);
+    return bc_fail(r, NULL, "out of memory");
+  }
+  if (r->nfuncs) {
+    memcpy(m->funcs, r->funcs, r->nfuncs * sizeof *m->funcs);
+    memcpy(sorted, r->funcs, r->nfuncs * sizeof *sorted);
+  }
+  if (r->nextra_ops) memcpy(m->extra_ops, r->extra_ops, r->nextra_ops * sizeof *m->extra_ops);
+  m->nfuncs = (uint32_t)r->nfuncs;
+  m->nextra_ops = (uint32_t)r->nextra_ops;
+  qsort(sorted, r->nfuncs, sizeof *sorted, cmp_func_names);
+  for (size_t i = 1; i < r->nfuncs; i++)
+    if (strcmp(sorted[i - 1]->name, sorted[i]->name) == 0) {
+      bc_fail(r, NULL, "duplicate function @%s", sorted[i]->name);
+      free(sorted);
+      return false;
+    }
+  free(sorted);
+  return true;
+}
+
 static bool build_func(bc_reader *r, bc_cursor *c, attr_list *attrs, const char *loc,
                        uint64_t nregions, av_func **out) {
   const av_attr *name = attrs_get(attrs, "sym_name");
@@ -224,9 +274,7 @@ static bool build_func(bc_reader *r, bc_cursor *c, attr_list *attrs, const char 
       ftype->type->kind != AV_TYPE_FUNCTION)
     return bc_fail(r, c, "function @%s has no function type", name->u.str.s);
   if (nregions != 1) return bc_fail(r, c, "function @%s must have one region", name->u.str.s);
-  if (av_module_find_func(r->m, name->u.str.s))
-    return bc_fail(r, c, "duplicate function @%s", name->u.str.s);
-  av_func *f = av_func_new(r->m, name->u.str.s, ftype->type);
+  av_func *f = new_func(r, name->u.str.s, ftype->type);
   if (!f) return bc_fail(r, NULL, "out of memory");
   f->is_public = !(vis && vis->kind == AV_ATTR_STRING && strcmp(vis->u.str.s, "private") == 0);
   f->loc = loc;
@@ -394,11 +442,9 @@ static bool read_op(bc_reader *r, bc_cursor *c, av_block *block, region_state *r
       if (!use_value(r, c, r->scratch_idx[i], &op->operands[i]))
         return bc_fail(r, c, "op %s", full);
     if (ctx == CTX_MODULE_BODY) {
-      av_op **ops = av_arena_calloc(&r->m->arena, (size_t)r->m->nextra_ops + 1, sizeof *ops);
-      if (!ops) return bc_fail(r, NULL, "out of memory");
-      if (r->m->nextra_ops) memcpy(ops, r->m->extra_ops, r->m->nextra_ops * sizeof *ops);
-      ops[r->m->nextra_ops++] = op;
-      r->m->extra_ops = ops;
+      if (!grow((void **)&r->extra_ops, &r->capextra_ops, r->nextra_ops + 1, sizeof *r->extra_ops))
+        return bc_fail(r, NULL, "out of memory");
+      r->extra_ops[r->nextra_ops++] = op;
     } else {
       av_block_append(block, op);
       for (uint64_t i = 0; i < nres; i++)
@@ -476,8 +522,20 @@ static bool read_block(bc_reader *r, bc_cursor *c, av_region *out, region_state 
       if (has_orders && !skip_uselist(r, c, nargs)) return false;
     }
   }
-  av_block *b = av_region_add_block(r->m, out, (uint32_t)nargs, types);
-  if (!b) return bc_fail(r, NULL, "out of memory");
+  /* The region's block array was sized by its header (av_region_add_block would copy it for
+   * every block); set this block up the same way. */
+  av_block *b = &out->blocks[out->nblocks];
+  b->parent = out;
+  b->args = av_arena_calloc(&r->m->arena, (size_t)nargs + 1, sizeof *b->args);
+  if (!b->args) return bc_fail(r, NULL, "out of memory");
+  b->nargs = (uint32_t)nargs;
+  for (uint32_t i = 0; i < b->nargs; i++) {
+    b->args[i].type = types[i];
+    b->args[i].owner = b;
+    b->args[i].index = i;
+    b->args[i].id = r->m->next_value_id++;
+  }
+  out->nblocks++;
   for (uint64_t i = 0; i < nargs; i++)
     if (!define_value(r, c, rs, &b->args[i])) return false;
   uint32_t bi = out->nblocks - 1;
@@ -497,6 +555,9 @@ static bool read_region(bc_reader *r, bc_cursor *c, av_region *out, op_ctx ctx) 
   if (nvalues > r->size || r->nvals + nvalues > r->size + 16)
     return bc_fail(r, c, "region declares %llu values, more than the input can hold",
                    (unsigned long long)nvalues);
+  if (nblocks > UINT32_MAX || !(out->blocks = av_arena_calloc(&r->m->arena, (size_t)nblocks, sizeof *out->blocks)))
+    return bc_fail(r, NULL, "out of memory");
+  out->nblocks = 0;
   region_state rs = {r->nvals, (size_t)nvalues, 0, r->nfixups};
   if (!grow((void **)&r->vals, &r->capvals, rs.base + rs.count + 1, sizeof *r->vals))
     return bc_fail(r, NULL, "out of memory");
@@ -567,6 +628,7 @@ bool bc_read_ir(bc_reader *r, bc_cursor *c) {
     av_region module_body = {0};
     if (!read_region(r, &body, &module_body, CTX_MODULE_BODY))
       return bc_fail(r, NULL, "while reading the module body");
+    if (!finish_module(r)) return false;
     if (isolated && r->version >= 2 && !bc_at_end(&body))
       return bc_fail(r, &body, "IR section: trailing bytes in the module body");
     if (!(isolated && r->version >= 2)) *c = body;

@@ -614,6 +614,8 @@ static av_module *load_module(const void *data, size_t size, av_diag *d, bool st
   free(r.fixups);
   free(r.scratch_types);
   free(r.scratch_idx);
+  free(r.funcs);
+  free(r.extra_ops);
   if (!ok || (before == AV_OK && d->code != AV_OK)) {
     if (d->code == AV_OK) av_diag_set(d, AV_INVALID_ARGUMENT, "MLIR bytecode: load failed");
     av_module_free(m);

@@ -364,6 +364,75 @@ static const hlo_computation *find_entry(hlo_ctx *c) {
   return pb->ncomps ? &pb->comps[pb->ncomps - 1] : NULL;
 }
 
+/* Flat leaf position of the sub-shape at `index` inside `shape`; -1 if the index does not
+ * name an array leaf. */
+static int64_t leaf_offset(const hlo_shape *shape, const hlo_ints *index) {
+  int64_t off = 0;
+  for (size_t k = 0; k < index->n; k++) {
+    if (!hlo_shape_is_tuple(shape) || index->v[k] < 0 || (uint64_t)index->v[k] >= shape->ntuple)
+      return -1;
+    for (int64_t j = 0; j < index->v[k]; j++) off += (int64_t)hlo_shape_leaf_count(&shape->tuple[j]);
+    shape = &shape->tuple[index->v[k]];
+  }
+  return hlo_shape_is_tuple(shape) ? -1 : off;
+}
+
+/* Flat argument position of (parameter, shape index) of the entry; -1 if invalid. */
+static int64_t arg_offset(const hlo_computation *entry, int64_t param, const hlo_ints *index) {
+  int64_t base = 0;
+  const hlo_instr *target = NULL;
+  for (size_t i = 0; i < entry->ninstrs; i++) {
+    const hlo_instr *in = &entry->instrs[i];
+    if (strcmp(in->opcode, "parameter") != 0) continue;
+    if (in->parameter_number < param) base += (int64_t)hlo_shape_leaf_count(&in->shape);
+    if (in->parameter_number == param) target = in;
+  }
+  if (!target) return -1;
+  int64_t off = leaf_offset(&target->shape, index);
+  return off < 0 ? -1 : base + off;
+}
+
+/* Sets one attribute in argument `i`'s dictionary (creating or extending it). */
+static bool add_arg_attr(av_module *m, av_func *f, int64_t i, const char *name,
+                         const av_attr *value) {
+  if (i < 0 || i >= f->type->ninputs || !value) return value != NULL;
+  const av_attr *old = f->arg_attrs[i];
+  size_t n = old ? old->u.dict.n : 0;
+  av_named_attr items[8];
+  if (n >= 8) return true;
+  for (size_t k = 0; k < n; k++) {
+    if (strcmp(old->u.dict.items[k].name, name) == 0) return true; /* first entry wins */
+    items[k] = old->u.dict.items[k];
+  }
+  items[n] = (av_named_attr){name, value};
+  f->arg_attrs[i] = av_attr_dict(m, n + 1, items);
+  return f->arg_attrs[i] != NULL;
+}
+
+/* Donation: input_output_alias entries become "tf.aliasing_output" = output index on the
+ * flattened argument (what the StableHLO path carries); buffer donors without a fixed
+ * output become "jax.buffer_donor" = true. Invalid entries are ignored: donation is only a
+ * permission. */
+static bool import_donation(hlo_ctx *c, const hlo_computation *entry, av_func *f) {
+  const hlo_instr *root = find_root(entry);
+  if (!root) return true;
+  for (size_t i = 0; i < c->pb->naliases; i++) {
+    const hlo_alias *a = &c->pb->aliases[i];
+    int64_t out = leaf_offset(&root->shape, &a->output_index);
+    int64_t arg = arg_offset(entry, a->parameter_number, &a->parameter_index);
+    if (out >= 0 && arg >= 0 &&
+        !add_arg_attr(c->m, f, arg, "tf.aliasing_output", av_attr_int(c->m, out, c->i32)))
+      return false;
+  }
+  for (size_t i = 0; i < c->pb->ndonors; i++) {
+    const hlo_alias *a = &c->pb->donors[i];
+    int64_t arg = arg_offset(entry, a->parameter_number, &a->parameter_index);
+    if (arg >= 0 && !add_arg_attr(c->m, f, arg, "jax.buffer_donor", av_attr_bool(c->m, true)))
+      return false;
+  }
+  return true;
+}
+
 av_module *av_load_hlo_proto(const void *data, size_t size, av_diag *d) {
   av_module *m = av_module_new();
   av_arena scratch;
@@ -409,6 +478,10 @@ av_module *av_load_hlo_proto(const void *data, size_t size, av_diag *d) {
     c.comp_funcs[idx] = f;
     ok = f != NULL;
     if (f) f->loc = av_arena_strdup(&m->arena, entry->name);
+    if (ok && !import_donation(&c, entry, f)) {
+      av_diag_set(d, AV_RESOURCE_EXHAUSTED, "hlo: out of memory");
+      ok = false;
+    }
   }
   av_arena_free(&scratch);
   if (!ok) {

@@ -582,6 +582,35 @@ fail:
   return false;
 }
 
+/* Entries (field 1) of HloInputOutputAliasProto {output_shape_index=1, parameter_number=2,
+ * parameter_shape_index=3} or HloBufferDonorProto {parameter_number=1,
+ * parameter_shape_index=2}. */
+static bool decode_aliases(msg m, bool donors, av_arena *a, hlo_alias **out, size_t *n,
+                           const char **err) {
+  size_t count;
+  if (!count_field(m, 1, &count, err)) return false;
+  *out = alloc_array(a, count, sizeof **out, err);
+  *n = 0;
+  if (count && !*out) return false;
+  av_pb_cursor c;
+  av_pb_field f;
+  int r;
+  av_pb_init(&c, m.p, m.n);
+  while ((r = av_pb_next(&c, &f, err)) == 1) {
+    if (f.num != 1) continue;
+    if (!want(&f, AV_PB_LEN, err)) return false;
+    hlo_alias *e = &(*out)[(*n)++];
+    msg em = field_msg(&f);
+    bool ok = donors ? scalar_field(em, 1, 0, &e->parameter_number, err) &&
+                           read_ints(em, 2, AV_PB_VARINT, a, &e->parameter_index, err)
+                     : read_ints(em, 1, AV_PB_VARINT, a, &e->output_index, err) &&
+                           scalar_field(em, 2, 0, &e->parameter_number, err) &&
+                           read_ints(em, 3, AV_PB_VARINT, a, &e->parameter_index, err);
+    if (!ok) return false;
+  }
+  return r == 0;
+}
+
 bool hlo_proto_decode(const void *data, size_t size, av_arena *a, hlo_module_pb *out,
                       av_diag *d) {
   const char *err = "malformed";
@@ -619,6 +648,16 @@ bool hlo_proto_decode(const void *data, size_t size, av_arena *a, hlo_module_pb 
           out->entry_id = (int64_t)f.u64;
           out->has_entry_id = true;
         }
+        break;
+      case 8:
+        if (!want(&f, AV_PB_LEN, &err) ||
+            !decode_aliases(field_msg(&f), false, a, &out->aliases, &out->naliases, &err))
+          goto fail;
+        break;
+      case 18:
+        if (!want(&f, AV_PB_LEN, &err) ||
+            !decode_aliases(field_msg(&f), true, a, &out->donors, &out->ndonors, &err))
+          goto fail;
         break;
       default:
         break;

@@ -116,8 +116,19 @@ typedef struct hlo_computation {
   size_t ninstrs;
 } hlo_computation;
 
+/* HloInputOutputAliasProto / HloBufferDonorProto entries (donation). */
+typedef struct hlo_alias {
+  hlo_ints output_index; /* empty for buffer donors */
+  int64_t parameter_number;
+  hlo_ints parameter_index;
+} hlo_alias;
+
 typedef struct hlo_module_pb {
   const char *name;
+  hlo_alias *aliases; /* input_output_alias (8) */
+  size_t naliases;
+  hlo_alias *donors;  /* buffer_donor (18) */
+  size_t ndonors;
   const char *entry_name;
   int64_t entry_id;
   bool has_entry_id;

@@ -428,7 +428,8 @@ static void test_all_programs_map_to_known_ops(void **state) {
   static const char *const names[] = {
       "add",      "matmul",   "reduce",  "while",         "cond",        "switch",     "gather",
       "conv",     "tuple_out", "constants", "scatter",     "sort",        "reduce_window",
-      "elementwise", "shapes", "reductions", "rng",        "linalg_fft",  "collectives"};
+      "elementwise", "shapes", "reductions", "rng",        "linalg_fft",  "collectives",
+      "donate"};
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
     LOAD_OR_SKIP(m, names[i]);
     size_t unknown = 0;
@@ -586,6 +587,19 @@ static void test_collectives(void **state) {
   av_module_free(m);
 }
 
+static void test_donation_from_input_output_alias(void **state) {
+  (void)state;
+  LOAD_OR_SKIP(m, "donate");
+  /* input_output_alias={ {0}: (0, {}, may-alias) } */
+  av_func *f = av_module_entry(m);
+  const av_attr *a = av_dict_get(f->arg_attrs[0], "tf.aliasing_output");
+  assert_non_null(a);
+  assert_int_equal(a->kind, AV_ATTR_INT);
+  assert_int_equal(a->u.i, 0);
+  assert_null(av_dict_get(f->arg_attrs[1], "tf.aliasing_output"));
+  av_module_free(m);
+}
+
 /* Every prefix and many single-byte corruptions of real protos: never crash (ASan checks
  * the bounds), and every failure is a diagnostic from the HLO loader. */
 static void test_truncated_and_corrupted_inputs(void **state) {
@@ -725,6 +739,36 @@ static void test_tuple_parameter_and_unknown_opcode(void **state) {
   assert_int_equal(ret->noperands, 2);
   assert_ptr_equal(ret->operands[0], &x->results[0]);
   assert_ptr_equal(ret->operands[1], &b->args[1]);
+  av_module_free(m);
+}
+
+/* Aliases and donors name (parameter, shape index) pairs inside tuples; they land on the
+ * flattened arguments. */
+static void test_donation_inside_tuples(void **state) {
+  (void)state;
+  pbw mod = tuple_module("negate", 3);
+  pbw entry = {.n = 0}, alias = {.n = 0}, donor_entry = {.n = 0}, donors = {.n = 0};
+  w_int(&entry, 1, 1); /* output_shape_index {1} */
+  w_int(&entry, 2, 0); /* parameter 0 */
+  w_int(&entry, 3, 1); /* parameter_shape_index {1} */
+  w_msg(&alias, 1, &entry);
+  w_msg(&mod, 8, &alias);
+  w_int(&donor_entry, 1, 0); /* parameter 0, shape index {0} */
+  w_int(&donor_entry, 2, 0);
+  w_msg(&donors, 1, &donor_entry);
+  w_msg(&mod, 18, &donors);
+  av_diag d;
+  av_diag_init(&d);
+  av_module *m = av_load_hlo_proto(mod.buf, mod.n, &d);
+  if (!m) fail_msg("%s", d.msg);
+  av_func *f = av_module_entry(m);
+  const av_attr *a = av_dict_get(f->arg_attrs[1], "tf.aliasing_output");
+  assert_non_null(a);
+  assert_int_equal(a->u.i, 1);
+  assert_null(av_dict_get(f->arg_attrs[0], "tf.aliasing_output"));
+  const av_attr *donor = av_dict_get(f->arg_attrs[0], "jax.buffer_donor");
+  assert_non_null(donor);
+  assert_true(donor->u.b);
   av_module_free(m);
 }
 
@@ -869,6 +913,8 @@ int main(void) {
       cmocka_unit_test(test_rng_ops),
       cmocka_unit_test(test_elementwise_and_custom_calls),
       cmocka_unit_test(test_collectives),
+      cmocka_unit_test(test_donation_from_input_output_alias),
+      cmocka_unit_test(test_donation_inside_tuples),
       cmocka_unit_test(test_truncated_and_corrupted_inputs),
       cmocka_unit_test(test_tuple_parameter_and_unknown_opcode),
       cmocka_unit_test(test_undefined_operand_names_the_instruction),

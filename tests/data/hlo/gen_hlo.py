@@ -135,6 +135,12 @@ def collectives(x):
     return shard_map(body, mesh=mesh, in_specs=P("i"), out_specs=(P("i"),) * 5)(x)
 
 
+def donate(x, y):
+    return y * 2.0, x + y
+
+
+DONATED = {"donate": (0,)}  # donate_argnums per program
+
 PROGRAMS = {
     "add": (add, [np.ones((2, 3), np.float32)] * 2),
     "matmul": (matmul, [np.ones((2, 3), np.float32), np.ones((3, 4), np.float32)]),
@@ -157,12 +163,13 @@ PROGRAMS = {
     "rng": (rng, [np.zeros((4,), np.uint32), np.float32(2.0)]),
     "linalg_fft": (linalg_fft, [np.eye(3, dtype=np.float32), np.ones((4,), np.complex64)]),
     "collectives": (collectives, [np.ones((8,), np.float32)]),
+    "donate": (donate, [np.ones((3,), np.float32)] * 2),
 }
 
 
 def main():
     for name, (fn, args) in PROGRAMS.items():
-        comp = jax.jit(fn).lower(*args).compiler_ir("hlo")
+        comp = jax.jit(fn, donate_argnums=DONATED.get(name, ())).lower(*args).compiler_ir("hlo")
         with open(os.path.join(OUT, name + ".pb"), "wb") as f:
             f.write(comp.as_serialized_hlo_module_proto())
         with open(os.path.join(OUT, name + ".txt"), "w") as f:

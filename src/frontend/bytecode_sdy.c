@@ -37,6 +37,27 @@ static bool put_list(bc_reader *r, bc_cursor *c, bc_text *t, const char *open, c
   return true;
 }
 
+static void put_factor(bc_text *t, int64_t v) {
+  if (v >= 0 && v < 18)
+    bc_text_printf(t, "%c", (char)('i' + v));
+  else
+    bc_text_printf(t, "z_%lld", (long long)(v - 17));
+}
+
+/* Factor sizes print as {i=4, j=8, ...}. */
+static bool put_factor_sizes(bc_reader *r, bc_cursor *c, bc_text *t) {
+  uint64_t n;
+  if (!bc_read_varint(c, &n) || n > bc_remaining(c)) return bc_fail(r, c, "bad sdy factor sizes");
+  for (uint64_t i = 0; i < n; i++) {
+    int64_t v;
+    if (!bc_read_svarint(c, &v)) return bc_fail(r, c, "truncated sdy factor sizes");
+    if (i) bc_text_put(t, ", ", 2);
+    put_factor(t, (int64_t)i);
+    bc_text_printf(t, "=%lld", (long long)v);
+  }
+  return true;
+}
+
 static bool put_ints(bc_reader *r, bc_cursor *c, bc_text *t, bool as_factors) {
   uint64_t n;
   if (!bc_read_varint(c, &n) || n > bc_remaining(c)) return bc_fail(r, c, "bad sdy integer list");
@@ -44,10 +65,8 @@ static bool put_ints(bc_reader *r, bc_cursor *c, bc_text *t, bool as_factors) {
     int64_t v;
     if (!bc_read_svarint(c, &v)) return bc_fail(r, c, "truncated sdy integer list");
     if (as_factors) {
-      if (v >= 0 && v < 18)
-        bc_text_printf(t, "%s%c", i ? ", " : "", (char)('i' + v));
-      else
-        bc_text_printf(t, "%sz_%lld", i ? ", " : "", (long long)(v - 17));
+      if (i) bc_text_put(t, ", ", 2);
+      put_factor(t, v);
     } else {
       bc_text_printf(t, "%s%lld", i ? ", " : "", (long long)v);
     }
@@ -165,9 +184,9 @@ const av_attr *bc_sdy_attr(bc_reader *r, bc_cursor *c) {
       char sizes[SDY_TEXT_MAX];
       bc_text st = {sizes, 0, sizeof sizes};
       sizes[0] = '\0';
-      ok = put_ints(r, c, &st, false) && put_list(r, c, &t, "(", ")", "") &&
+      ok = put_factor_sizes(r, c, &st) && put_list(r, c, &t, "(", ")", "") &&
            put_list(r, c, &t, "->(", ")", "");
-      if (ok) bc_text_printf(&t, " {sizes=[%s]}", sizes);
+      if (ok) bc_text_printf(&t, " {%s}", sizes);
       static const char *const kNames[] = {" reduction={", " need_replication={",
                                            " permutation={", " blocked_propagation={"};
       for (int k = 0; ok && k < 4; k++) {

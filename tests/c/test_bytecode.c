@@ -510,6 +510,19 @@ static void test_jax_attribute_values(void **state) {
   assert_non_null(find_op(&mc->regions[0], "stablehlo.collective_permute"));
   assert_string_equal(mc->regions[0].blocks[0].last->name, "sdy.return");
   av_module_free(m);
+
+  /* Shardy sharding rules are kept as their MLIR text, as printed in the .mlir. */
+  snprintf(path, sizeof path, "%s/cpu_triangular_solve_blas_trsm__data_2025_10_20__f32.mlirbc", dir);
+  m = load_path(path, &d);
+  if (!m) fail_msg("%s", d.msg);
+  const av_op *cc = find_in_func(m, "main", "stablehlo.custom_call");
+  assert_non_null(cc);
+  const av_attr *rule = av_op_attr(cc, "sdy.sharding_rule");
+  assert_non_null(rule);
+  assert_int_equal(rule->kind, AV_ATTR_OPAQUE);
+  assert_string_equal(rule->u.str.s, "#sdy.op_sharding_rule<([i, j], [k, l])->([m, n]) "
+                                     "{i=4, j=4, k=4, l=5, m=4, n=5}, custom>");
+  av_module_free(m);
 }
 
 /* ------------------------------------------------------- hostile inputs */

@@ -81,6 +81,7 @@ static void client_free(PJRT_Client *c) {
   if (!c) return;
   av_devices_free(c); /* stops the workers first */
   av_memories_free(c);
+  pthread_mutex_destroy(&c->launch_mu);
   free(c->topology.desc_ptrs);
   free(c->device_ptrs);
   free(c->devices);
@@ -95,6 +96,7 @@ PJRT_Error *av_PJRT_Client_Create(PJRT_Client_Create_Args *args) {
   if (err) return err;
   PJRT_Client *c = calloc(1, sizeof *c);
   if (!c) return av_error_new(AV_RESOURCE_EXHAUSTED, "anvil: out of memory (client)");
+  pthread_mutex_init(&c->launch_mu, NULL);
   snprintf(c->platform_version, sizeof c->platform_version, "anvil %s (PJRT C API %d.%d)",
            ANVIL_VERSION_STRING, PJRT_API_MAJOR, PJRT_API_MINOR);
   err = av_devices_init(c, (size_t)n);

@@ -302,6 +302,7 @@ PJRT_Error *av_PJRT_LoadedExecutable_Execute(PJRT_LoadedExecutable_Execute_Args 
     free(donate);
     return err;
   }
+  pthread_mutex_lock(&le->client->launch_mu);
   for (size_t d = 0; d < nd; d++) {
     av_job *j = jobs[d];
     for (size_t i = 0; i < na; i++)
@@ -311,6 +312,7 @@ PJRT_Error *av_PJRT_LoadedExecutable_Execute(PJRT_LoadedExecutable_Execute_Args 
     PJRT_Device *dev = single ? single : le->devices[d];
     worker_push(&dev->worker, j);
   }
+  pthread_mutex_unlock(&le->client->launch_mu);
   free(jobs);
   free(donate);
   return NULL;

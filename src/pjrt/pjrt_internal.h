@@ -179,6 +179,9 @@ struct PJRT_Client {
   PJRT_Memory **memory_ptrs;
   PJRT_TopologyDescription topology;
   char platform_version[96];
+  /* Held while one execution queues its per-device jobs, so that every device sees
+   * multi-device executions in the same order (collectives would deadlock otherwise). */
+  pthread_mutex_t launch_mu;
 };
 
 PJRT_Error *av_devices_init(PJRT_Client *c, size_t n);

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <pthread.h>
 
 #include "test_pjrt_util.h"
 
@@ -436,6 +437,65 @@ static void test_portable_execute_and_text(void **state) {
   destroy_client(c);
 }
 
+/* An argument that failed (an error buffer) fails the execution: outputs, completion event
+ * and a chained execution all carry its error; nothing hangs. */
+static void test_error_propagates(void **state) {
+  (void)state;
+  PJRT_Client *c = make_client(1);
+  PJRT_LoadedExecutable *exe = compile_or_skip(c, NULL, 0);
+  PJRT_Device *d0 = client_device(c, 0);
+  PJRT_Device_DefaultMemory_Args dm = {.struct_size = PJRT_Device_DefaultMemory_Args_STRUCT_SIZE,
+                                       .device = d0};
+  CHECK_OK(api->PJRT_Device_DefaultMemory(&dm));
+  static const int64_t dims[2] = {2, 3};
+  PJRT_Client_CreateErrorBuffer_Args eb = {.struct_size = PJRT_Client_CreateErrorBuffer_Args_STRUCT_SIZE,
+                                           .client = c,
+                                           .error_code = PJRT_Error_Code_ABORTED,
+                                           .error_message = "upstream failed",
+                                           .error_message_size = 15,
+                                           .shape_dims = dims,
+                                           .shape_num_dims = 2,
+                                           .shape_element_type = PJRT_Buffer_Type_F32,
+                                           .memory = dm.memory};
+  CHECK_OK(api->PJRT_Client_CreateErrorBuffer(&eb));
+  float y[6] = {0};
+  PJRT_Buffer *good = upload(c, d0, y);
+  PJRT_Buffer *in[2] = {eb.buffer, good};
+  PJRT_Buffer *const *arg_lists[1] = {in};
+  PJRT_Buffer *out[1];
+  PJRT_Buffer **out_lists[1] = {out};
+  PJRT_Event *done[1];
+  CHECK_OK(execute(exe, 1, arg_lists, 2, out_lists, done));
+  PJRT_Buffer *in2[2] = {NULL, good};
+  in2[0] = out[0];
+  PJRT_Buffer *const *arg_lists2[1] = {in2};
+  PJRT_Buffer *out2[1];
+  PJRT_Buffer **out_lists2[1] = {out2};
+  PJRT_Event *done2[1];
+  CHECK_OK(execute(exe, 1, arg_lists2, 2, out_lists2, done2));
+  PJRT_Event_Await_Args aw = {.struct_size = PJRT_Event_Await_Args_STRUCT_SIZE, .event = done[0]};
+  EXPECT_ERROR(api->PJRT_Event_Await(&aw), PJRT_Error_Code_ABORTED, "upstream failed");
+  aw.event = done2[0];
+  EXPECT_ERROR(api->PJRT_Event_Await(&aw), PJRT_Error_Code_ABORTED, "upstream failed");
+  float r[6];
+  PJRT_Buffer_ToHostBuffer_Args t = {.struct_size = PJRT_Buffer_ToHostBuffer_Args_STRUCT_SIZE,
+                                     .src = out2[0],
+                                     .dst = r,
+                                     .dst_size = sizeof r};
+  CHECK_OK(api->PJRT_Buffer_ToHostBuffer(&t));
+  aw.event = t.event;
+  EXPECT_ERROR(api->PJRT_Event_Await(&aw), PJRT_Error_Code_ABORTED, "upstream failed");
+  event_destroy(t.event);
+  event_destroy(done[0]);
+  event_destroy(done2[0]);
+  buffer_destroy(out[0]);
+  buffer_destroy(out2[0]);
+  buffer_destroy(eb.buffer);
+  buffer_destroy(good);
+  destroy_exe(exe);
+  destroy_client(c);
+}
+
 /* CompileOptionsProto { executable_build_options (3) { num_replicas (4): 4 } } */
 static const char four_replicas[] = {0x1a, 0x02, 0x20, 0x04};
 
@@ -481,6 +541,71 @@ static void test_four_device_execute(void **state) {
   destroy_client(c);
 }
 
+/* Several threads launching 4-device executions at once: every result is right. */
+typedef struct {
+  PJRT_Client *c;
+  PJRT_LoadedExecutable *exe;
+  PJRT_Device *const *devs;
+  int seed;
+  int bad;
+} launcher;
+
+static void *launch_many(void *p) {
+  launcher *l = p;
+  for (int it = 0; it < 10; it++) {
+    float x[4][6], y[6];
+    PJRT_Buffer *in[4][2], *out[4][1];
+    PJRT_Buffer *const *arg_lists[4];
+    PJRT_Buffer **out_lists[4];
+    PJRT_Event *done[4];
+    for (int i = 0; i < 6; i++) y[i] = (float)(l->seed * 1000 + it);
+    for (int d = 0; d < 4; d++) {
+      for (int i = 0; i < 6; i++) x[d][i] = (float)(d * 10 + i);
+      in[d][0] = upload(l->c, l->devs[d], x[d]);
+      in[d][1] = upload(l->c, l->devs[d], y);
+      arg_lists[d] = in[d];
+      out_lists[d] = out[d];
+    }
+    PJRT_Error *e = execute(l->exe, 4, arg_lists, 2, out_lists, done);
+    if (e) {
+      err_free(e);
+      l->bad++;
+      return NULL;
+    }
+    for (int d = 0; d < 4; d++) {
+      float r[6];
+      download(out[d][0], r);
+      for (int i = 0; i < 6; i++) l->bad += r[i] != x[d][i] + y[i];
+      event_destroy(done[d]);
+      buffer_destroy(out[d][0]);
+      buffer_destroy(in[d][0]);
+      buffer_destroy(in[d][1]);
+    }
+  }
+  return NULL;
+}
+
+static void test_concurrent_launches(void **state) {
+  (void)state;
+  PJRT_Client *c = make_client(4);
+  PJRT_LoadedExecutable *exe = compile_or_skip(c, four_replicas, sizeof four_replicas);
+  PJRT_LoadedExecutable_AddressableDevices_Args ad = {
+      .struct_size = PJRT_LoadedExecutable_AddressableDevices_Args_STRUCT_SIZE, .executable = exe};
+  CHECK_OK(api->PJRT_LoadedExecutable_AddressableDevices(&ad));
+  launcher ls[4];
+  pthread_t ts[4];
+  for (int k = 0; k < 4; k++) {
+    ls[k] = (launcher){.c = c, .exe = exe, .devs = ad.addressable_devices, .seed = k};
+    assert_int_equal(pthread_create(&ts[k], NULL, launch_many, &ls[k]), 0);
+  }
+  for (int k = 0; k < 4; k++) {
+    pthread_join(ts[k], NULL);
+    assert_int_equal(ls[k].bad, 0);
+  }
+  destroy_exe(exe);
+  destroy_client(c);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_compile_bad_format),
@@ -489,6 +614,8 @@ int main(void) {
       cmocka_unit_test(test_serialize_round_trip),
       cmocka_unit_test(test_donation),
       cmocka_unit_test(test_portable_execute_and_text),
+      cmocka_unit_test(test_error_propagates),
+      cmocka_unit_test(test_concurrent_launches),
   };
   return cmocka_run_group_tests(tests, load_api, NULL);
 }

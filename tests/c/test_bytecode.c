@@ -511,6 +511,22 @@ static void test_jax_attribute_values(void **state) {
   assert_string_equal(mc->regions[0].blocks[0].last->name, "sdy.return");
   av_module_free(m);
 
+  /* Argument/result attribute dictionaries keep Shardy shardings and memory kinds. */
+  snprintf(path, sizeof path, "%s/annotate_data_placement__data_2026_02_04_rocm__shardy.mlirbc", dir);
+  m = load_path(path, &d);
+  if (!m) fail_msg("%s", d.msg);
+  const av_func *f = av_module_entry(m);
+  assert_non_null(f);
+  const av_attr *sh = av_dict_get(f->arg_attrs[1], "sdy.sharding");
+  assert_non_null(sh);
+  assert_int_equal(sh->kind, AV_ATTR_OPAQUE);
+  assert_string_equal(sh->u.str.s, "#sdy.sharding<@mesh, [{\"a\"}]>");
+  assert_string_equal(av_dict_get(f->arg_attrs[1], "mhlo.memory_kind")->u.str.s, "pinned_host");
+  assert_string_equal(av_dict_get(f->res_attrs[0], "mhlo.memory_kind")->u.str.s, "pinned_host");
+  assert_string_equal(av_dict_get(f->res_attrs[0], "jax.result_info")->u.str.s, "result");
+  assert_string_equal(m->producer, "StableHLO_v1.13.1");
+  av_module_free(m);
+
   /* Shardy sharding rules are kept as their MLIR text, as printed in the .mlir. */
   snprintf(path, sizeof path, "%s/cpu_triangular_solve_blas_trsm__data_2025_10_20__f32.mlirbc", dir);
   m = load_path(path, &d);

@@ -362,7 +362,8 @@ static bool is_hex_tok(const mt_tok *t) {
 }
 
 /* Decimal float literal (or integer literal used as a float) of the current token. */
-static bool tok_to_double(mt_parser *p, const mt_tok *t, bool neg, double *out, float *outf) {
+static bool tok_to_double(mt_parser *p, const mt_tok *t, bool neg, double *out, float *outf,
+                          int *dir) {
   char buf[128];
   char *heap = NULL, *s = buf;
   if (t->len + 2 > sizeof buf) {
@@ -377,6 +378,11 @@ static bool tok_to_double(mt_parser *p, const mt_tok *t, bool neg, double *out, 
   errno = 0;
   *out = strtod(s, NULL);
   if (outf) *outf = strtof(s, NULL); /* direct decimal -> f32, avoiding double rounding */
+  if (dir) {
+    /* which side of the double the exact decimal lies on (long double has more bits) */
+    long double lv = strtold(s, NULL);
+    *dir = lv > (long double)*out ? 1 : lv < (long double)*out ? -1 : 0;
+  }
   free(heap);
   return true;
 }
@@ -417,8 +423,9 @@ static bool parse_float_component(mt_parser *p, av_dtype dt, uint8_t *dst) {
   }
   double v;
   float vf;
+  int dir = 0;
   if (t.kind == MT_INT || t.kind == MT_FLOAT) {
-    if (!tok_to_double(p, &t, neg, &v, &vf)) return false;
+    if (!tok_to_double(p, &t, neg, &v, &vf, &dir)) return false;
   } else if (mt_tok_is(&t, "inf")) {
     v = neg ? -INFINITY : INFINITY;
     vf = (float)v;
@@ -432,7 +439,15 @@ static bool parse_float_component(mt_parser *p, av_dtype dt, uint8_t *dst) {
   if (dt == AV_DT_F32) {
     memcpy(dst, &vf, 4);
   } else {
-    store_le(dst, av_float_encode(v, dt), size);
+    uint64_t bits = av_float_encode(v, dt);
+    if (dt != AV_DT_F64 && dir != 0 && isfinite(v)) {
+      /* Decimal -> double -> narrow type can round twice. When the double sits exactly on a
+       * tie of the narrow type, the side the decimal was on decides. */
+      uint64_t up = av_float_encode(nextafter(v, INFINITY), dt);
+      uint64_t down = av_float_encode(nextafter(v, -INFINITY), dt);
+      if (up != down) bits = dir > 0 ? up : down;
+    }
+    store_le(dst, bits, size);
   }
   return true;
 }
@@ -692,7 +707,7 @@ static const av_attr *parse_dense_array(mt_parser *p) {
           mt_fail(p, "expected a number");
           return NULL;
         }
-        if (!tok_to_double(p, &p->tok, neg, &v, NULL)) return NULL;
+        if (!tok_to_double(p, &p->tok, neg, &v, NULL, NULL)) return NULL;
         mt_next(p);
         if (!mt_grow(p, (void **)&fv, &cap, n + 1, sizeof *fv)) return NULL;
         fv[n++] = av_attr_float(p->m, v, mt_scalar_type(p, dt));
@@ -1083,7 +1098,7 @@ static const av_attr *parse_number_attr(mt_parser *p) {
         return NULL;
       }
       v = av_float_decode(bits, dt);
-    } else if (!tok_to_double(p, &t, neg, &v, NULL)) {
+    } else if (!tok_to_double(p, &t, neg, &v, NULL, NULL)) {
       return NULL;
     }
     if (float_type && dt != AV_DT_F64) v = av_float_decode(av_float_encode(v, dt), dt); /* the value of its type */

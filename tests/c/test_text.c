@@ -314,6 +314,8 @@ static void test_dense_values(void **s) {
       "  %9 = stablehlo.constant dense<18446744073709551615> : tensor<ui64>\n"
       "  %10 = stablehlo.constant dense<0x7FF0000000000000> : tensor<f64>\n"
       "  %11 = stablehlo.constant dense<\"0x0F01\"> : tensor<2xi4>\n"
+      /* ties of bf16 that the decimal misses by less than half a double ulp */
+      "  %12 = stablehlo.constant dense<[1.01171875, 1.01171874999999999, 1.00390625000000001, -1.01171874999999999]> : tensor<4xbf16>\n"
       "  func.return\n"
       "}\n";
   av_module *m = load(text);
@@ -352,6 +354,11 @@ static void test_dense_values(void **s) {
   const int8_t *hx = const_data(m, 11);
   assert_int_equal(hx[0], -1); /* 0xF sign-extended */
   assert_int_equal(hx[1], 1);
+  const uint16_t *ties = const_data(m, 12);
+  assert_int_equal(ties[0], 0x3F82); /* exact tie: to even */
+  assert_int_equal(ties[1], 0x3F81); /* just below the tie */
+  assert_int_equal(ties[2], 0x3F81); /* just above the tie 1.00390625 */
+  assert_int_equal(ties[3], 0xBF81);
   av_module_free(m);
 }
 

@@ -113,7 +113,7 @@ static void type_text(const av_type *t, char *buf, size_t cap) {
 static bool assign_leaves(av_lower *c, const av_type *t, int32_t *first) {
   if (t && t->kind == AV_TYPE_TUPLE) {
     for (int i = 0; i < t->nelems; i++) {
-      int32_t f;
+      int32_t f = -1;
       if (!assign_leaves(c, t->elems[i], &f)) return false;
       if (*first < 0) *first = f;
     }

@@ -463,6 +463,27 @@ static bool lower_rng_bit_generator(av_lower *c, const av_op *op) {
   return av_emit_op(c, av_step_kernel, p) != NULL;
 }
 
+static bool lower_map(av_lower *c, const av_op *op) {
+  if (op->noperands < 1 || op->nresults != 1) return AV_INVALID(c, "bad operands");
+  if (!all_tensors(c, op)) return false;
+  const av_slot_type *rt = av_vtype(c, &op->results[0]);
+  for (uint32_t i = 0; i < op->noperands; i++) {
+    const av_slot_type *t = av_vtype(c, op->operands[i]);
+    if (t->rank != rt->rank) return AV_INVALID(c, "operand %u shape differs from the result", i);
+    for (int k = 0; k < t->rank; k++)
+      if (t->dims[k] != rt->dims[k]) return AV_INVALID(c, "operand %u shape differs from the result", i);
+  }
+  int64_t dims[AV_KMAX_RANK];
+  int nd;
+  if (!ints_any(c, op, "dimensions", dims, &nd)) return false;
+  if (nd != rt->rank) return AV_UNSUPPORTED(c, "map over a subset of dimensions");
+  for (int k = 0; k < nd; k++)
+    if (dims[k] != k) return AV_UNSUPPORTED(c, "map with permuted dimensions");
+  av_kernel_params *p = new_params(c, AV_K_MAP);
+  if (!p) return false;
+  return region_fn(c, op, 0, op->noperands, p, &p->u.map) && av_emit_op(c, av_step_kernel, p);
+}
+
 bool av_lower_kernel_op(av_lower *c, const av_op *op, bool *handled) {
   *handled = true;
   switch (op->code) {
@@ -477,6 +498,7 @@ bool av_lower_kernel_op(av_lower *c, const av_op *op, bool *handled) {
     case AV_OP_FFT: return lower_fft(c, op);
     case AV_OP_CHOLESKY: case AV_OP_TRIANGULAR_SOLVE: return lower_linalg(c, op);
     case AV_OP_RNG_BIT_GENERATOR: return lower_rng_bit_generator(c, op);
+    case AV_OP_MAP: return lower_map(c, op);
     default:
       *handled = false;
       return false;

@@ -139,7 +139,8 @@ static bool lower_constant(av_lower *c, const av_op *op) {
 }
 
 static bool lower_iota(av_lower *c, const av_op *op) {
-  if (!expect_counts(c, op, 0, 1)) return false;
+  /* dynamic_iota with a static result type is an iota (its shape operand is redundant) */
+  if (!expect_counts(c, op, op->code == AV_OP_DYNAMIC_IOTA ? 1 : 0, 1)) return false;
   const av_slot_type *rt = av_tensor_of(c, &op->results[0], "result");
   if (!rt) return false;
   int64_t dim;
@@ -162,7 +163,32 @@ static bool lower_iota(av_lower *c, const av_op *op) {
     for (int64_t e = 0; e < m; e++) buf[e] = ((i + e) / inner) % rt->dims[dim];
     av_convert_run(&cv, buf, (char *)p->st->data + (size_t)i * es, m);
   }
-  return av_emit_op(c, av_step_const, p) != NULL;
+  /* the const step takes no inputs */
+  av_step *s = av_emit(c, av_step_const, p, 0, 1);
+  if (!s) return false;
+  ((int32_t *)s->out)[0] = av_vslot(c, &op->results[0]);
+  return true;
+}
+
+static bool lower_get_dimension_size(av_lower *c, const av_op *op) {
+  if (!expect_counts(c, op, 1, 1)) return false;
+  const av_slot_type *it = av_tensor_of(c, op->operands[0], "operand");
+  const av_slot_type *rt = av_tensor_of(c, &op->results[0], "result");
+  if (!it || !rt) return false;
+  int64_t dim;
+  if (!av_attr_get_int(op, "dimension", &dim) || dim < 0 || dim >= it->rank)
+    return AV_INVALID(c, "bad dimension");
+  if (rt->rank != 0 || rt->dtype != AV_DT_S32) return AV_INVALID(c, "result must be tensor<i32>");
+  av_const_params *p = av_lower_alloc(c, sizeof *p);
+  if (!p) return false;
+  p->st = av_lower_const_storage(c, 4);
+  if (!p->st) return false;
+  int32_t v = (int32_t)it->dims[dim];
+  memcpy(p->st->data, &v, 4);
+  av_step *s = av_emit(c, av_step_const, p, 0, 1);
+  if (!s) return false;
+  ((int32_t *)s->out)[0] = av_vslot(c, &op->results[0]);
+  return true;
 }
 
 static bool lower_select(av_lower *c, const av_op *op) {
@@ -254,6 +280,11 @@ static bool lower_check(av_lower *c, const av_op *op, av_check_kind kind, bool w
   if (!p) return false;
   p->kind = kind;
   p->tolerance = 1e-3;
+  const av_attr *tol = av_op_attr(op, "tolerance");
+  if (tol && tol->kind == AV_ATTR_FLOAT) {
+    if (!(tol->u.f >= 0)) return AV_INVALID(c, "bad tolerance");
+    p->tolerance = tol->u.f;
+  }
   if (with_const) {
     const av_attr *a = av_op_attr(op, "value");
     for (uint32_t i = 0; !a && i < op->nattrs; i++)
@@ -331,7 +362,8 @@ bool av_lower_op(av_lower *c, const av_op *op) {
   if (handled) return ok;
   switch (op->code) {
     case AV_OP_CONSTANT: return lower_constant(c, op);
-    case AV_OP_IOTA: return lower_iota(c, op);
+    case AV_OP_IOTA: case AV_OP_DYNAMIC_IOTA: return lower_iota(c, op);
+    case AV_OP_GET_DIMENSION_SIZE: return lower_get_dimension_size(c, op);
     case AV_OP_CONVERT: return lower_convert(c, op);
     case AV_OP_BITCAST_CONVERT: return lower_bitcast(c, op);
     case AV_OP_SELECT: return lower_select(c, op);

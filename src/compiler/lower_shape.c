@@ -288,6 +288,15 @@ bool av_lower_shape_op(av_lower *c, const av_op *op, bool *handled) {
       for (int i = 0; i < t.in->rank; i++) dims[i] = lead + i;
       return lower_broadcast_in_dim(c, op, dims, (size_t)t.in->rank);
     }
+    case AV_OP_DYNAMIC_BROADCAST_IN_DIM: {
+      /* static result type: the output_dimensions operand adds nothing */
+      int64_t dims[AV_BOX_MAX_RANK];
+      size_t n;
+      if (op->noperands != 2 || !av_attr_get_ints(op, "broadcast_dimensions", dims, AV_BOX_MAX_RANK, &n))
+        return AV_INVALID(c, "bad broadcast_dimensions");
+      return lower_broadcast_in_dim(c, op, dims, n);
+    }
+    case AV_OP_DYNAMIC_RESHAPE:
     case AV_OP_RESHAPE: {
       io t;
       if (!unary_io(c, op, &t)) return false;

@@ -235,6 +235,17 @@ char *av_program_text(const av_program *p) {
   return s;
 }
 
+bool av_program_input_type(const av_program *p, int i, av_dtype *dtype, int *rank,
+                           const int64_t **dims) {
+  if (i < 0 || i >= p->ninputs) return false;
+  const av_func_plan *e = p->plan->entry;
+  const av_slot_type *t = &e->types[e->body.args[i]];
+  *dtype = t->dtype;
+  *rank = t->rank;
+  *dims = t->dims;
+  return true;
+}
+
 av_code av_program_execute(av_program *p, int device_index, const av_tensor *inputs,
                            av_tensor *outputs, av_diag *d) {
   const av_func_plan *e = p->plan->entry;

@@ -8,4 +8,8 @@
 
 av_program *av_program_from_module(av_module *m, const av_compile_options *options, av_diag *d);
 
+/* Type of input i (tools that make inputs); false if out of range. */
+bool av_program_input_type(const av_program *p, int i, av_dtype *dtype, int *rank,
+                           const int64_t **dims);
+
 #endif

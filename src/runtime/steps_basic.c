@@ -98,9 +98,10 @@ av_code av_step_select(const av_step *s, av_frame *f, av_diag *d) {
 /* ------------------------------------------------------ reduce_precision */
 
 static float rp_f32(float x, int eb, int mb) {
-  if (isnan(x)) return x;
   uint32_t u;
   memcpy(&u, &x, 4);
+  /* NaN stays NaN unless no mantissa bits are left: then it becomes an infinity */
+  if (isnan(x)) return mb > 0 ? x : (u >> 31 ? -INFINITY : INFINITY);
   if (mb < 23) {
     int sh = 23 - mb;
     uint32_t half = (1u << (sh - 1)) - 1 + ((u >> sh) & 1u);
@@ -119,9 +120,9 @@ static float rp_f32(float x, int eb, int mb) {
 }
 
 static double rp_f64(double x, int eb, int mb) {
-  if (isnan(x)) return x;
   uint64_t u;
   memcpy(&u, &x, 8);
+  if (isnan(x)) return mb > 0 ? x : (u >> 63 ? -INFINITY : INFINITY);
   if (mb < 52) {
     int sh = 52 - mb;
     uint64_t half = (1ull << (sh - 1)) - 1 + ((u >> sh) & 1u);

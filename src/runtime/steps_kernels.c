@@ -37,6 +37,24 @@ done:
   return c;
 }
 
+static av_code run_map(const av_scalar_fn *fn, const av_view *in, uint32_t nin, av_view *out,
+                       av_diag *d) {
+  int64_t n = av_view_num_elements(out);
+  size_t osz = av_dtype_size(out->dtype);
+  const void *small[SMALL];
+  const void **ptrs = nin <= SMALL ? small : calloc(nin, sizeof *ptrs);
+  if (!ptrs) return av_diag_set(d, AV_RESOURCE_EXHAUSTED, "out of memory");
+  av_code c = AV_OK;
+  for (int64_t i = 0; i < n && c == AV_OK; i++) {
+    for (uint32_t k = 0; k < nin; k++)
+      ptrs[k] = (const char *)in[k].data + (size_t)i * av_dtype_size(in[k].dtype);
+    void *o = (char *)out->data + (size_t)i * osz;
+    c = fn->call(fn->ctx, ptrs, &o, d);
+  }
+  if (ptrs != small) free(ptrs);
+  return c;
+}
+
 static void make_view(const av_frame *f, int32_t slot, av_view *v) {
   const av_slot_type *t = &f->fn->types[slot];
   v->data = f->slots[slot].data;
@@ -59,6 +77,7 @@ av_code av_step_kernel(const av_step *s, av_frame *f, av_diag *d) {
       break;
     case AV_K_SCATTER: fns[0] = &p.u.scatter.update; break;
     case AV_K_SORT: fns[0] = &p.u.sort.comparator; break;
+    case AV_K_MAP: fns[0] = &p.u.map; break;
     default: break;
   }
   for (int r = 0; r < 2; r++) {
@@ -110,6 +129,7 @@ av_code av_step_kernel(const av_step *s, av_frame *f, av_diag *d) {
         c = av_kernel_rng_bit_generator(&p.u.rbg, &in[0], &out[0], &out[1], d);
         break;
       case AV_K_RNG: c = av_kernel_rng(&p.u.rng, &in[0], &in[1], out, d); break;
+      case AV_K_MAP: c = run_map(&p.u.map, in, s->nin, &out[0], d); break;
     }
   }
   if (v != small) free(v);

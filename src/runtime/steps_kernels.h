@@ -30,6 +30,7 @@ typedef enum av_kernel_kind {
   AV_K_TRIANGULAR_SOLVE,
   AV_K_RNG_BIT_GENERATOR,
   AV_K_RNG,
+  AV_K_MAP, /* stablehlo.map: the region applied element by element */
 } av_kernel_kind;
 
 typedef struct av_kernel_params {
@@ -48,6 +49,7 @@ typedef struct av_kernel_params {
     av_triangular_solve_params tsolve;
     av_rng_bit_generator_params rbg;
     av_rng_params rng;
+    av_scalar_fn map;
   } u;
   /* region bodies (up to two), and where their av_scalar_fn lives inside `u` */
   const av_block_plan *regions[2];

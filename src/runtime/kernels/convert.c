@@ -251,7 +251,7 @@ static void sc_pred(const void *src, void *dst, int64_t n, const av_fp_format *f
   UNUSED_FMT;
   const double *s = src;
   uint8_t *o = dst;
-  for (int64_t i = 0; i < n; i++) o[i] = s[2 * i] != 0 || s[2 * i + 1] != 0;
+  for (int64_t i = 0; i < n; i++) o[i] = s[2 * i] != 0; /* the real part, as for ints */
 }
 
 /* Direct loops where going through double would round twice. */

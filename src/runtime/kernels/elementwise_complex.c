@@ -68,6 +68,31 @@ static inline cd clog1p_(cd z) {
 }
 static inline cf clog1pf_(cf z) { return (cf)clog1p_((cd)z); }
 
+/* maximum/minimum order complex numbers lexicographically (real part, then imaginary). */
+static inline bool cless_f(cf a, cf b) {
+  return crealf(a) < crealf(b) || (crealf(a) == crealf(b) && cimagf(a) < cimagf(b));
+}
+static inline bool cless_d(cd a, cd b) {
+  return creal(a) < creal(b) || (creal(a) == creal(b) && cimag(a) < cimag(b));
+}
+static inline bool cnan_f(cf a) { return isnan(crealf(a)) || isnan(cimagf(a)); }
+static inline bool cnan_d(cd a) { return isnan(creal(a)) || isnan(cimag(a)); }
+static inline cf cmaxf_(cf a, cf b) { return cnan_f(a) ? a : cnan_f(b) ? b : cless_f(a, b) ? b : a; }
+static inline cf cminf_(cf a, cf b) { return cnan_f(a) ? a : cnan_f(b) ? b : cless_f(b, a) ? b : a; }
+static inline cd cmax_(cd a, cd b) { return cnan_d(a) ? a : cnan_d(b) ? b : cless_d(a, b) ? b : a; }
+static inline cd cmin_(cd a, cd b) { return cnan_d(a) ? a : cnan_d(b) ? b : cless_d(b, a) ? b : a; }
+/* atan2(y, x) = -i * log((x + i y) / sqrt(x^2 + y^2)) */
+static inline cd catan2_(cd y, cd x) {
+  cd i = mk_cd(0, 1);
+  return -i * clog((x + i * y) / csqrt(x * x + y * y));
+}
+static inline cf catan2f_(cf y, cf x) { return (cf)catan2_((cd)y, (cd)x); }
+static inline cd ccbrt_(cd z) {
+  if (creal(z) == 0 && cimag(z) == 0) return z;
+  return cpow(z, mk_cd(1.0 / 3.0, 0));
+}
+static inline cf ccbrtf_(cf z) { return (cf)ccbrt_((cd)z); }
+
 #define COMPLEX_UNARY_OPS(X)                                                               \
   X(NEGATE, -x, -x)                                                                        \
   X(SQRT, csqrtf(x), csqrt(x))                                                             \
@@ -92,7 +117,8 @@ static inline cf clog1pf_(cf z) { return (cf)clog1p_((cd)z); }
   X(CHLO_SINH, csinhf(x), csinh(x))                                                        \
   X(CHLO_TAN, ctanf(x), ctan(x))                                                           \
   X(CHLO_CONJ, conjf(x), conj(x))                                                          \
-  X(CHLO_SQUARE, x * x, x * x)
+  X(CHLO_SQUARE, x * x, x * x)                                                             \
+  X(CBRT, ccbrtf_(x), ccbrt_(x))
 
 #define COMPLEX_REAL_OPS(X)                                                                \
   X(ABS, cabsf(x), cabs(x))                                                                \
@@ -104,7 +130,10 @@ static inline cf clog1pf_(cf z) { return (cf)clog1p_((cd)z); }
   X(SUBTRACT, x - y, x - y)                                                                \
   X(MULTIPLY, x * y, x * y)                                                                \
   X(DIVIDE, x / y, x / y)                                                                  \
-  X(POWER, cpowf(x, y), cpow(x, y))
+  X(POWER, cpowf(x, y), cpow(x, y))                                                       \
+  X(MAXIMUM, cmaxf_(x, y), cmax_(x, y))                                                    \
+  X(MINIMUM, cminf_(x, y), cmin_(x, y))                                                    \
+  X(ATAN2, catan2f_(x, y), catan2_(x, y))
 
 #define DEF_CU(OP, EF, ED)                                                                 \
   CLOOP1(cu64_##OP, cf, cf, EF)                                                            \

@@ -1,0 +1,130 @@
+/* Runs the StableHLO conformance corpus through av_program_compile / av_program_execute and
+ * fails if the number of passing tests drops below the recorded floor. Raise the floors as
+ * the engine improves (anvil-conformance lists what still fails and why).
+ * Skips when ANVIL_SHARED_DIR (../shared) or the corpus is absent. */
+#include <dirent.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "compiler/program.h"
+
+/* testdata (*.mlir): 2,325 files in all; 2,286 passed when this floor was recorded. */
+enum { TESTDATA_FLOOR = 2286 };
+/* tests/interpret cases (split on `// -----`): 445 of 508 passed (57 skipped). */
+enum { INTERPRET_FLOOR = 445 };
+
+static char *read_all(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  if (fseek(f, 0, SEEK_END) != 0) {
+    fclose(f);
+    return NULL;
+  }
+  long n = ftell(f);
+  rewind(f);
+  char *buf = n >= 0 ? malloc((size_t)n + 1) : NULL;
+  if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
+    free(buf);
+    buf = NULL;
+  }
+  fclose(f);
+  if (buf) {
+    buf[n] = '\0';
+    *len = (size_t)n;
+  }
+  return buf;
+}
+
+/* 1 if the module compiles, runs, and its checks hold. */
+static int passes(const char *text, size_t len) {
+  av_diag d;
+  av_diag_init(&d);
+  av_program *p = av_program_compile("mlir", 4, text, len, NULL, &d);
+  if (!p) return 0;
+  int ok = 0;
+  int nout = av_program_num_outputs(p);
+  if (av_program_num_inputs(p) == 0 && strstr(text, "check.")) {
+    av_tensor *outs = calloc((size_t)nout + 1, sizeof *outs);
+    if (outs && av_program_execute(p, 0, NULL, outs, &d) == AV_OK) {
+      ok = 1;
+      for (int i = 0; i < nout; i++) av_storage_release(outs[i].storage);
+    }
+    free(outs);
+  }
+  av_program_free(p);
+  return ok;
+}
+
+static int run_dir(const char *dir, bool split, int *total) {
+  DIR *dp = opendir(dir);
+  if (!dp) return -1;
+  int passed = 0;
+  struct dirent *e;
+  char path[4096];
+  while ((e = readdir(dp)) != NULL) {
+    size_t l = strlen(e->d_name);
+    if (l < 6 || strcmp(e->d_name + l - 5, ".mlir") != 0) continue;
+    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    size_t len;
+    char *text = read_all(path, &len);
+    if (!text) continue;
+    if (!split) {
+      (*total)++;
+      passed += passes(text, len);
+    } else {
+      char *start = text;
+      for (;;) {
+        char *next = strstr(start, "\n// -----");
+        size_t clen = next ? (size_t)(next - start) : strlen(start);
+        char saved = start[clen];
+        start[clen] = '\0';
+        if (strstr(start, "func.func")) {
+          (*total)++;
+          passed += passes(start, clen);
+        }
+        start[clen] = saved;
+        if (!next) break;
+        start = next + 9;
+      }
+    }
+    free(text);
+  }
+  closedir(dp);
+  return passed;
+}
+
+static void check_corpus(const char *sub, bool split, int floor_count) {
+  const char *shared = getenv("ANVIL_SHARED_DIR");
+  if (!shared) skip();
+  char dir[4096];
+  snprintf(dir, sizeof dir, "%s/conformance/stablehlo/%s", shared, sub);
+  int total = 0;
+  int passed = run_dir(dir, split, &total);
+  if (passed < 0) skip();
+  printf("%s: %d of %d passed (floor %d)\n", sub, passed, total, floor_count);
+  assert_true(passed >= floor_count);
+}
+
+static void test_testdata(void **state) {
+  (void)state;
+  check_corpus("testdata", false, TESTDATA_FLOOR);
+}
+
+static void test_interpret(void **state) {
+  (void)state;
+  check_corpus("tests/interpret", true, INTERPRET_FLOOR);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_testdata),
+      cmocka_unit_test(test_interpret),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,185 @@
+/* anvil-run FILE.mlir|FILE.mlirbc|FILE.pb [--inputs V0 V1 ...] [--max N]
+ *
+ * Compiles a program (MLIR text or bytecode; HLO proto with --hlo) and runs its main once,
+ * printing every output. Inputs default to zeros; `--inputs` gives one value per input,
+ * each a comma-separated list of numbers (broadcast when it has a single number), e.g.
+ *   anvil-run model.mlir --inputs 1,2,3 0.5
+ * For debugging: the compile diagnostics list every unsupported op at once. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compiler/program.h"
+#include "compiler/program_module.h"
+#include "runtime/kernels/convert.h"
+
+static char *read_file(const char *path, size_t *size) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  if (fseek(f, 0, SEEK_END) != 0) {
+    fclose(f);
+    return NULL;
+  }
+  long n = ftell(f);
+  rewind(f);
+  char *buf = n >= 0 ? malloc((size_t)n + 1) : NULL;
+  if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
+    free(buf);
+    buf = NULL;
+  }
+  fclose(f);
+  if (buf) {
+    buf[n] = '\0';
+    *size = (size_t)n;
+  }
+  return buf;
+}
+
+static void print_type(const av_tensor *t) {
+  printf("tensor<");
+  for (int i = 0; i < t->rank; i++) printf("%lldx", (long long)t->dims[i]);
+  printf("%s>", av_dtype_mlir_name(t->dtype));
+}
+
+static int64_t num_elements(const av_tensor *t) {
+  int64_t n = 1;
+  for (int i = 0; i < t->rank; i++) n *= t->dims[i];
+  return n;
+}
+
+static void print_values(const av_tensor *t, int64_t max) {
+  int64_t n = num_elements(t);
+  bool cplx = av_dtype_is_complex(t->dtype);
+  bool integral = t->dtype == AV_DT_PRED || av_dtype_is_int(t->dtype);
+  av_dtype wide = cplx ? AV_DT_C128 : integral ? AV_DT_S64 : AV_DT_F64;
+  av_convert cv;
+  if (!av_convert_prepare(t->dtype, wide, &cv)) {
+    printf(" <cannot print>");
+    return;
+  }
+  size_t es = av_dtype_size(t->dtype);
+  printf(" [");
+  for (int64_t i = 0; i < n && i < max; i++) {
+    union {
+      int64_t i[2];
+      double f[2];
+    } v;
+    av_convert_run(&cv, (const char *)t->storage->data + (size_t)i * es, &v, 1);
+    if (i) printf(", ");
+    if (cplx) printf("(%.9g, %.9g)", v.f[0], v.f[1]);
+    else if (integral && av_dtype_is_unsigned_int(t->dtype)) printf("%llu", (unsigned long long)v.i[0]);
+    else if (integral) printf("%lld", (long long)v.i[0]);
+    else printf("%.9g", v.f[0]);
+  }
+  if (n > max) printf(", ... (%lld elements)", (long long)n);
+  printf("]\n");
+}
+
+/* Fills a tensor from "1,2,3" (or one number for all elements). */
+static bool parse_input(const char *spec, av_tensor *t) {
+  int64_t n = num_elements(t);
+  size_t es = av_dtype_size(t->dtype);
+  av_convert cv;
+  bool integral = t->dtype == AV_DT_PRED || av_dtype_is_int(t->dtype);
+  if (!av_convert_prepare(integral ? AV_DT_S64 : AV_DT_F64, t->dtype, &cv)) return false;
+  const char *p = spec;
+  int64_t count = 0;
+  for (int64_t i = 0; i < n; i++) {
+    union {
+      int64_t i;
+      double f;
+    } v;
+    char *end;
+    if (*p == '\0') {
+      if (count == 1) { /* broadcast the single value */
+        memcpy((char *)t->storage->data + (size_t)i * es, t->storage->data, es);
+        continue;
+      }
+      return false;
+    }
+    if (integral) v.i = strtoll(p, &end, 0);
+    else v.f = strtod(p, &end);
+    if (end == p) return false;
+    count++;
+    p = *end == ',' ? end + 1 : end;
+    av_convert_run(&cv, &v, (char *)t->storage->data + (size_t)i * es, 1);
+  }
+  return true;
+}
+
+int main(int argc, char **argv) {
+  const char *path = NULL;
+  bool hlo = false;
+  int64_t max = 64;
+  int first_input = -1, ninputs_given = 0;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--hlo") == 0) hlo = true;
+    else if (strcmp(argv[i], "--max") == 0 && i + 1 < argc) max = atoll(argv[++i]);
+    else if (strcmp(argv[i], "--inputs") == 0) {
+      first_input = i + 1;
+      while (i + 1 < argc && strncmp(argv[i + 1], "--", 2) != 0) {
+        i++;
+        ninputs_given++;
+      }
+    } else if (!path) path = argv[i];
+  }
+  if (!path) {
+    fprintf(stderr, "usage: anvil-run FILE.mlir|FILE.mlirbc [--hlo] [--inputs V...] [--max N]\n");
+    return 2;
+  }
+  size_t size;
+  char *code = read_file(path, &size);
+  if (!code) {
+    fprintf(stderr, "anvil-run: cannot read %s\n", path);
+    return 1;
+  }
+  av_diag d;
+  av_diag_init(&d);
+  av_program *p = hlo ? av_program_compile("hlo", 3, code, size, NULL, &d)
+                      : av_program_compile("mlir", 4, code, size, NULL, &d);
+  free(code);
+  if (!p) {
+    fprintf(stderr, "anvil-run: compile failed (%s):\n%s\n", av_code_name(d.code), d.msg);
+    return 1;
+  }
+  int nin = av_program_num_inputs(p), nout = av_program_num_outputs(p);
+  if (ninputs_given != 0 && ninputs_given != nin) {
+    fprintf(stderr, "anvil-run: the program takes %d inputs; give one value list each with "
+                    "--inputs\n", nin);
+    av_program_free(p);
+    return 1;
+  }
+  av_tensor *ins = calloc((size_t)nin + 1, sizeof *ins);
+  av_tensor *outs = calloc((size_t)nout + 1, sizeof *outs);
+  int rc = 0;
+  for (int i = 0; i < nin && ins; i++) {
+    const char *spec = ninputs_given ? argv[first_input + i] : "0";
+    const int64_t *dims;
+    av_program_input_type(p, i, &ins[i].dtype, &ins[i].rank, &dims);
+    for (int k = 0; k < ins[i].rank; k++) ins[i].dims[k] = dims[k];
+    ins[i].storage = av_storage_alloc((size_t)num_elements(&ins[i]) * av_dtype_size(ins[i].dtype));
+    if (!ins[i].storage || !parse_input(spec, &ins[i])) {
+      fprintf(stderr, "anvil-run: bad input %d: %s\n", i, spec);
+      rc = 1;
+    }
+  }
+  if (rc == 0 && ins && outs) {
+    av_code c = av_program_execute(p, 0, ins, outs, &d);
+    if (c != AV_OK) {
+      fprintf(stderr, "anvil-run: execution failed (%s):\n%s\n", av_code_name(c), d.msg);
+      rc = 1;
+    } else {
+      for (int i = 0; i < nout; i++) {
+        printf("output %d: ", i);
+        print_type(&outs[i]);
+        print_values(&outs[i], max);
+        av_storage_release(outs[i].storage);
+      }
+    }
+  }
+  for (int i = 0; i < nin && ins; i++) av_storage_release(ins[i].storage);
+  free(ins);
+  free(outs);
+  av_program_free(p);
+  return rc;
+}

@@ -742,6 +742,119 @@ static void test_tuple_parameter_and_unknown_opcode(void **state) {
   av_module_free(m);
 }
 
+enum { PT_S4 = 21, PT_U4 = 22, PT_S64 = 5, PT_U32 = 8, PT_F16 = 10, PT_F64 = 12, PT_C64 = 15 };
+
+/* A module whose entry returns the given constants (instruction ids 1..n). */
+static pbw constants_module(size_t n, const pbw *shapes, const pbw *literals) {
+  pbw comp = {.n = 0}, tup = {.n = 0}, mod = {.n = 0};
+  w_str(&comp, 1, "consts");
+  w_int(&tup, 2, PT_TUPLE);
+  int64_t ids[16];
+  for (size_t i = 0; i < n; i++) {
+    pbw in = instr("c", "constant", (int64_t)i + 1, &shapes[i], 0, NULL);
+    w_msg(&in, 8, &literals[i]);
+    w_msg(&comp, 2, &in);
+    w_msg(&tup, 4, &shapes[i]);
+    ids[i] = (int64_t)i + 1;
+  }
+  pbw root = instr("t", "tuple", 100, &tup, n, ids);
+  w_msg(&comp, 2, &root);
+  w_int(&comp, 5, 1);
+  w_int(&comp, 6, 100);
+  w_msg(&mod, 3, &comp);
+  return mod;
+}
+
+static const av_attr *returned_constant(const av_module *m, int i) {
+  const av_op *ret = av_module_entry(m)->body.blocks[0].last;
+  return av_op_attr(ret->operands[i]->def, "value");
+}
+
+/* Literal encodings of several element types, layouts and the storage normalisation of
+ * sub-byte integers; expected bytes worked out by hand. */
+static void test_literal_encodings(void **state) {
+  (void)state;
+  pbw shapes[9], lits[9];
+  for (int i = 0; i < 9; i++) lits[i].n = 0;
+  /* 0: f32[2,3] stored column-major (minor_to_major {0,1}); element (i,j) = 3i + j. */
+  static const int64_t d23[] = {2, 3};
+  shapes[0] = shape(PT_F32, 2, d23);
+  pbw layout = {.n = 0}, lshape = shape(PT_F32, 2, d23);
+  w_int(&layout, 1, 0);
+  w_int(&layout, 1, 1);
+  w_msg(&lshape, 5, &layout);
+  w_msg(&lits[0], 1, &lshape);
+  const float colmajor[] = {0, 3, 1, 4, 2, 5};
+  w_bytes(&lits[0], 8, colmajor, sizeof colmajor); /* packed fixed32 */
+  /* 1: s4[3] one element per byte: 0xf -> -1, 0x7 -> 7, 0x8 -> -8 */
+  static const int64_t d3[] = {3}, d2[] = {2}, d1[] = {1};
+  shapes[1] = shape(PT_S4, 1, d3);
+  const uint8_t s4[] = {0x0f, 0x07, 0x08};
+  w_bytes(&lits[1], 21, s4, sizeof s4);
+  /* 2: u4[2]: high bits dropped */
+  shapes[2] = shape(PT_U4, 1, d2);
+  const uint8_t u4[] = {0x1f, 0x03};
+  w_bytes(&lits[2], 22, u4, sizeof u4);
+  /* 3: c64[2] as interleaved (re, im) floats */
+  shapes[3] = shape(PT_C64, 1, d2);
+  const float c64[] = {1, 2, 3, 4};
+  w_bytes(&lits[3], 12, c64, sizeof c64);
+  /* 4: s64[2] = {-5, 2^40} as unpacked varints */
+  shapes[4] = shape(PT_S64, 1, d2);
+  w_int(&lits[4], 5, -5);
+  w_int(&lits[4], 5, (int64_t)1 << 40);
+  /* 5: u32[1] = {4000000000} */
+  shapes[5] = shape(PT_U32, 1, d1);
+  pbw packed = {.n = 0};
+  w_varint(&packed, 4000000000u);
+  w_bytes(&lits[5], 6, packed.buf, packed.n);
+  /* 6: f16[2] raw little-endian bytes: 1.0 = 0x3c00, -2.0 = 0xc000 */
+  shapes[6] = shape(PT_F16, 1, d2);
+  const uint8_t f16[] = {0x00, 0x3c, 0x00, 0xc0};
+  w_bytes(&lits[6], 11, f16, sizeof f16);
+  /* 7: f64[1] = {0.1} packed fixed64 */
+  shapes[7] = shape(PT_F64, 1, d1);
+  const double tenth = 0.1;
+  w_bytes(&lits[7], 9, &tenth, sizeof tenth);
+  /* 8: pred[3] as unpacked varints, 2 counts as true */
+  shapes[8] = shape(PT_PRED, 1, d3);
+  w_int(&lits[8], 2, 2);
+  w_int(&lits[8], 2, 0);
+  w_int(&lits[8], 2, 1);
+
+  pbw mod = constants_module(9, shapes, lits);
+  av_diag d;
+  av_diag_init(&d);
+  av_module *m = av_load_hlo_proto(mod.buf, mod.n, &d);
+  if (!m) fail_msg("%s", d.msg);
+  const float rowmajor[] = {0, 1, 2, 3, 4, 5};
+  assert_memory_equal(returned_constant(m, 0)->u.dense.data, rowmajor, sizeof rowmajor);
+  const int8_t s4_want[] = {-1, 7, -8};
+  assert_memory_equal(returned_constant(m, 1)->u.dense.data, s4_want, sizeof s4_want);
+  const uint8_t u4_want[] = {0x0f, 0x03};
+  assert_memory_equal(returned_constant(m, 2)->u.dense.data, u4_want, sizeof u4_want);
+  assert_memory_equal(returned_constant(m, 3)->u.dense.data, c64, sizeof c64);
+  const int64_t s64_want[] = {-5, (int64_t)1 << 40};
+  assert_memory_equal(returned_constant(m, 4)->u.dense.data, s64_want, sizeof s64_want);
+  const uint32_t u32_want = 4000000000u;
+  assert_memory_equal(returned_constant(m, 5)->u.dense.data, &u32_want, 4);
+  const uint16_t f16_want[] = {0x3c00, 0xc000};
+  assert_memory_equal(returned_constant(m, 6)->u.dense.data, f16_want, sizeof f16_want);
+  assert_memory_equal(returned_constant(m, 7)->u.dense.data, &tenth, sizeof tenth);
+  const uint8_t pred_want[] = {1, 0, 1};
+  assert_memory_equal(returned_constant(m, 8)->u.dense.data, pred_want, sizeof pred_want);
+  av_module_free(m);
+
+  /* A literal with fewer values than its shape is an error naming the instruction. */
+  lits[0].n = 0;
+  w_bytes(&lits[0], 8, colmajor, 5 * sizeof(float));
+  mod = constants_module(1, shapes, lits);
+  av_diag_init(&d);
+  assert_null(av_load_hlo_proto(mod.buf, mod.n, &d));
+  assert_non_null(strstr(d.msg, "'c' (constant)"));
+  assert_non_null(strstr(d.msg, "fewer values"));
+}
+
 /* Aliases and donors name (parameter, shape index) pairs inside tuples; they land on the
  * flattened arguments. */
 static void test_donation_inside_tuples(void **state) {
@@ -915,6 +1028,7 @@ int main(void) {
       cmocka_unit_test(test_collectives),
       cmocka_unit_test(test_donation_from_input_output_alias),
       cmocka_unit_test(test_donation_inside_tuples),
+      cmocka_unit_test(test_literal_encodings),
       cmocka_unit_test(test_truncated_and_corrupted_inputs),
       cmocka_unit_test(test_tuple_parameter_and_unknown_opcode),
       cmocka_unit_test(test_undefined_operand_names_the_instruction),

@@ -3,14 +3,15 @@
  *   anvil-cts PLUGIN.so [--json FILE] [--filter SUBSTR] [--list] [--timeout SECONDS]
  *
  * The plugin is dlopen'ed and GetPjrtApi called once in the parent (after a crash-isolated probe).
- * Each check then runs in a forked child with an alarm() timeout; the child sends its status and
- * message back through a pipe. A child killed by a signal is a FAIL naming the signal, so one bad
+ * Each check then runs in a forked child; the child sends its status and message back through a
+ * pipe, and the parent kills it (SIGKILL) when it overruns the timeout. A child killed by a signal is a FAIL naming the signal, so one bad
  * check never stops the suite. The last line is "N passed, M failed, K skipped" (UNSUPPORTED
  * counts as skipped) and the exit status is 0 iff nothing failed.
  */
 #include <dlfcn.h>
 #include <errno.h>
 #include <signal.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,8 +84,7 @@ static void write_all(int fd, const void *p, size_t n) {
 }
 
 /* Child side: initialize the plugin, run one check, send [status byte][message] and _exit. */
-static void run_child(int fd, const PJRT_Api *api, const cts_check *c, unsigned timeout_s) {
-  alarm(timeout_s);
+static void run_child(int fd, const PJRT_Api *api, const cts_check *c) {
   dup2(STDERR_FILENO, STDOUT_FILENO); /* plugin chatter must not mix with the report */
   cts_ctx t;
   memset(&t, 0, sizeof t);
@@ -111,7 +111,7 @@ static void run_isolated(const PJRT_Api *api, const cts_check *c, unsigned timeo
   pid_t pid = fork();
   if (pid == 0) {
     close(fds[0]);
-    run_child(fds[1], api, c, timeout_s);
+    run_child(fds[1], api, c);
   }
   close(fds[1]);
   if (pid < 0) {
@@ -120,9 +120,21 @@ static void run_isolated(const PJRT_Api *api, const cts_check *c, unsigned timeo
     snprintf(r->msg, sizeof r->msg, "runner: fork failed: %s", strerror(errno));
     return;
   }
+  /* Read the result until EOF (the child exited) or the deadline. */
   char buf[1 + sizeof r->msg];
   size_t got = 0;
+  bool timed_out = false;
+  double deadline = start + timeout_s * 1000.0;
   for (;;) {
+    double left = deadline - now_ms();
+    if (left <= 0) {
+      timed_out = true;
+      break;
+    }
+    struct pollfd pfd = {.fd = fds[0], .events = POLLIN};
+    int pr = poll(&pfd, 1, (int)left + 1);
+    if (pr < 0 && errno == EINTR) continue;
+    if (pr <= 0) continue; /* re-checks the deadline */
     ssize_t n = read(fds[0], buf + got, sizeof buf - 1 - got);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
@@ -130,18 +142,21 @@ static void run_isolated(const PJRT_Api *api, const cts_check *c, unsigned timeo
     if (got == sizeof buf - 1) break;
   }
   close(fds[0]);
+  if (timed_out) kill(pid, SIGKILL);
   int ws = 0;
   while (waitpid(pid, &ws, 0) < 0 && errno == EINTR) {
   }
   r->ms = now_ms() - start;
+  if (timed_out) {
+    r->status = CTS_FAIL;
+    snprintf(r->msg, sizeof r->msg, "timed out after %u s (hang or deadlock)", timeout_s);
+    return;
+  }
   if (WIFSIGNALED(ws)) {
     int sig = WTERMSIG(ws);
     r->status = CTS_FAIL;
-    if (sig == SIGALRM)
-      snprintf(r->msg, sizeof r->msg, "timed out after %u s (hang or deadlock)", timeout_s);
-    else
-      snprintf(r->msg, sizeof r->msg, "crashed with signal %d (SIG%s: %s)", sig,
-               sigabbrev_np(sig) ? sigabbrev_np(sig) : "?", strsignal(sig));
+    snprintf(r->msg, sizeof r->msg, "crashed with signal %d (SIG%s: %s)", sig,
+             sigabbrev_np(sig) ? sigabbrev_np(sig) : "?", strsignal(sig));
     return;
   }
   if (got == 0) {
@@ -278,8 +293,12 @@ int main(int argc, char **argv) {
          o.plugin_path, api->pjrt_api_version.major_version, api->pjrt_api_version.minor_version,
          api->struct_size, PJRT_API_MAJOR, PJRT_API_MINOR);
 
-  static cts_result res[kNumChecks];
-  static bool ran[kNumChecks];
+  cts_result *res = calloc(kNumChecks, sizeof *res);
+  bool *ran = calloc(kNumChecks, sizeof *ran);
+  if (!res || !ran) {
+    fprintf(stderr, "anvil-cts: out of memory\n");
+    return 2;
+  }
   cts_status client_gate = CTS_PASS, compile_gate = CTS_PASS;
   int pass = 0, fail = 0, skip = 0;
   for (int i = 0; i < kNumChecks; i++) {
@@ -314,5 +333,7 @@ int main(int argc, char **argv) {
   int rc = 0;
   if (o.json_path) rc = write_json(&o, api, res, ran, pass, fail, skip);
   printf("%d passed, %d failed, %d skipped\n", pass, fail, skip);
+  free(res);
+  free(ran);
   return (fail || rc) ? 1 : 0;
 }

@@ -347,11 +347,26 @@ static void resolve_into(mt_parser *p, const char *s, sbuf *b, int depth) {
   }
 }
 
+/* True if `s` has a '#' outside string literals (an alias reference). */
+static bool has_alias_ref(const char *s) {
+  for (; *s; s++) {
+    if (*s == '"') {
+      for (s++; *s && *s != '"'; s++)
+        if (*s == '\\' && s[1]) s++;
+      if (!*s) return false;
+      continue;
+    }
+    if (*s == '#') return true;
+  }
+  return false;
+}
+
 static const char *resolve_loc(mt_parser *p, const char *loc) {
-  if (!loc || !strchr(loc, '#')) return loc;
+  if (!loc || !has_alias_ref(loc)) return loc;
   char buf[LOC_MAX];
   sbuf b = {buf, 0, sizeof buf, false};
   resolve_into(p, loc, &b, 0);
+  if (b.full) return loc; /* too long once expanded: keep the references */
   char *r = av_arena_strndup(&p->m->arena, buf, b.n);
   return r ? r : loc;
 }

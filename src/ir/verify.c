@@ -422,6 +422,196 @@ static void check_call(vctx *v, const av_op *op) {
       report(v, op, "result %d type differs from @%s's result", i, f->name);
 }
 
+static void check_pad(vctx *v, const av_op *op) {
+  if (!counts(v, op, 2, 1)) return;
+  const av_type *a = operand_type(op, 0), *pv = operand_type(op, 1), *r = result_type(op, 0);
+  int64_t lo[MAX_DIMS], hi[MAX_DIMS], in[MAX_DIMS];
+  int n1 = ints_attr(v, op, "edge_padding_low", lo, true);
+  int n2 = ints_attr(v, op, "edge_padding_high", hi, true);
+  int n3 = ints_attr(v, op, "interior_padding", in, true);
+  if (n1 < 0 || n2 < 0 || n3 < 0 || !is_tensor(a) || !is_tensor(r)) return;
+  if (is_tensor(pv) && (pv->rank != 0 || pv->dtype != a->dtype))
+    report(v, op, "padding value must be a scalar of the operand's element type");
+  if (n1 != a->rank || n2 != a->rank || n3 != a->rank || r->rank != a->rank) {
+    report(v, op, "padding attributes do not match rank %d", a->rank);
+    return;
+  }
+  for (int i = 0; i < a->rank; i++) {
+    if (in[i] < 0) report(v, op, "negative interior padding in dimension %d", i);
+    int64_t d = a->dims[i];
+    if (d < 0 || r->dims[i] < 0 || in[i] < 0) continue;
+    int64_t want = lo[i] + hi[i] + d + (d > 0 ? (d - 1) * in[i] : 0);
+    if (want != r->dims[i]) report(v, op, "result dimension %d should be %lld", i, (long long)want);
+  }
+}
+
+static void check_dynamic_slice(vctx *v, const av_op *op) {
+  const av_type *a = operand_type(op, 0), *r = result_type(op, 0);
+  if (op->nresults != 1 || op->noperands < 1 || !is_tensor(a)) {
+    report(v, op, "expects an operand, one index per dimension and 1 result");
+    return;
+  }
+  if (op->noperands != (uint32_t)a->rank + 1)
+    report(v, op, "has %u start indices for rank %d", op->noperands - 1, a->rank);
+  int64_t sz[MAX_DIMS];
+  int n = ints_attr(v, op, "slice_sizes", sz, true);
+  if (n < 0 || !is_tensor(r)) return;
+  if (n != a->rank || r->rank != a->rank) {
+    report(v, op, "slice_sizes does not match rank %d", a->rank);
+    return;
+  }
+  for (int i = 0; i < n; i++)
+    if (sz[i] < 0 || (a->dims[i] >= 0 && sz[i] > a->dims[i]) || (r->dims[i] >= 0 && r->dims[i] != sz[i]))
+      report(v, op, "bad slice size in dimension %d", i);
+}
+
+static void check_dynamic_update_slice(vctx *v, const av_op *op) {
+  const av_type *a = operand_type(op, 0), *u = operand_type(op, 1), *r = result_type(op, 0);
+  if (op->nresults != 1 || op->noperands < 2 || !is_tensor(a) || !is_tensor(u)) {
+    report(v, op, "expects operand, update, one index per dimension and 1 result");
+    return;
+  }
+  if (op->noperands != (uint32_t)a->rank + 2)
+    report(v, op, "has %u start indices for rank %d", op->noperands - 2, a->rank);
+  if (!same_tensor(a, r)) report(v, op, "result type differs from the operand");
+  if (u->rank != a->rank || u->dtype != a->dtype) report(v, op, "update rank or element type differs");
+}
+
+static void check_tuple_ops(vctx *v, const av_op *op, av_opcode c) {
+  if (c == AV_OP_TUPLE) {
+    if (!counts(v, op, -1, 1)) return;
+    const av_type *r = result_type(op, 0);
+    if (!r || r->kind != AV_TYPE_TUPLE || (uint32_t)r->nelems != op->noperands) {
+      report(v, op, "result must be a tuple of the operands");
+      return;
+    }
+    for (uint32_t i = 0; i < op->noperands; i++)
+      if (!av_type_equal(r->elems[i], operand_type(op, i))) report(v, op, "tuple element %u type differs", i);
+    return;
+  }
+  if (!counts(v, op, 1, 1)) return;
+  const av_type *t = operand_type(op, 0);
+  int64_t idx;
+  if (!int_attr(v, op, "index", &idx) || !t) return;
+  if (t->kind != AV_TYPE_TUPLE || idx < 0 || idx >= t->nelems) {
+    report(v, op, "index %lld is not an element of the operand tuple", (long long)idx);
+    return;
+  }
+  if (!av_type_equal(t->elems[idx], result_type(op, 0))) report(v, op, "result type differs from the tuple element");
+}
+
+static void check_branches(vctx *v, const av_op *op, av_opcode c) {
+  if (op->noperands != 1) {
+    report(v, op, "expects 1 operand (the %s)", c == AV_OP_IF ? "predicate" : "index");
+    return;
+  }
+  const av_type *p = operand_type(op, 0);
+  if (is_tensor(p) && (p->rank != 0 || p->dtype != (c == AV_OP_IF ? AV_DT_PRED : AV_DT_S32)))
+    report(v, op, "%s must be a scalar %s", c == AV_OP_IF ? "predicate" : "index", c == AV_OP_IF ? "i1" : "i32");
+  if (c == AV_OP_IF && op->nregions != 2) report(v, op, "expects 2 regions");
+  if (c == AV_OP_CASE && op->nregions < 1) report(v, op, "expects at least 1 region");
+  for (uint32_t i = 0; i < op->nregions; i++) {
+    const av_region *r = &op->regions[i];
+    if (r->nblocks < 1) continue;
+    if (r->blocks[0].nargs) report(v, op, "branch %u must take no arguments", i);
+    const av_op *ret = r->blocks[0].last;
+    if (!ret || ret->code != AV_OP_RETURN) continue;
+    if (ret->noperands != op->nresults) {
+      report(v, op, "branch %u returns %u values for %u results", i, ret->noperands, op->nresults);
+      continue;
+    }
+    for (uint32_t k = 0; k < op->nresults; k++)
+      if (!av_type_equal(operand_type(ret, k), result_type(op, k)))
+        report(v, op, "branch %u result %u type differs", i, k);
+  }
+}
+
+static void check_same_types(vctx *v, const av_op *op) {
+  /* optimization_barrier: results are the operands */
+  if (op->noperands != op->nresults) {
+    report(v, op, "has %u operands but %u results", op->noperands, op->nresults);
+    return;
+  }
+  for (uint32_t i = 0; i < op->nresults; i++)
+    if (!av_type_equal(operand_type(op, i), result_type(op, i))) report(v, op, "result %u type differs", i);
+}
+
+static void check_reverse(vctx *v, const av_op *op) {
+  if (!counts(v, op, 1, 1)) return;
+  const av_type *a = operand_type(op, 0);
+  int64_t dims[MAX_DIMS];
+  int n = ints_attr(v, op, "dimensions", dims, true);
+  if (n < 0 || !is_tensor(a)) return;
+  if (!same_tensor(a, result_type(op, 0))) report(v, op, "result type differs from the operand");
+  for (int i = 0; i < n; i++)
+    if (dims[i] < 0 || dims[i] >= a->rank) report(v, op, "dimension %lld out of range", (long long)dims[i]);
+}
+
+static void check_sort(vctx *v, const av_op *op) {
+  if (op->noperands < 1 || op->noperands != op->nresults || op->nregions != 1) {
+    report(v, op, "expects N operands, N results and a comparator");
+    return;
+  }
+  const av_region *r = &op->regions[0];
+  if (r->nblocks >= 1 && r->blocks[0].nargs != 2 * op->noperands)
+    report(v, op, "comparator must take %u arguments", 2 * op->noperands);
+  const av_type *first = operand_type(op, 0);
+  for (uint32_t i = 0; i < op->noperands; i++) {
+    if (!av_type_equal(operand_type(op, i), result_type(op, i))) report(v, op, "result %u type differs", i);
+    if (i && !same_shape(operand_type(op, i), first)) report(v, op, "operand %u shape differs", i);
+  }
+}
+
+static void check_gather_scatter(vctx *v, const av_op *op, av_opcode c) {
+  if (c == AV_OP_GATHER) {
+    if (!counts(v, op, 2, 1)) return;
+    int64_t tmp[MAX_DIMS];
+    (void)ints_attr(v, op, "offset_dims", tmp, true);
+    (void)ints_attr(v, op, "collapsed_slice_dims", tmp, true);
+    (void)ints_attr(v, op, "start_index_map", tmp, true);
+    int n = ints_attr(v, op, "slice_sizes", tmp, true);
+    const av_type *a = operand_type(op, 0);
+    if (n >= 0 && is_tensor(a) && n != a->rank)
+      report(v, op, "slice_sizes has %d entries for rank %d", n, a->rank);
+    int64_t ivd;
+    (void)int_attr(v, op, "index_vector_dim", &ivd);
+    return;
+  }
+  /* scatter: N inputs, indices, N updates; N results; update region */
+  uint32_t n = op->nresults;
+  if (n < 1 || op->noperands != 2 * n + 1) {
+    report(v, op, "expects N inputs, the indices and N updates for N results; has %u operands, %u results",
+           op->noperands, op->nresults);
+    return;
+  }
+  for (uint32_t i = 0; i < n; i++)
+    if (is_tensor(operand_type(op, i)) && !same_shape(operand_type(op, i), result_type(op, i)))
+      report(v, op, "result %u shape differs from input", i); /* element types may be promoted */
+  if (op->nregions != 1) report(v, op, "expects 1 region");
+  int64_t tmp[MAX_DIMS];
+  (void)ints_attr(v, op, "update_window_dims", tmp, true);
+  (void)ints_attr(v, op, "inserted_window_dims", tmp, true);
+  (void)ints_attr(v, op, "scatter_dims_to_operand_dims", tmp, true);
+}
+
+static void check_convolution(vctx *v, const av_op *op) {
+  if (!counts(v, op, 2, 1)) return;
+  const av_type *a = operand_type(op, 0), *k = operand_type(op, 1), *r = result_type(op, 0);
+  int64_t is[MAX_DIMS], ks[MAX_DIMS], os[MAX_DIMS], x;
+  int ni = ints_attr(v, op, "input_spatial_dimensions", is, true);
+  int nk = ints_attr(v, op, "kernel_spatial_dimensions", ks, true);
+  int no = ints_attr(v, op, "output_spatial_dimensions", os, true);
+  bool ok = int_attr(v, op, "input_batch_dimension", &x) & int_attr(v, op, "input_feature_dimension", &x) &
+            int_attr(v, op, "kernel_input_feature_dimension", &x) &
+            int_attr(v, op, "kernel_output_feature_dimension", &x) &
+            int_attr(v, op, "output_batch_dimension", &x) & int_attr(v, op, "output_feature_dimension", &x);
+  if (!ok || ni < 0 || nk < 0 || no < 0) return;
+  if (ni != nk || ni != no) report(v, op, "spatial dimension lists differ in length");
+  if (is_tensor(a) && a->rank != ni + 2) report(v, op, "input rank %d does not fit %d spatial dimensions", a->rank, ni);
+  if (is_tensor(k) && k->rank != nk + 2) report(v, op, "kernel rank %d does not fit %d spatial dimensions", k->rank, nk);
+  if (is_tensor(r) && r->rank != no + 2) report(v, op, "result rank %d does not fit %d spatial dimensions", r->rank, no);
+}
+
 static bool needs_stablehlo_return(av_opcode c) {
   switch (c) {
     case AV_OP_REDUCE:
@@ -478,6 +668,16 @@ static void check_op(vctx *v, const av_op *op) {
     case AV_OP_REDUCE: check_reduce(v, op); break;
     case AV_OP_WHILE: check_while(v, op); break;
     case AV_OP_FUNC_CALL: check_call(v, op); break;
+    case AV_OP_PAD: check_pad(v, op); break;
+    case AV_OP_DYNAMIC_SLICE: check_dynamic_slice(v, op); break;
+    case AV_OP_DYNAMIC_UPDATE_SLICE: check_dynamic_update_slice(v, op); break;
+    case AV_OP_TUPLE: case AV_OP_GET_TUPLE_ELEMENT: check_tuple_ops(v, op, c); break;
+    case AV_OP_IF: case AV_OP_CASE: check_branches(v, op, c); break;
+    case AV_OP_OPTIMIZATION_BARRIER: check_same_types(v, op); break;
+    case AV_OP_REVERSE: check_reverse(v, op); break;
+    case AV_OP_SORT: check_sort(v, op); break;
+    case AV_OP_GATHER: case AV_OP_SCATTER: check_gather_scatter(v, op, c); break;
+    case AV_OP_CONVOLUTION: check_convolution(v, op); break;
     case AV_OP_CUSTOM_CALL:
       if (!av_op_attr(op, "call_target_name")) report(v, op, "missing call_target_name");
       break;

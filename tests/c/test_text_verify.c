@@ -79,6 +79,25 @@ static void test_reports_all_problems(void **s) {
   av_module_free(m);
 }
 
+static void test_more_op_rules(void **s) {
+  (void)s;
+  av_module *m = load(
+      "func.func public @main(%a: tensor<2x3xf32>, %p: tensor<f32>, %t: tuple<tensor<f32>, tensor<i32>>) -> () {\n"
+      "  %0 = stablehlo.pad %a, %p, low = [1, 0], high = [0, 0], interior = [1, 0] : (tensor<2x3xf32>, tensor<f32>) -> tensor<5x3xf32>\n"
+      "  %1 = stablehlo.get_tuple_element %t[1] : (tuple<tensor<f32>, tensor<i32>>) -> tensor<f32>\n"
+      "  %2 = stablehlo.reverse %a, dims = [2] : tensor<2x3xf32>\n"
+      "  return\n"
+      "}\n");
+  av_diag d;
+  av_diag_init(&d);
+  assert_int_equal(av_module_verify(m, &d), AV_INVALID_ARGUMENT);
+  assert_non_null(strstr(d.msg, "stablehlo.pad: result dimension 0 should be 4"));
+  assert_non_null(strstr(d.msg, "stablehlo.get_tuple_element: result type differs from the tuple element"));
+  assert_non_null(strstr(d.msg, "stablehlo.reverse: dimension 2 out of range"));
+  assert_int_equal(count_lines(d.msg), 3);
+  av_module_free(m);
+}
+
 /* Values can only be built out of scope through the API: use a result before its op. */
 static void test_use_before_def(void **s) {
   (void)s;
@@ -109,6 +128,7 @@ int main(void) {
       cmocka_unit_test(test_valid),
       cmocka_unit_test(test_reports_all_problems),
       cmocka_unit_test(test_use_before_def),
+      cmocka_unit_test(test_more_op_rules),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,4 +1,4 @@
-/* anvil-cts: old callers. A framework built against an older header passes smaller argument
+/* anvil-cts: old and newer callers, unknown extensions. A framework built against an older header passes smaller argument
  * structs (struct_size of its own version). The plugin must accept them, read no field past
  * struct_size and write none: every call here places the struct in memory filled with a canary
  * pattern, so a field read past the end is garbage and a write past the end is detected.
@@ -339,4 +339,92 @@ CTS_CHECK(cts_old_deserialize) {
   cts_executable_destroy(t, da.loaded_executable);
   cts_executable_destroy(t, le);
   return old_client_destroy(t, c);
+}
+
+/* ------------------------------------------------------------------ newer callers */
+
+/* A framework built against a newer header passes a larger struct_size; the plugin must use the
+ * fields it knows and ignore the rest (here zero bytes past the known struct). */
+#define NEW_CALL_OK(t, Name, Type, args)                                                          \
+  do {                                                                                            \
+    _Alignas(16) unsigned char mem_[sizeof(Type) + 64];                                           \
+    memset(mem_, 0, sizeof mem_);                                                                 \
+    memcpy(mem_, &(args), sizeof(args));                                                          \
+    ((Type *)(void *)mem_)->struct_size = sizeof(Type) + 64;                                      \
+    CTS_TRY(cts_err((t), (t)->api->Name((Type *)(void *)mem_),                                     \
+                    #Name " with a struct_size 64 bytes larger than known"));                     \
+    memcpy(&(args), mem_, sizeof(args));                                                          \
+  } while (0)
+
+CTS_CHECK(cts_newer_caller) {
+  PJRT_Client *c;
+  CTS_TRY(cts_client_create(t, &c));
+  PJRT_Client_AddressableDevices_Args ad = {.client = c};
+  NEW_CALL_OK(t, PJRT_Client_AddressableDevices, PJRT_Client_AddressableDevices_Args, ad);
+  if (!ad.num_addressable_devices) return cts_fail(t, "no addressable devices");
+  const float v[4] = {5, 6, 7, 8};
+  static const int64_t dims[1] = {4};
+  PJRT_Client_BufferFromHostBuffer_Args h = {
+      .client = c, .data = v, .type = PJRT_Buffer_Type_F32, .dims = dims, .num_dims = 1,
+      .host_buffer_semantics = PJRT_HostBufferSemantics_kImmutableOnlyDuringCall,
+      .device = ad.addressable_devices[0]};
+  NEW_CALL_OK(t, PJRT_Client_BufferFromHostBuffer, PJRT_Client_BufferFromHostBuffer_Args, h);
+  CTS_TRY(cts_await(t, h.done_with_host_buffer, "done_with_host_buffer"));
+  PJRT_Buffer_Dimensions_Args dm = {.buffer = h.buffer};
+  NEW_CALL_OK(t, PJRT_Buffer_Dimensions, PJRT_Buffer_Dimensions_Args, dm);
+  if (dm.num_dims != 1 || dm.dims[0] != 4) return cts_fail(t, "dimensions are not [4]");
+  float got[4];
+  PJRT_Buffer_ToHostBuffer_Args th = {.src = h.buffer, .dst = got, .dst_size = sizeof got};
+  NEW_CALL_OK(t, PJRT_Buffer_ToHostBuffer, PJRT_Buffer_ToHostBuffer_Args, th);
+  CTS_TRY(cts_await(t, th.event, "ToHostBuffer event"));
+  if (memcmp(got, v, sizeof v)) return cts_fail(t, "data differs");
+  cts_buffer_destroy(t, h.buffer);
+  cts_client_destroy(t, c);
+  return CTS_PASS;
+}
+
+CTS_CHECK(cts_unknown_extension) {
+  /* Frameworks chain extension structs into extension_start (jaxlib passes a profiler
+   * extension to Compile and Execute); a plugin must skip types it does not know. */
+  PJRT_Extension_Base ext = {.struct_size = PJRT_Extension_Base_STRUCT_SIZE,
+                             .type = (PJRT_Extension_Type)7777, .next = NULL};
+  PJRT_Client_Create_Args cc = {.struct_size = PJRT_Client_Create_Args_STRUCT_SIZE,
+                                .extension_start = &ext};
+  CTS_TRY(cts_err(t, t->api->PJRT_Client_Create(&cc), "Client_Create with an unknown extension"));
+  PJRT_Client *c = cc.client;
+  PJRT_Device *const *devs;
+  size_t n;
+  CTS_TRY(cts_addressable_devices(t, c, &devs, &n));
+  int id;
+  CTS_TRY(cts_device_id(t, devs[0], &id));
+  char opts[256];
+  size_t opts_size = cts_compile_options(opts, sizeof opts, &id, 1, false);
+  PJRT_Program prog = {.struct_size = PJRT_Program_STRUCT_SIZE, .extension_start = &ext,
+                       .code = (char *)cts_prog_add_text.code,
+                       .code_size = cts_prog_add_text.code_size, .format = "mlir",
+                       .format_size = 4};
+  PJRT_Client_Compile_Args ca = {.struct_size = PJRT_Client_Compile_Args_STRUCT_SIZE,
+                                 .extension_start = &ext, .client = c, .program = &prog,
+                                 .compile_options = opts, .compile_options_size = opts_size};
+  CTS_TRY(cts_err(t, t->api->PJRT_Client_Compile(&ca), "Compile with an unknown extension"));
+  const float a[4] = {1, 2, 3, 4}, b[4] = {4, 3, 2, 1}, want[4] = {5, 5, 5, 5};
+  PJRT_Buffer *args[2], *out[1] = {NULL};
+  CTS_TRY(cts_f32_buffer(t, c, devs[0], a, 4, &args[0]));
+  CTS_TRY(cts_f32_buffer(t, c, devs[0], b, 4, &args[1]));
+  PJRT_ExecuteOptions o = {.struct_size = PJRT_ExecuteOptions_STRUCT_SIZE, .extension_start = &ext};
+  PJRT_Buffer *const *al[1] = {args};
+  PJRT_Buffer **ol[1] = {out};
+  PJRT_Event *done[1] = {NULL};
+  PJRT_LoadedExecutable_Execute_Args x = {
+      .struct_size = PJRT_LoadedExecutable_Execute_Args_STRUCT_SIZE, .extension_start = &ext,
+      .executable = ca.executable, .options = &o, .argument_lists = al, .num_devices = 1,
+      .num_args = 2, .output_lists = ol, .device_complete_events = done};
+  CTS_TRY(cts_err(t, t->api->PJRT_LoadedExecutable_Execute(&x), "Execute with an unknown extension"));
+  CTS_TRY(cts_await(t, done[0], "device_complete_event"));
+  CTS_TRY(cts_expect_f32(t, out[0], want, 4, "a + b"));
+  for (int i = 0; i < 2; i++) cts_buffer_destroy(t, args[i]);
+  cts_buffer_destroy(t, out[0]);
+  cts_executable_destroy(t, ca.executable);
+  cts_client_destroy(t, c);
+  return CTS_PASS;
 }

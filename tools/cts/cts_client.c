@@ -27,7 +27,8 @@ static const struct {
 CTS_CHECK(cts_api_version) {
   const PJRT_Api *api = t->api;
   if (api->struct_size < offsetof(PJRT_Api, PJRT_Compile) + sizeof(void *))
-    return cts_fail(t, "PJRT_Api.struct_size %zu is smaller than the first 90 slots", api->struct_size);
+    return cts_fail(t, "PJRT_Api.struct_size %zu is smaller than the first 90 slots",
+                    api->struct_size);
   if (api->pjrt_api_version.struct_size < PJRT_Api_Version_STRUCT_SIZE)
     return cts_fail(t, "pjrt_api_version.struct_size is %zu", api->pjrt_api_version.struct_size);
   int major = api->pjrt_api_version.major_version, minor = api->pjrt_api_version.minor_version;
@@ -349,8 +350,8 @@ CTS_CHECK(cts_device_descriptions) {
     PJRT_DeviceDescription_DebugString_Args ds = {
         .struct_size = PJRT_DeviceDescription_DebugString_Args_STRUCT_SIZE,
         .device_description = dd};
-    CTS_TRY(check_string(t, t->api->PJRT_DeviceDescription_DebugString(&ds),
-                         &ds.debug_string, &ds.debug_string_size, "PJRT_DeviceDescription_DebugString"));
+    CTS_TRY(check_string(t, t->api->PJRT_DeviceDescription_DebugString(&ds), &ds.debug_string,
+                         &ds.debug_string_size, "PJRT_DeviceDescription_DebugString"));
     PJRT_DeviceDescription_ToString_Args ts = {
         .struct_size = PJRT_DeviceDescription_ToString_Args_STRUCT_SIZE, .device_description = dd};
     CTS_TRY(check_string(t, t->api->PJRT_DeviceDescription_ToString(&ts),

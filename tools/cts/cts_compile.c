@@ -341,7 +341,8 @@ CTS_CHECK(cts_executable_serialize) {
   PJRT_Executable_Serialize_Args s = {.struct_size = PJRT_Executable_Serialize_Args_STRUCT_SIZE,
                                       .executable = g.executable};
   CTS_TRY(cts_err_opt(t, t->api->PJRT_Executable_Serialize(&s), "PJRT_Executable_Serialize"));
-  if (!s.serialized_bytes || s.serialized_bytes_size == 0) return cts_fail(t, "empty serialization");
+  if (!s.serialized_bytes || s.serialized_bytes_size == 0)
+    return cts_fail(t, "empty serialization");
   if (!s.serialized_executable_deleter) return cts_fail(t, "NULL serialized_executable_deleter");
   char *copy = malloc(s.serialized_bytes_size);
   if (!copy) return cts_fail(t, "out of memory");

@@ -42,7 +42,8 @@ CTS_CHECK(cts_error_object_api) {
     vt->message(e, &msg, &len);
     if (len != m.message_size || memcmp(msg, m.message, len))
       return cts_fail(t, "vtable message differs from PJRT_Error_Message");
-    if (vt->get_code(e) != g.code) return cts_fail(t, "vtable code differs from PJRT_Error_GetCode");
+    if (vt->get_code(e) != g.code)
+      return cts_fail(t, "vtable code differs from PJRT_Error_GetCode");
   }
   cts_note(t, "%s: %.*s", cts_code_name(g.code), (int)(m.message_size > 200 ? 200 : m.message_size),
            m.message);

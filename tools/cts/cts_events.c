@@ -196,7 +196,8 @@ CTS_CHECK(cts_event_on_ready_threads) {
   for (int i = 0; i < kThreads; i++) pthread_join(th[i], NULL);
   for (int i = 0; i < kThreads; i++)
     if (args[i].failed) return cts_fail(t, "thread %d: %s", i, t->msg);
-  if (!wait_calls(&w, kThreads * 10)) return cts_fail(t, "%d of %d callbacks ran", w.calls, kThreads * 10);
+  if (!wait_calls(&w, kThreads * 10))
+    return cts_fail(t, "%d of %d callbacks ran", w.calls, kThreads * 10);
   fixture_free(t, &f);
   return CTS_PASS;
 }
@@ -214,9 +215,14 @@ CTS_CHECK(cts_event_error_propagation) {
   CTS_TRY(cts_err(t, t->api->PJRT_Device_DefaultMemory(&dm), "PJRT_Device_DefaultMemory"));
   const int64_t dims[1] = {4};
   PJRT_Client_CreateErrorBuffer_Args a = {
-      .struct_size = PJRT_Client_CreateErrorBuffer_Args_STRUCT_SIZE, .client = f.c,
-      .error_code = PJRT_Error_Code_DATA_LOSS, .error_message = "cts injected", .error_message_size = 12,
-      .shape_dims = dims, .shape_num_dims = 1, .shape_element_type = PJRT_Buffer_Type_F32,
+      .struct_size = PJRT_Client_CreateErrorBuffer_Args_STRUCT_SIZE,
+      .client = f.c,
+      .error_code = PJRT_Error_Code_DATA_LOSS,
+      .error_message = "cts injected",
+      .error_message_size = 12,
+      .shape_dims = dims,
+      .shape_num_dims = 1,
+      .shape_element_type = PJRT_Buffer_Type_F32,
       .memory = dm.memory};
   CTS_TRY(cts_err_opt(t, t->api->PJRT_Client_CreateErrorBuffer(&a), "CreateErrorBuffer"));
   f.b = a.buffer;

@@ -1,7 +1,9 @@
-/* anvil-cts: old and newer callers, unknown extensions. A framework built against an older header passes smaller argument
- * structs (struct_size of its own version). The plugin must accept them, read no field past
- * struct_size and write none: every call here places the struct in memory filled with a canary
- * pattern, so a field read past the end is garbage and a write past the end is detected.
+/* anvil-cts: old and newer callers, unknown extensions.
+ *
+ * A framework built against an older header passes smaller argument structs (the struct_size of
+ * its own version). The plugin must accept them, read no field past struct_size and write none:
+ * every call here places the struct in memory filled with a canary pattern, so a field read past
+ * the end is garbage and a write past the end is detected.
  *
  * Sizes of PJRT C API 0.75 (what e.g. PyTorch/XLA 2.9 sends), copied from the 0.75 struct-size
  * table (tests/c/abi_sizes_0_75.inc; this tool stands alone so the values are repeated here).
@@ -277,7 +279,8 @@ CTS_CHECK(cts_old_execute_options_versions) {
       len += (size_t)snprintf(refused + len, sizeof refused - len, " %zu", sizes[i]);
     }
   }
-  if (len) return cts_fail(t, "ExecuteOptions sizes refused or wrong:%s (first: %s)", refused, first);
+  if (len)
+    return cts_fail(t, "ExecuteOptions sizes refused or wrong:%s (first: %s)", refused, first);
   t->msg[0] = 0;
   cts_executable_destroy(t, exe);
   return old_client_destroy(t, c);
@@ -419,7 +422,8 @@ CTS_CHECK(cts_unknown_extension) {
       .struct_size = PJRT_LoadedExecutable_Execute_Args_STRUCT_SIZE, .extension_start = &ext,
       .executable = ca.executable, .options = &o, .argument_lists = al, .num_devices = 1,
       .num_args = 2, .output_lists = ol, .device_complete_events = done};
-  CTS_TRY(cts_err(t, t->api->PJRT_LoadedExecutable_Execute(&x), "Execute with an unknown extension"));
+  CTS_TRY(
+      cts_err(t, t->api->PJRT_LoadedExecutable_Execute(&x), "Execute with an unknown extension"));
   CTS_TRY(cts_await(t, done[0], "device_complete_event"));
   CTS_TRY(cts_expect_f32(t, out[0], want, 4, "a + b"));
   for (int i = 0; i < 2; i++) cts_buffer_destroy(t, args[i]);

@@ -69,7 +69,8 @@ CTS_CHECK(cts_topology_description) {
   int missing = 0;
   if (CTS_FN(t, PJRT_TopologyDescription_Attributes)) {
     PJRT_TopologyDescription_Attributes_Args at = {
-        .struct_size = PJRT_TopologyDescription_Attributes_Args_STRUCT_SIZE, .topology = a.topology};
+        .struct_size = PJRT_TopologyDescription_Attributes_Args_STRUCT_SIZE,
+        .topology = a.topology};
     CTS_TRY(optional_query(t, t->api->PJRT_TopologyDescription_Attributes(&at),
                            "TopologyDescription_Attributes", &missing));
     if (at.num_attributes && !at.attributes) return cts_fail(t, "NULL attribute array");
@@ -171,7 +172,8 @@ CTS_CHECK(cts_async_host_to_device) {
   PJRT_AsyncHostToDeviceTransferManager_BufferCount_Args bc = {
       .struct_size = PJRT_AsyncHostToDeviceTransferManager_BufferCount_Args_STRUCT_SIZE,
       .transfer_manager = m};
-  CTS_TRY(cts_err(t, t->api->PJRT_AsyncHostToDeviceTransferManager_BufferCount(&bc), "BufferCount"));
+  CTS_TRY(
+      cts_err(t, t->api->PJRT_AsyncHostToDeviceTransferManager_BufferCount(&bc), "BufferCount"));
   if (bc.buffer_count != 1) return cts_fail(t, "BufferCount %zu, expected 1", bc.buffer_count);
   PJRT_AsyncHostToDeviceTransferManager_BufferSize_Args bs = {
       .struct_size = PJRT_AsyncHostToDeviceTransferManager_BufferSize_Args_STRUCT_SIZE,
@@ -234,7 +236,8 @@ CTS_CHECK(cts_view_of_device_buffer) {
       .device_buffer_ptr = mem, .dims = dims, .num_dims = 1,
       .element_type = PJRT_Buffer_Type_F32, .device = d, .on_delete_callback = count_delete,
       .on_delete_callback_arg = &deleted};
-  CTS_TRY(cts_err_opt(t, t->api->PJRT_Client_CreateViewOfDeviceBuffer(&v), "CreateViewOfDeviceBuffer"));
+  CTS_TRY(
+      cts_err_opt(t, t->api->PJRT_Client_CreateViewOfDeviceBuffer(&v), "CreateViewOfDeviceBuffer"));
   if (!v.buffer) return cts_fail(t, "NULL view");
   CTS_TRY(cts_expect_f32(t, v.buffer, kB, 4, "view of host memory"));
   cts_buffer_destroy(t, v.buffer);
@@ -297,7 +300,8 @@ CTS_CHECK(cts_executable_metadata) {
   }
   if (CTS_FN(t, PJRT_Executable_SizeOfGeneratedCodeInBytes)) {
     PJRT_Executable_SizeOfGeneratedCodeInBytes_Args a = {
-        .struct_size = PJRT_Executable_SizeOfGeneratedCodeInBytes_Args_STRUCT_SIZE, .executable = x};
+        .struct_size = PJRT_Executable_SizeOfGeneratedCodeInBytes_Args_STRUCT_SIZE,
+        .executable = x};
     CTS_TRY(optional_query(t, t->api->PJRT_Executable_SizeOfGeneratedCodeInBytes(&a),
                            "SizeOfGeneratedCodeInBytes", &missing));
   }
@@ -319,7 +323,8 @@ CTS_CHECK(cts_executable_metadata) {
         .struct_size = PJRT_Executable_GetCompileOptions_Args_STRUCT_SIZE, .executable = x};
     PJRT_Error *e = t->api->PJRT_Executable_GetCompileOptions(&a);
     if (!e) {
-      if (!a.serialized_compile_options_deleter) return cts_fail(t, "GetCompileOptions: no deleter");
+      if (!a.serialized_compile_options_deleter)
+        return cts_fail(t, "GetCompileOptions: no deleter");
       a.serialized_compile_options_deleter(a.serialized_compile_options);
     }
     CTS_TRY(optional_query(t, e, "GetCompileOptions", &missing));
@@ -332,10 +337,12 @@ CTS_CHECK(cts_executable_metadata) {
   }
   if (CTS_FN(t, PJRT_LoadedExecutable_GetDeviceAssignment)) {
     PJRT_LoadedExecutable_GetDeviceAssignment_Args a = {
-        .struct_size = PJRT_LoadedExecutable_GetDeviceAssignment_Args_STRUCT_SIZE, .executable = le};
+        .struct_size = PJRT_LoadedExecutable_GetDeviceAssignment_Args_STRUCT_SIZE,
+        .executable = le};
     PJRT_Error *e = t->api->PJRT_LoadedExecutable_GetDeviceAssignment(&a);
     if (!e) {
-      if (!a.serialized_device_assignment_deleter) return cts_fail(t, "GetDeviceAssignment: no deleter");
+      if (!a.serialized_device_assignment_deleter)
+        return cts_fail(t, "GetDeviceAssignment: no deleter");
       a.serialized_device_assignment_deleter(a.serialized_device_assignment);
     }
     CTS_TRY(optional_query(t, e, "GetDeviceAssignment", &missing));

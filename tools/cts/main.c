@@ -2,11 +2,12 @@
  *
  *   anvil-cts PLUGIN.so [--json FILE] [--filter SUBSTR] [--list] [--timeout SECONDS]
  *
- * The plugin is dlopen'ed and GetPjrtApi called once in the parent (after a crash-isolated probe).
- * Each check then runs in a forked child; the child sends its status and message back through a
- * pipe, and the parent kills it (SIGKILL) when it overruns the timeout. A child killed by a signal is a FAIL naming the signal, so one bad
- * check never stops the suite. The last line is "N passed, M failed, K skipped" (UNSUPPORTED
- * counts as skipped) and the exit status is 0 iff nothing failed.
+ * The plugin is dlopen'ed and GetPjrtApi called once in the parent (after a crash-isolated
+ * probe). Each check then runs in a forked child, which sends its status and message back
+ * through a pipe; the parent kills it (SIGKILL) when it overruns the timeout. A child killed by a
+ * signal is a FAIL naming the signal, so one bad check never stops the suite. The last line is
+ * "N passed, M failed, K skipped" (UNSUPPORTED counts as skipped) and the exit status is 0 iff
+ * nothing failed.
  */
 #include <dlfcn.h>
 #include <errno.h>

@@ -46,6 +46,7 @@
   X(Device_AddressableMemories)                                                                \
   X(Device_DefaultMemory)                                                                      \
   X(Device_GetAttributes)                                                                      \
+  X(Device_MemoryStats)                                                                        \
   X(Memory_Id)                                                                                 \
   X(Memory_Kind)                                                                               \
   X(Memory_Kind_Id)                                                                            \
@@ -103,7 +104,6 @@
   X(Buffer_OpaqueDeviceMemoryDataPointer)
 
 #define AV_PJRT_UNIMPLEMENTED(X)                                                               \
-  X(Device_MemoryStats)                                                                        \
   X(Device_ClearMemoryStats)                                                                   \
   X(Device_PoisonExecution)                                                                    \
   X(Device_CreateAsyncTrackingEvent)                                                           \

@@ -31,7 +31,15 @@ PJRT_Buffer *av_buffer_new_pending(PJRT_Device *dev, av_memory *mem, av_dtype dt
     b->minor_to_major[i] = rank - 1 - i;
   }
   b->nbytes = nbytes;
+  b->mem_stats = av_mem_counter_retain(dev->mem_stats);
   return b;
+}
+
+av_storage *av_buffer_take_storage_locked(PJRT_Buffer *b) {
+  av_storage *st = b->storage;
+  if (st) av_mem_counter_add(b->mem_stats, -(long long)b->nbytes);
+  b->storage = NULL;
+  return st;
 }
 
 void av_buffer_fulfill(PJRT_Buffer *b, av_storage *storage, PJRT_Error *error) {
@@ -41,6 +49,7 @@ void av_buffer_fulfill(PJRT_Buffer *b, av_storage *storage, PJRT_Error *error) {
     storage = NULL;
   }
   b->storage = storage;
+  if (storage) av_mem_counter_add(b->mem_stats, (long long)b->nbytes);
   pthread_mutex_unlock(&b->mu);
   av_event_set(b->ready, error);
 }
@@ -58,7 +67,8 @@ void av_buffer_release(PJRT_Buffer *b) {
   int left = --b->refs;
   pthread_mutex_unlock(&b->mu);
   if (left > 0) return;
-  av_storage_release(b->storage);
+  av_storage_release(av_buffer_take_storage_locked(b));
+  av_mem_counter_release(b->mem_stats);
   while (b->external_refs-- > 0) av_storage_release(b->ext_storage);
   av_event_release(b->ready);
   pthread_mutex_destroy(&b->mu);
@@ -383,9 +393,8 @@ PJRT_Error *av_PJRT_Buffer_Delete(PJRT_Buffer_Delete_Args *args) {
   AV_BUF(args, buffer, "PJRT_Buffer_Delete");
   PJRT_Buffer *b = args->buffer;
   pthread_mutex_lock(&b->mu);
-  av_storage *st = b->deleted ? NULL : b->storage;
+  av_storage *st = av_buffer_take_storage_locked(b);
   b->deleted = true;
-  b->storage = NULL;
   pthread_mutex_unlock(&b->mu);
   av_storage_release(st); /* external references keep their own */
   return NULL;

@@ -5,8 +5,37 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "pjrt/pjrt_internal.h"
+
+av_mem_counter *av_mem_counter_new(void) {
+  av_mem_counter *m = calloc(1, sizeof *m);
+  if (m) atomic_init(&m->refs, 1);
+  return m;
+}
+
+av_mem_counter *av_mem_counter_retain(av_mem_counter *m) {
+  if (m) atomic_fetch_add(&m->refs, 1);
+  return m;
+}
+
+void av_mem_counter_release(av_mem_counter *m) {
+  if (m && atomic_fetch_sub(&m->refs, 1) == 1) free(m);
+}
+
+void av_mem_counter_add(av_mem_counter *m, long long bytes) {
+  if (!m) return;
+  long long now = atomic_fetch_add(&m->in_use, bytes) + bytes;
+  if (bytes <= 0) return;
+  atomic_fetch_add(&m->num_allocs, 1);
+  long long peak = atomic_load(&m->peak);
+  while (now > peak && !atomic_compare_exchange_weak(&m->peak, &peak, now)) {
+  }
+  long long largest = atomic_load(&m->largest);
+  while (bytes > largest && !atomic_compare_exchange_weak(&m->largest, &largest, bytes)) {
+  }
+}
 
 PJRT_Error *av_devices_init(PJRT_Client *c, size_t n) {
   c->devices = calloc(n, sizeof *c->devices);
@@ -18,6 +47,8 @@ PJRT_Error *av_devices_init(PJRT_Client *c, size_t n) {
     PJRT_Device *d = &c->devices[i];
     d->client = c;
     d->index = (int)i;
+    d->mem_stats = av_mem_counter_new();
+    if (!d->mem_stats) return av_error_new(AV_RESOURCE_EXHAUSTED, "anvil: out of memory (devices)");
     PJRT_DeviceDescription *desc = &d->desc;
     desc->id = (int)i;
     desc->process_index = 0;
@@ -45,6 +76,7 @@ PJRT_Error *av_devices_init(PJRT_Client *c, size_t n) {
 
 void av_devices_free(PJRT_Client *c) {
   for (size_t i = 0; i < c->num_devices; i++) av_worker_stop(&c->devices[i]);
+  for (size_t i = 0; i < c->num_devices; i++) av_mem_counter_release(c->devices[i].mem_stats);
 }
 
 #define AV_DESC(args, fn)                                                                \
@@ -146,5 +178,25 @@ PJRT_Error *av_PJRT_Device_GetAttributes(PJRT_Device_GetAttributes_Args *args) {
       sizeof args->device->desc.attributes / sizeof args->device->desc.attributes[0];
   args->device_attributes = NULL;
   args->attributes_deleter = no_attributes_deleter;
+  return NULL;
+}
+
+/* Bytes held by this device's buffers; the limit is the machine's physical memory. Only
+ * fields inside the caller's struct are written (the struct grew after 0.75). */
+PJRT_Error *av_PJRT_Device_MemoryStats(PJRT_Device_MemoryStats_Args *args) {
+  AV_ARGS_MIN(args, PJRT_Device_MemoryStats_Args,
+              ANVIL_PJRT_STRUCT_SIZE(PJRT_Device_MemoryStats_Args, bytes_limit_is_set));
+  AV_DEVICE(args, "PJRT_Device_MemoryStats");
+  av_mem_counter *m = args->device->mem_stats;
+  args->bytes_in_use = atomic_load(&m->in_use);
+  args->peak_bytes_in_use = atomic_load(&m->peak);
+  args->peak_bytes_in_use_is_set = true;
+  args->num_allocs = atomic_load(&m->num_allocs);
+  args->num_allocs_is_set = true;
+  args->largest_alloc_size = atomic_load(&m->largest);
+  args->largest_alloc_size_is_set = true;
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  args->bytes_limit = pages > 0 && page > 0 ? (int64_t)pages * page : 0;
+  args->bytes_limit_is_set = args->bytes_limit > 0;
   return NULL;
 }

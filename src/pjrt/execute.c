@@ -190,8 +190,7 @@ static av_storage *try_donate(PJRT_Buffer *b, PJRT_Buffer *const *const *lists, 
   pthread_mutex_lock(&b->mu);
   if (!b->deleted && b->storage && b->external_refs == 0 && b->storage->owned &&
       atomic_load(&b->storage->refcount) == 1) {
-    st = b->storage;
-    b->storage = NULL;
+    st = av_buffer_take_storage_locked(b);
     b->deleted = true;
   }
   pthread_mutex_unlock(&b->mu);

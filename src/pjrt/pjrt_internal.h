@@ -9,6 +9,7 @@
 #define ANVIL_PJRT_INTERNAL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -156,8 +157,24 @@ typedef struct av_worker {
   bool stop;
 } av_worker;
 
+/* Bytes held by a device's buffers. Reference counted (the client and every buffer that is
+ * counted hold one) so that buffers may outlive their client safely. */
+typedef struct av_mem_counter {
+  atomic_int refs;
+  atomic_llong in_use;
+  atomic_llong peak;
+  atomic_llong num_allocs;
+  atomic_llong largest;
+} av_mem_counter;
+
+av_mem_counter *av_mem_counter_new(void);
+av_mem_counter *av_mem_counter_retain(av_mem_counter *m);
+void av_mem_counter_release(av_mem_counter *m);
+void av_mem_counter_add(av_mem_counter *m, long long bytes); /* bytes may be negative */
+
 struct PJRT_Device {
   PJRT_Client *client;
+  av_mem_counter *mem_stats;
   int index; /* == id == local hardware id */
   PJRT_DeviceDescription desc;
   PJRT_Memory *memories[2]; /* [0] default "device" memory, [1] shared pinned host */
@@ -210,6 +227,7 @@ struct PJRT_Buffer {
   bool deleted;
   int external_refs;     /* each holds one reference to ext_storage */
   av_storage *ext_storage;
+  av_mem_counter *mem_stats; /* counts nbytes while `storage` is set */
   int64_t minor_to_major[AV_MAX_RANK]; /* descending: the only layout anvil uses */
 };
 
@@ -219,6 +237,8 @@ PJRT_Buffer *av_buffer_new_pending(PJRT_Device *dev, av_memory *mem, av_dtype dt
 /* storage (taken) may be NULL when error != NULL. Sets the ready event. */
 void av_buffer_fulfill(PJRT_Buffer *b, av_storage *storage, PJRT_Error *error);
 PJRT_Buffer *av_buffer_retain(PJRT_Buffer *b);
+/* Takes the storage away from a buffer (donation); called with b->mu held. */
+av_storage *av_buffer_take_storage_locked(PJRT_Buffer *b);
 void av_buffer_release(PJRT_Buffer *b);
 /* A reference to the storage of a ready buffer, or an error (deleted / failed). */
 PJRT_Error *av_buffer_acquire_storage(PJRT_Buffer *b, av_storage **out);

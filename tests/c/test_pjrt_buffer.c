@@ -556,6 +556,48 @@ static void test_error_buffer(void **state) {
                "is not an error");
 }
 
+static int64_t bytes_in_use(PJRT_Device *d, size_t struct_size) {
+  PJRT_Device_MemoryStats_Args a = {.struct_size = struct_size, .device = d};
+  CHECK_OK(api->PJRT_Device_MemoryStats(&a));
+  assert_true(a.bytes_limit_is_set && a.bytes_limit > 0);
+  return a.bytes_in_use;
+}
+
+static void test_memory_stats(void **state) {
+  (void)state;
+  int64_t base0 = bytes_in_use(dev0, PJRT_Device_MemoryStats_Args_STRUCT_SIZE);
+  int64_t base1 = bytes_in_use(dev1, PJRT_Device_MemoryStats_Args_SIZE_0_75);
+  static int32_t v[250];
+  int64_t dims[1] = {250};
+  PJRT_Buffer *b = upload(v, PJRT_Buffer_Type_S32, dims, 1, NULL);
+  assert_int_equal(bytes_in_use(dev0, PJRT_Device_MemoryStats_Args_STRUCT_SIZE), base0 + 1000);
+  assert_int_equal(bytes_in_use(dev1, PJRT_Device_MemoryStats_Args_SIZE_0_75), base1);
+  PJRT_Buffer_CopyToDevice_Args cp = {.struct_size = PJRT_Buffer_CopyToDevice_Args_STRUCT_SIZE,
+                                      .buffer = b,
+                                      .dst_device = dev1};
+  CHECK_OK(api->PJRT_Buffer_CopyToDevice(&cp));
+  assert_int_equal(bytes_in_use(dev1, PJRT_Device_MemoryStats_Args_SIZE_0_75), base1 + 1000);
+  PJRT_Buffer_Delete_Args del = {.struct_size = PJRT_Buffer_Delete_Args_STRUCT_SIZE, .buffer = b};
+  CHECK_OK(api->PJRT_Buffer_Delete(&del));
+  assert_int_equal(bytes_in_use(dev0, PJRT_Device_MemoryStats_Args_STRUCT_SIZE), base0);
+  buffer_destroy(b);
+  buffer_destroy(cp.dst_buffer);
+  assert_int_equal(bytes_in_use(dev1, PJRT_Device_MemoryStats_Args_STRUCT_SIZE), base1);
+  /* A 0.75 caller's struct ends at peak_pool_bytes_is_set: nothing after it is written. */
+  _Alignas(16) unsigned char raw[sizeof(PJRT_Device_MemoryStats_Args) + 16];
+  memset(raw, 0xAB, sizeof raw);
+  PJRT_Device_MemoryStats_Args *a = (PJRT_Device_MemoryStats_Args *)(void *)raw;
+  a->struct_size = PJRT_Device_MemoryStats_Args_SIZE_0_75;
+  a->extension_start = NULL;
+  a->device = dev0;
+  CHECK_OK(api->PJRT_Device_MemoryStats(a));
+  for (size_t i = PJRT_Device_MemoryStats_Args_SIZE_0_75; i < sizeof raw; i++)
+    assert_int_equal(raw[i], 0xAB);
+  a->struct_size = 64;
+  EXPECT_ERROR(api->PJRT_Device_MemoryStats(a), PJRT_Error_Code_INVALID_ARGUMENT,
+               "PJRT_Device_MemoryStats_Args");
+}
+
 static void test_bad_shapes_and_types(void **state) {
   (void)state;
   float v[4] = {0};
@@ -665,6 +707,7 @@ int main(void) {
       cmocka_unit_test(test_copies),
       cmocka_unit_test(test_uninitialized_buffer),
       cmocka_unit_test(test_error_buffer),
+      cmocka_unit_test(test_memory_stats),
       cmocka_unit_test(test_bad_shapes_and_types),
       cmocka_unit_test(test_old_struct_sizes),
   };

@@ -16,7 +16,9 @@
 
 #include "frontend/bytecode.h"
 #include "frontend/bytecode_cursor.h"
+#include "frontend/mlir_text.h"
 #include "ir/attr_util.h"
+#include "ir/printer.h"
 #include "ir/verify.h"
 
 /* ------------------------------------------------------------ helpers */
@@ -541,6 +543,46 @@ static void test_jax_attribute_values(void **state) {
   av_module_free(m);
 }
 
+/* The IR loaded from bytecode prints as MLIR text that the text frontend reads back to the same
+ * IR (printing it again gives identical text): both frontends share one IR contract. */
+static void test_print_parse_roundtrip(void **state) {
+  (void)state;
+  static const char *const kDirs[] = {"conformance/stablehlo/tests/vhlo", "conformance/jax-export"};
+  int done = 0;
+  for (int k = 0; k < 2; k++) {
+    char dir[1024];
+    if (!shared_path(dir, sizeof dir, kDirs[k])) skip();
+    DIR *dd = opendir(dir);
+    struct dirent *e;
+    while ((e = readdir(dd))) {
+      size_t len = strlen(e->d_name);
+      bool golden = strncmp(e->d_name, "stablehlo_legalize_to_vhlo.", 27) == 0;
+      if (!(golden || (len > 7 && strcmp(e->d_name + len - 7, ".mlirbc") == 0))) continue;
+      if (golden && !strstr(e->d_name, ".bc")) continue;
+      char path[2048];
+      snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+      av_diag d;
+      av_module *m = load_path(path, &d);
+      if (!m) fail_msg("%s: %s", e->d_name, d.msg);
+      char *t1 = av_module_print(m);
+      assert_non_null(t1);
+      av_diag_init(&d);
+      av_module *m2 = av_load_mlir_text(t1, strlen(t1), &d);
+      if (!m2) fail_msg("%s: printed IR does not parse: %s", e->d_name, d.msg);
+      char *t2 = av_module_print(m2);
+      if (strcmp(t1, t2) != 0) fail_msg("%s: print -> parse -> print differs", e->d_name);
+      free(t1);
+      free(t2);
+      av_module_free(m2);
+      av_module_free(m);
+      done++;
+    }
+    closedir(dd);
+  }
+  printf("print/parse round trip: %d modules\n", done);
+  assert_int_equal(done, 32 + 142);
+}
+
 /* ------------------------------------------------------- hostile inputs */
 
 static void test_corrupted_inputs(void **state) {
@@ -594,6 +636,7 @@ int main(void) {
       cmocka_unit_test(test_golden_attribute_values),
       cmocka_unit_test(test_jax_export_artifacts),
       cmocka_unit_test(test_jax_attribute_values),
+      cmocka_unit_test(test_print_parse_roundtrip),
       cmocka_unit_test(test_corrupted_inputs),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

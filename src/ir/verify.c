@@ -601,10 +601,12 @@ static void check_convolution(vctx *v, const av_op *op) {
   int ni = ints_attr(v, op, "input_spatial_dimensions", is, true);
   int nk = ints_attr(v, op, "kernel_spatial_dimensions", ks, true);
   int no = ints_attr(v, op, "output_spatial_dimensions", os, true);
-  bool ok = int_attr(v, op, "input_batch_dimension", &x) & int_attr(v, op, "input_feature_dimension", &x) &
-            int_attr(v, op, "kernel_input_feature_dimension", &x) &
-            int_attr(v, op, "kernel_output_feature_dimension", &x) &
-            int_attr(v, op, "output_batch_dimension", &x) & int_attr(v, op, "output_feature_dimension", &x);
+  static const char *const kScalars[] = {
+      "input_batch_dimension",  "input_feature_dimension", "kernel_input_feature_dimension",
+      "kernel_output_feature_dimension", "output_batch_dimension", "output_feature_dimension"};
+  bool ok = true;
+  for (size_t i = 0; i < sizeof kScalars / sizeof kScalars[0]; i++)
+    if (!int_attr(v, op, kScalars[i], &x)) ok = false; /* report every missing one */
   if (!ok || ni < 0 || nk < 0 || no < 0) return;
   if (ni != nk || ni != no) report(v, op, "spatial dimension lists differ in length");
   if (is_tensor(a) && a->rank != ni + 2) report(v, op, "input rank %d does not fit %d spatial dimensions", a->rank, ni);

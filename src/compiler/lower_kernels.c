@@ -484,6 +484,18 @@ static bool lower_map(av_lower *c, const av_op *op) {
   return region_fn(c, op, 0, op->noperands, p, &p->u.map) && av_emit_op(c, av_step_kernel, p);
 }
 
+static bool lower_top_k(av_lower *c, const av_op *op) {
+  if (op->noperands != 1 || op->nresults != 2) return AV_INVALID(c, "bad operands");
+  if (!all_tensors(c, op)) return false;
+  av_kernel_params *p = new_params(c, AV_K_TOP_K);
+  if (!p) return false;
+  if (!int_attr(c, op, "k", &p->u.top_k)) return false;
+  const av_slot_type *t = av_vtype(c, op->operands[0]);
+  if (t->rank < 1 || p->u.top_k < 0 || p->u.top_k > t->dims[t->rank - 1])
+    return AV_INVALID(c, "k out of range");
+  return av_emit_op(c, av_step_kernel, p) != NULL;
+}
+
 bool av_lower_kernel_op(av_lower *c, const av_op *op, bool *handled) {
   *handled = true;
   switch (op->code) {
@@ -499,6 +511,7 @@ bool av_lower_kernel_op(av_lower *c, const av_op *op, bool *handled) {
     case AV_OP_CHOLESKY: case AV_OP_TRIANGULAR_SOLVE: return lower_linalg(c, op);
     case AV_OP_RNG_BIT_GENERATOR: return lower_rng_bit_generator(c, op);
     case AV_OP_MAP: return lower_map(c, op);
+    case AV_OP_CHLO_TOP_K: return lower_top_k(c, op);
     default:
       *handled = false;
       return false;

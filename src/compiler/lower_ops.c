@@ -317,11 +317,50 @@ static bool check_kind_of(const char *name, av_check_kind *k) {
   return true;
 }
 
+/* Ops that only annotate placement or sharding: on one device they pass values through. */
+static bool lower_identity(av_lower *c, const av_op *op) {
+  if (op->noperands != op->nresults) return AV_INVALID(c, "operand and result counts differ");
+  for (uint32_t i = 0; i < op->noperands; i++)
+    if (!av_type_equal(op->operands[i]->type, op->results[i].type))
+      return AV_UNSUPPORTED(c, "operand %u and result %u types differ", i, i);
+  return av_emit_op(c, av_step_alias, NULL) != NULL;
+}
+
+static bool is_identity_target(const char *t) {
+  static const char *const names[] = {"annotate_device_placement", "Sharding",
+                                      "SPMDFullToShardShape", "SPMDShardToFullShape",
+                                      "MoveToHost", "MoveToDevice", "LayoutConstraint"};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+    if (strcmp(t, names[i]) == 0) return true;
+  return false;
+}
+
+static bool lower_manual_computation(av_lower *c, const av_op *op) {
+  if (op->nregions != 1 || op->regions[0].nblocks != 1) return AV_INVALID(c, "expected one region");
+  const av_block *b = &op->regions[0].blocks[0];
+  if (b->nargs != op->noperands) return AV_INVALID(c, "region arguments differ from operands");
+  /* with every mesh axis of size 1, the local shapes are the global ones */
+  for (uint32_t i = 0; i < b->nargs; i++)
+    if (!av_type_equal(b->args[i].type, op->operands[i]->type))
+      return AV_UNSUPPORTED(c, "sharded manual computation (local shapes differ)");
+  const av_op *term = b->last;
+  if (!term || term->noperands != op->nresults) return AV_INVALID(c, "bad region results");
+  for (uint32_t i = 0; i < op->nresults; i++)
+    if (!av_type_equal(term->operands[i]->type, op->results[i].type))
+      return AV_UNSUPPORTED(c, "sharded manual computation (local shapes differ)");
+  av_region_step_params *p = av_lower_alloc(c, sizeof *p);
+  if (!p) return false;
+  p->block = av_lower_region(c, &op->regions[0]);
+  if (!p->block) return false;
+  return av_emit_op(c, av_step_region, p) != NULL;
+}
+
 static bool lower_custom_call(av_lower *c, const av_op *op) {
   const char *target = av_attr_get_str(op, "call_target_name");
   if (!target) return AV_INVALID(c, "missing call_target_name");
   av_check_kind k;
   if (check_kind_of(target, &k)) return lower_check(c, op, k, false);
+  if (is_identity_target(target)) return lower_identity(c, op);
   return AV_UNSUPPORTED(c, "custom_call target @%s is not supported", target);
 }
 
@@ -372,6 +411,8 @@ bool av_lower_op(av_lower *c, const av_op *op) {
     case AV_OP_CUSTOM_CALL: return lower_custom_call(c, op);
     case AV_OP_FUNC_CALL: case AV_OP_CALL: return lower_call(c, op, "callee");
     case AV_OP_COMPOSITE: return lower_call(c, op, "decomposition");
+    case AV_OP_SDY_SHARDING_CONSTRAINT: case AV_OP_SDY_RESHARD: return lower_identity(c, op);
+    case AV_OP_SDY_MANUAL_COMPUTATION: return lower_manual_computation(c, op);
     case AV_OP_AFTER_ALL: case AV_OP_CREATE_TOKEN: return av_emit_op(c, av_step_token, NULL) != NULL;
     case AV_OP_REPLICA_ID: case AV_OP_PARTITION_ID:
       if (!expect_counts(c, op, 0, 1)) return false;

@@ -77,6 +77,19 @@ av_code av_step_branch(const av_step *s, av_frame *f, av_diag *d) {
   return c;
 }
 
+av_code av_step_region(const av_step *s, av_frame *f, av_diag *d) {
+  const av_region_step_params *p = s->params;
+  av_slot *buf = calloc((size_t)s->nin + s->nout + 1, sizeof *buf);
+  if (!buf) return av_diag_set(d, AV_RESOURCE_EXHAUSTED, "out of memory");
+  av_slot *args = buf, *res = buf + s->nin;
+  av_code c = share_inputs(s, f, 0, s->nin, args, d);
+  if (c == AV_OK) c = av_run_block(p->block, f, args, res, d);
+  if (c == AV_OK) move_to_outputs(s, f, res);
+  release_all(buf, s->nin + s->nout);
+  free(buf);
+  return c;
+}
+
 av_code av_step_call(const av_step *s, av_frame *f, av_diag *d) {
   const av_call_params *p = s->params;
   const av_func_plan *callee = *p->callee;

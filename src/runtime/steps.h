@@ -83,6 +83,13 @@ typedef struct av_branch_params {
 } av_branch_params;
 av_code av_step_branch(const av_step *s, av_frame *f, av_diag *d);
 
+/* Runs one region with the step's inputs as its arguments (sdy.manual_computation on one
+ * device). */
+typedef struct av_region_step_params {
+  const av_block_plan *block;
+} av_region_step_params;
+av_code av_step_region(const av_step *s, av_frame *f, av_diag *d);
+
 typedef struct av_call_params {
   const av_func_plan *const *callee; /* filled once the callee is lowered */
 } av_call_params;

@@ -14,6 +14,7 @@
 #include "runtime/kernels/scatter.h"
 #include "runtime/kernels/select_and_scatter.h"
 #include "runtime/kernels/sort.h"
+#include "runtime/kernels/top_k.h"
 #include "runtime/plan.h"
 
 typedef enum av_kernel_kind {
@@ -30,6 +31,7 @@ typedef enum av_kernel_kind {
   AV_K_TRIANGULAR_SOLVE,
   AV_K_RNG_BIT_GENERATOR,
   AV_K_RNG,
+  AV_K_TOP_K,
   AV_K_MAP, /* stablehlo.map: the region applied element by element */
 } av_kernel_kind;
 
@@ -50,6 +52,7 @@ typedef struct av_kernel_params {
     av_rng_bit_generator_params rbg;
     av_rng_params rng;
     av_scalar_fn map;
+    int64_t top_k;
   } u;
   /* region bodies (up to two), and where their av_scalar_fn lives inside `u` */
   const av_block_plan *regions[2];

@@ -28,6 +28,21 @@
 FLOAT_HELPERS(float, f)
 FLOAT_HELPERS(double, )
 
+/* cosh / sinh the way XLA expands chlo.cosh / chlo.sinh for f32 (exp of x + log(1/2), so the
+ * results agree with JAX's to the ULP, and large |x| does not overflow early). */
+static inline float cosh_f(float x) {
+  const float log_half = -0.693147182f;
+  return expf(x + log_half) + expf(-x + log_half);
+}
+static inline float sinh_f(float x) {
+  const float log_half = -0.693147182f;
+  if (fabsf(x) < 1.0f) {
+    float e = expm1f(x);
+    return 0.5f * e + 0.5f * e / (e + 1.0f);
+  }
+  return expf(x + log_half) - expf(-x + log_half);
+}
+
 /* digamma by recurrence up to x >= 6, then the asymptotic series; reflection for x < 0.5. */
 static double digamma_d(double x) {
   if (isnan(x) || x == -INFINITY) return NAN;
@@ -169,8 +184,8 @@ static float bessel_i1e_f(float x) { return (float)bessel_i1e_d(x); }
   X(CHLO_ASINH, asinhf(x), asinh(x))                                                       \
   X(CHLO_ATAN, atanf(x), atan(x))                                                          \
   X(CHLO_ATANH, atanhf(x), atanh(x))                                                       \
-  X(CHLO_COSH, coshf(x), cosh(x))                                                          \
-  X(CHLO_SINH, sinhf(x), sinh(x))                                                          \
+  X(CHLO_COSH, cosh_f(x), cosh(x))                                                          \
+  X(CHLO_SINH, sinh_f(x), sinh(x))                                                          \
   X(CHLO_TAN, tanf(x), tan(x))                                                             \
   X(CHLO_ERF, erff(x), erf(x))                                                             \
   X(CHLO_ERFC, erfcf(x), erfc(x))                                                          \

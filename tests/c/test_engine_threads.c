@@ -1,0 +1,85 @@
+/* One compiled program run from several threads at once: the plan is shared and immutable,
+ * every run has its own frame, so all runs must give the same (hand-checked) answer. */
+#include <pthread.h>
+
+#include "test_engine_util.h"
+
+enum { THREADS = 4, RUNS = 200 };
+
+typedef struct job {
+  av_program *p;
+  int failures;
+} job;
+
+static void *worker(void *arg) {
+  job *j = arg;
+  for (int r = 0; r < RUNS; r++) {
+    av_tensor out;
+    av_diag d;
+    av_diag_init(&d);
+    if (av_program_execute(j->p, 0, NULL, &out, &d) != AV_OK) {
+      j->failures++;
+      continue;
+    }
+    int32_t v;
+    memcpy(&v, out.storage->data, sizeof v);
+    if (v != 55) j->failures++;
+    av_storage_release(out.storage);
+  }
+  return NULL;
+}
+
+/* while (i < 10) { i += 1; s += i } -> 55, with the loop bound and step captured */
+static av_module *sum_program(void) {
+  av_module *m = av_module_new();
+  const av_type *si = ty(m, AV_DT_S32, 0), *pr = ty(m, AV_DT_PRED, 0);
+  const av_type *two[2] = {si, si};
+  tb t = tb_new(m, 1, &si);
+  int32_t zero = 0, one = 1, ten = 10;
+  av_value *z = tb_const(&t, si, &zero, 4);
+  av_value *c10 = tb_const(&t, si, &ten, 4), *c1 = tb_const(&t, si, &one, 4);
+  av_op *w = av_op_new(m, "stablehlo.while", 2, 2, two, 0, 2);
+  w->operands[0] = z;
+  w->operands[1] = z;
+  av_block *cb = av_region_add_block(m, &w->regions[0], 2, two);
+  av_named_attr dir = {"comparison_direction", av_attr_string(m, AV_ATTR_ENUM, "LT", 2)};
+  av_value *ci[2] = {&cb->args[0], c10};
+  av_value *lt = &tb_op(cb, m, "stablehlo.compare", 2, ci, 1, &pr, 1, &dir, 0)->results[0];
+  tb_return(cb, m, "stablehlo.return", 1, &lt);
+  av_block *bb = av_region_add_block(m, &w->regions[1], 2, two);
+  av_value *ii[2] = {&bb->args[0], c1};
+  av_value *i1 = &tb_op(bb, m, "stablehlo.add", 2, ii, 1, &si, 0, NULL, 0)->results[0];
+  av_value *si_[2] = {&bb->args[1], i1};
+  av_value *s1 = &tb_op(bb, m, "stablehlo.add", 2, si_, 1, &si, 0, NULL, 0)->results[0];
+  av_value *ret[2] = {i1, s1};
+  tb_return(bb, m, "stablehlo.return", 2, ret);
+  av_block_append(t.b, w);
+  av_value *res = &w->results[1];
+  tb_return(t.b, m, "func.return", 1, &res);
+  return m;
+}
+
+static void test_concurrent_runs(void **state) {
+  (void)state;
+  av_diag d;
+  av_diag_init(&d);
+  av_program *p = av_program_from_module(sum_program(), NULL, &d);
+  if (!p) fail_msg("%s", d.msg);
+  pthread_t th[THREADS];
+  job jobs[THREADS];
+  for (int i = 0; i < THREADS; i++) {
+    jobs[i].p = p;
+    jobs[i].failures = 0;
+    assert_int_equal(pthread_create(&th[i], NULL, worker, &jobs[i]), 0);
+  }
+  for (int i = 0; i < THREADS; i++) {
+    pthread_join(th[i], NULL);
+    assert_int_equal(jobs[i].failures, 0);
+  }
+  av_program_free(p);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_concurrent_runs)};
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

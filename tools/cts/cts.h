@@ -58,6 +58,8 @@ void cts_note(cts_ctx *t, const char *fmt, ...) __attribute__((format(printf, 2,
 
 /* True when the plugin's PJRT_Api (by its struct_size) has the function slot at `offset`. */
 bool cts_api_covers(const PJRT_Api *api, size_t offset);
+/* Name of the PJRT_Api function slot at `offset`, e.g. "PJRT_Buffer_Delete". */
+const char *cts_slot_name(size_t offset);
 #define CTS_FN(t, Name) \
   (cts_api_covers((t)->api, offsetof(PJRT_Api, Name)) ? (t)->api->Name : NULL)
 

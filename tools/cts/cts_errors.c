@@ -1,7 +1,10 @@
 /* anvil-cts: error paths — the error object API, NULL arguments, bad struct sizes, deleted
  * buffers, bad shapes and types. A plugin must answer each with an error, never a crash. */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "cts.h"
 
@@ -290,5 +293,55 @@ CTS_CHECK(cts_error_default_assignment_bad) {
     CTS_TRY(cts_expect_error(t, t->api->PJRT_Client_DefaultDeviceAssignment(&a), cases[i].what));
   }
   cts_client_destroy(t, c);
+  return CTS_PASS;
+}
+
+/* Every function slot called with a NULL argument struct, each in its own process: returning an
+ * error is right, success or a crash is not. PJRT_Error_Destroy and PJRT_Error_Message return
+ * nothing and must merely survive. */
+static void append_name(char *buf, size_t cap, const char *name) {
+  size_t len = strlen(buf);
+  if (len + strlen(name) + 6 < cap) snprintf(buf + len, cap - len, " %s", name);
+  else if (len + 6 < cap && !strstr(buf, " ...")) snprintf(buf + len, cap - len, " ...");
+}
+
+CTS_CHECK(cts_error_null_args_every_function) {
+  const size_t first = offsetof(PJRT_Api, PJRT_Error_Destroy);
+  const size_t end =
+      t->api->struct_size < sizeof(PJRT_Api) ? t->api->struct_size : sizeof(PJRT_Api);
+  char crashed[1024] = "", accepted[1024] = "";
+  size_t nc = 0, na = 0, called = 0;
+  for (size_t off = first; off + sizeof(void *) <= end; off += sizeof(void *)) {
+    void *slot;
+    memcpy(&slot, (const char *)t->api + off, sizeof slot);
+    if (!slot) continue;
+    called++;
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+      alarm(10);
+      /* All PJRT functions take one pointer; all but the two void ones return PJRT_Error*. */
+      PJRT_Error *(*fn)(void *);
+      memcpy(&fn, &slot, sizeof fn);
+      PJRT_Error *e = fn(NULL);
+      bool is_void = off == offsetof(PJRT_Api, PJRT_Error_Destroy) ||
+                     off == offsetof(PJRT_Api, PJRT_Error_Message);
+      _exit(is_void || e ? 0 : 3);
+    }
+    int ws = 0;
+    while (waitpid(pid, &ws, 0) < 0 && errno == EINTR) {
+    }
+    if (WIFSIGNALED(ws) || (WIFEXITED(ws) && WEXITSTATUS(ws) != 0 && WEXITSTATUS(ws) != 3)) {
+      nc++;
+      append_name(crashed, sizeof crashed, cts_slot_name(off));
+    } else if (WIFEXITED(ws) && WEXITSTATUS(ws) == 3) {
+      na++;
+      append_name(accepted, sizeof accepted, cts_slot_name(off));
+    }
+  }
+  if (nc || na)
+    return cts_fail(t, "%zu of %zu functions crashed on NULL args:%s; %zu returned success:%s", nc,
+                    called, nc ? crashed : " none", na, na ? accepted : " none");
+  cts_note(t, "%zu functions", called);
   return CTS_PASS;
 }

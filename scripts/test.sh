@@ -20,7 +20,7 @@ if [ "${ANVIL_SKIP_SANITIZERS:-0}" != 1 ]; then
   # ASan's leak checker needs ptrace-free mode in some sandboxes; keep it on otherwise.
   ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} \
   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    run_ctest build/test-asan -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug -DANVIL_SANITIZE=ON
+    run_ctest build/test-asan -DCMAKE_C_COMPILER=gcc -DCMAKE_BUILD_TYPE=Debug -DANVIL_SANITIZE=ON
 fi
 
 echo "== Python tests"

@@ -96,6 +96,7 @@
   X(Buffer_CopyToMemory)                                                                       \
   X(Buffer_ToHostBuffer)                                                                       \
   X(Buffer_CopyRawToHost)                                                                      \
+  X(Buffer_CopyRawToHostFuture)                                                                \
   X(Buffer_IsOnCpu)                                                                            \
   X(Buffer_ReadyEvent)                                                                         \
   X(Buffer_UnsafePointer)                                                                      \
@@ -142,7 +143,6 @@
   X(AsyncHostToDeviceTransferManager_SetBufferError)                                           \
   X(AsyncHostToDeviceTransferManager_AddMetadata)                                              \
   X(AsyncHostToDeviceTransferManager_TransferLiteral)                                          \
-  X(Buffer_CopyRawToHostFuture)                                                                \
   X(Buffer_DonateWithControlDependency)                                                        \
   X(Buffer_Bitcast)
 

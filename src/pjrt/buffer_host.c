@@ -173,3 +173,63 @@ PJRT_Error *av_PJRT_Buffer_CopyRawToHost(PJRT_Buffer_CopyRawToHost_Args *args) {
   hc->size = args->transfer_size;
   return start_copy(hc, &args->event);
 }
+
+/* The framework gets an event at once and hands over `dst` later through
+ * future_ready_callback (or an error instead); the copy starts then. */
+static void raw_future_ready(PJRT_Buffer_CopyRawToHostFuture_Callback_Args *cb) {
+  if (!cb || !cb->callback_data) return;
+  host_copy *hc = cb->callback_data;
+  if (cb->error_code != PJRT_Error_Code_OK || (!cb->dst && hc->size > 0)) {
+    PJRT_Error *err =
+        cb->error_code != PJRT_Error_Code_OK
+            ? av_error_from_msg((av_code)cb->error_code, cb->error_message ? cb->error_message : "",
+                                cb->error_message ? cb->error_message_size : 0)
+            : av_error_new(AV_INVALID_ARGUMENT,
+                           "PJRT_Buffer_CopyRawToHostFuture: the destination is NULL");
+    av_event_set(hc->done, err);
+    av_event_release(hc->done);
+    av_buffer_release(hc->buffer);
+    free(hc);
+    return;
+  }
+  hc->dst = cb->dst;
+  PJRT_Error *err = av_event_on_ready(hc->buffer->ready, run_copy, hc);
+  if (err) { /* out of memory: fail the transfer */
+    av_event_set(hc->done, err);
+    av_event_release(hc->done);
+    av_buffer_release(hc->buffer);
+    free(hc);
+  }
+}
+
+PJRT_Error *av_PJRT_Buffer_CopyRawToHostFuture(PJRT_Buffer_CopyRawToHostFuture_Args *args) {
+  AV_ARGS(args, PJRT_Buffer_CopyRawToHostFuture_Args);
+  const char *fn = "PJRT_Buffer_CopyRawToHostFuture";
+  args->event = NULL;
+  args->callback_data = NULL;
+  args->future_ready_callback = NULL;
+  AV_REQUIRE(args->buffer, AV_INVALID_ARGUMENT, "%s: buffer is NULL", fn);
+  PJRT_Buffer *b = args->buffer;
+  AV_REQUIRE(args->offset >= 0 && args->transfer_size >= 0 &&
+                 (uint64_t)args->offset <= b->nbytes &&
+                 (uint64_t)args->transfer_size <= b->nbytes - (uint64_t)args->offset,
+             AV_INVALID_ARGUMENT,
+             "%s: range [offset %lld, size %lld] is outside the %zu-byte buffer", fn,
+             (long long)args->offset, (long long)args->transfer_size, b->nbytes);
+  host_copy *hc = calloc(1, sizeof *hc);
+  PJRT_Event *done = av_event_create();
+  if (!hc || !done) {
+    free(hc);
+    av_event_release(done);
+    return av_error_new(AV_RESOURCE_EXHAUSTED, "anvil: out of memory (transfer)");
+  }
+  hc->buffer = av_buffer_retain(b);
+  hc->done = av_event_retain(done);
+  hc->raw = true;
+  hc->offset = args->offset;
+  hc->size = args->transfer_size;
+  args->event = done;
+  args->callback_data = hc;
+  args->future_ready_callback = raw_future_ready;
+  return NULL;
+}

@@ -493,6 +493,41 @@ static void test_copies(void **state) {
   event_destroy(r.event);
   assert_int_equal(raw[0], 103);
   assert_int_equal(raw[3], 106);
+  /* Future variant: the destination arrives later through the returned callback. */
+  PJRT_Buffer_CopyRawToHostFuture_Args f = {
+      .struct_size = PJRT_Buffer_CopyRawToHostFuture_Args_STRUCT_SIZE,
+      .buffer = b,
+      .offset = 6,
+      .transfer_size = 4};
+  CHECK_OK(api->PJRT_Buffer_CopyRawToHostFuture(&f));
+  assert_non_null(f.event);
+  assert_non_null(f.future_ready_callback);
+  assert_false(event_ready(f.event));
+  uint8_t later[4] = {0};
+  PJRT_Buffer_CopyRawToHostFuture_Callback_Args cb = {
+      .struct_size = PJRT_Buffer_CopyRawToHostFuture_Callback_Args_STRUCT_SIZE,
+      .callback_data = f.callback_data,
+      .error_code = PJRT_Error_Code_OK,
+      .dst = later};
+  f.future_ready_callback(&cb);
+  event_await(f.event);
+  event_destroy(f.event);
+  assert_int_equal(later[0], 106);
+  assert_int_equal(later[3], 109);
+  /* The framework may fail the destination instead: the event carries that error. */
+  CHECK_OK(api->PJRT_Buffer_CopyRawToHostFuture(&f));
+  cb.callback_data = f.callback_data;
+  cb.error_code = PJRT_Error_Code_CANCELLED;
+  cb.error_message = "no room";
+  cb.error_message_size = 7;
+  cb.dst = NULL;
+  f.future_ready_callback(&cb);
+  PJRT_Event_Await_Args aw = {.struct_size = PJRT_Event_Await_Args_STRUCT_SIZE, .event = f.event};
+  EXPECT_ERROR(api->PJRT_Event_Await(&aw), PJRT_Error_Code_CANCELLED, "no room");
+  event_destroy(f.event);
+  f.offset = 7;
+  f.transfer_size = 4;
+  EXPECT_ERROR(api->PJRT_Buffer_CopyRawToHostFuture(&f), PJRT_Error_Code_INVALID_ARGUMENT, "outside");
   r.offset = 8;
   EXPECT_ERROR(api->PJRT_Buffer_CopyRawToHost(&r), PJRT_Error_Code_INVALID_ARGUMENT, "outside");
   r.offset = -1;

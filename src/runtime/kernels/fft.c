@@ -16,6 +16,13 @@
 
 typedef double complex cplx;
 
+/* Plain complex multiply (C's operator calls __muldc3 for Annex G inf/NaN recovery, which is
+ * slow and not needed here). */
+static inline cplx cmul(cplx a, cplx b) {
+  double ar = creal(a), ai = cimag(a), br = creal(b), bi = cimag(b);
+  return CMPLX(ar * br - ai * bi, ar * bi + ai * br);
+}
+
 enum { kMaxRadix = 61, kMaxFactors = 64 }; /* primes above kMaxRadix go to Bluestein */
 
 typedef struct fft_plan {
@@ -55,6 +62,10 @@ static fft_plan *plan_new(int64_t n, int sign) {
   p->sign = sign;
   int64_t r = n;
   bool small = true;
+  while (r % 4 == 0 && p->nf < kMaxFactors) { /* radix-4 passes first (fewest multiplies) */
+    p->factors[p->nf++] = 4;
+    r /= 4;
+  }
   for (int64_t f = 2; r > 1 && p->nf < kMaxFactors;) {
     if (r % f == 0) {
       if (f > kMaxRadix) small = false;
@@ -73,7 +84,7 @@ static fft_plan *plan_new(int64_t n, int sign) {
     if (!p->tw || !p->scratch || !p->scratch2) goto fail;
     for (int64_t t = 0; t < n; t++) {
       double a = sign * 2.0 * M_PI * (double)t / (double)n;
-      p->tw[t] = cos(a) + I * sin(a);
+      p->tw[t] = CMPLX(cos(a), sin(a));
     }
     return p;
   }
@@ -91,7 +102,7 @@ static fft_plan *plan_new(int64_t n, int sign) {
   /* k^2 mod 2n (updated incrementally) keeps the angle argument small and exact */
   for (int64_t k = 0, k2 = 0; k < n; k++) {
     double a = sign * M_PI * (double)k2 / (double)n;
-    p->chirp[k] = cos(a) + I * sin(a);
+    p->chirp[k] = CMPLX(cos(a), sin(a));
     k2 = (k2 + 2 * k + 1) % (2 * n);
   }
   p->kernel_f[0] = conj(p->chirp[0]);
@@ -113,14 +124,42 @@ static void mixed_rec(const fft_plan *p, const cplx *in, int64_t s, cplx *out, i
   int r = p->factors[fi];
   int64_t m = n / r;
   for (int q = 0; q < r; q++) mixed_rec(p, in + q * s, s * r, out + q * m, m, fi + 1, tws * r);
+  const cplx *tw = p->tw;
+  if (r == 2) {
+    /* w^(k+m) = -w^k */
+    for (int64_t k = 0; k < m; k++) {
+      cplx a = out[k], b = cmul(out[m + k], tw[k * tws]);
+      out[k] = a + b;
+      out[m + k] = a - b;
+    }
+    return;
+  }
+  if (r == 4) {
+    /* w^(q(k + j m)) = w^(qk) * (w^m)^(qj), w^m = -i*sign... i.e. j-th power of a 4th root */
+    cplx rot = tw[m * tws]; /* exp(sign * 2 pi i / 4) = sign * i */
+    for (int64_t k = 0; k < m; k++) {
+      cplx a0 = out[k], a1 = cmul(out[m + k], tw[k * tws]), a2 = cmul(out[2 * m + k], tw[2 * k * tws]),
+           a3 = cmul(out[3 * m + k], tw[3 * k * tws]);
+      cplx s02 = a0 + a2, d02 = a0 - a2, s13 = a1 + a3, d13 = cmul(a1 - a3, rot);
+      out[k] = s02 + s13;
+      out[m + k] = d02 + d13;
+      out[2 * m + k] = s02 - s13;
+      out[3 * m + k] = d02 - d13;
+    }
+    return;
+  }
   cplx *t = p->scratch;
   /* out[k + j*m] = sum_q out[q*m + k] * w_n^{q(k + j m)} */
   for (int64_t k = 0; k < m; k++) {
     for (int q = 0; q < r; q++) t[q] = out[q * m + k];
     for (int j = 0; j < r; j++) {
-      int64_t e = k + j * m;
+      int64_t e = k + j * m, idx = 0;
       cplx acc = t[0];
-      for (int q = 1; q < r; q++) acc += t[q] * p->tw[((q * e) % n) * tws];
+      for (int q = 1; q < r; q++) {
+        idx += e;
+        if (idx >= n) idx -= n;
+        acc += cmul(t[q], tw[idx * tws]);
+      }
       out[e] = acc;
     }
   }
@@ -136,13 +175,13 @@ static void fft_exec(fft_plan *p, cplx *data) {
   }
   cplx *a = p->scratch;
   int64_t m = p->m;
-  for (int64_t k = 0; k < n; k++) a[k] = data[k] * p->chirp[k];
+  for (int64_t k = 0; k < n; k++) a[k] = cmul(data[k], p->chirp[k]);
   for (int64_t k = n; k < m; k++) a[k] = 0;
   fft_exec(p->sub, a);
-  for (int64_t k = 0; k < m; k++) a[k] *= p->kernel_f[k];
+  for (int64_t k = 0; k < m; k++) a[k] = cmul(a[k], p->kernel_f[k]);
   fft_exec(p->isub, a);
   double inv = 1.0 / (double)m;
-  for (int64_t k = 0; k < n; k++) data[k] = a[k] * inv * p->chirp[k];
+  for (int64_t k = 0; k < n; k++) data[k] = cmul(a[k] * inv, p->chirp[k]);
 }
 
 /* Transforms every line of `w` (dims, rank) along `axis`. */
@@ -166,11 +205,11 @@ static av_code bad(av_diag *d, const char *what) {
 static cplx load_c(av_dtype t, const void *base, int64_t i) {
   if (t == AV_DT_C64) {
     const float *f = (const float *)base + 2 * i;
-    return f[0] + I * f[1];
+    return CMPLX(f[0], f[1]);
   }
   if (t == AV_DT_C128) {
     const double *f = (const double *)base + 2 * i;
-    return f[0] + I * f[1];
+    return CMPLX(f[0], f[1]);
   }
   if (t == AV_DT_F32) return ((const float *)base)[i];
   return ((const double *)base)[i];

@@ -104,6 +104,57 @@ static bool total_key(av_dtype t, const void *p, uint64_t *key) {
   return true;
 }
 
+/* Stable LSD radix sort of (key, index) records by unsigned key, skipping bytes on which all
+ * keys agree; small rows use insertion sort. Leaves the sorted indices in perm. */
+typedef struct kv {
+  uint64_t key;
+  int64_t idx;
+} kv;
+
+static void radix_sort(kv *a, kv *t, int64_t n, int64_t *perm) {
+  if (n <= 32) {
+    for (int64_t i = 1; i < n; i++) {
+      kv v = a[i];
+      int64_t j = i;
+      while (j > 0 && a[j - 1].key > v.key) {
+        a[j] = a[j - 1];
+        j--;
+      }
+      a[j] = v;
+    }
+  } else {
+    static const int kPasses = 8;
+    int64_t count[8][256];
+    memset(count, 0, sizeof count);
+    for (int64_t i = 0; i < n; i++)
+      for (int b = 0; b < kPasses; b++) count[b][(a[i].key >> (8 * b)) & 255]++;
+    for (int b = 0; b < kPasses; b++) {
+      bool trivial = false;
+      for (int v = 0; v < 256; v++)
+        if (count[b][v] == n) trivial = true;
+      if (trivial) continue;
+      int64_t pos[256], acc = 0;
+      for (int v = 0; v < 256; v++) {
+        pos[v] = acc;
+        acc += count[b][v];
+      }
+      for (int64_t i = 0; i < n; i++) t[pos[(a[i].key >> (8 * b)) & 255]++] = a[i];
+      kv *sw = a;
+      a = t;
+      t = sw;
+    }
+  }
+  for (int64_t i = 0; i < n; i++) perm[i] = a[i].idx;
+}
+
+/* Total-order key of a double with -0 folded into +0 (FLOAT comparisons treat them equal). */
+static uint64_t float_key(double v) {
+  if (v == 0) v = 0.0;
+  uint64_t bits;
+  memcpy(&bits, &v, 8);
+  return (bits >> 63) ? ~bits : (bits | (1ull << 63));
+}
+
 av_code av_kernel_sort(const av_sort_params *p, const av_view *inputs, av_view *outputs,
                        av_diag *d) {
   int n = p->ninputs;
@@ -149,8 +200,9 @@ av_code av_kernel_sort(const av_sort_params *p, const av_view *inputs, av_view *
   uint64_t *ukeys = fast && !use_float ? malloc((size_t)len * sizeof *ukeys) : NULL;
   double *fkeys = use_float ? malloc((size_t)len * sizeof *fkeys) : NULL;
   char *stage = malloc((size_t)len * maxes);
+  kv *recs = fast ? malloc((size_t)len * 2 * sizeof *recs) : NULL;
   av_code rc = AV_OK;
-  if (!perm || !tmp || !stage || (fast && !use_float && !ukeys) || (use_float && !fkeys)) {
+  if (!perm || !tmp || !stage || (fast && !use_float && !ukeys) || (use_float && !fkeys) || (fast && !recs)) {
     rc = av_diag_set(d, AV_RESOURCE_EXHAUSTED, "sort: out of memory");
     goto done;
   }
@@ -179,7 +231,18 @@ av_code av_kernel_sort(const av_sort_params *p, const av_view *inputs, av_view *
         less = less_u;
       }
     }
-    merge_sort(perm, tmp, len, less, &c);
+    if (less == less_u || less == less_f) {
+      /* both key kinds become unsigned keys; descending = ascending on inverted keys, which
+       * keeps equal keys in their original order (stable) */
+      for (int64_t i = 0; i < len; i++) {
+        uint64_t k = less == less_u ? ukeys[i] : float_key(fkeys[i]);
+        recs[i].key = greater ? ~k : k;
+        recs[i].idx = i;
+      }
+      radix_sort(recs, recs + len, len, perm);
+    } else {
+      merge_sort(perm, tmp, len, less, &c);
+    }
     if (c.err) {
       rc = c.err;
       goto done;
@@ -199,5 +262,6 @@ done:
   free(ukeys);
   free(fkeys);
   free(stage);
+  free(recs);
   return rc;
 }

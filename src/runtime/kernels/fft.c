@@ -16,11 +16,20 @@
 
 typedef double complex cplx;
 
+/* C11's CMPLX is missing from glibc's header under clang; build the value bit-wise (a
+ * complex double has the representation of double[2]). */
+static inline cplx mkc(double re, double im) {
+  double v[2] = {re, im};
+  cplx c;
+  memcpy(&c, v, sizeof c);
+  return c;
+}
+
 /* Plain complex multiply (C's operator calls __muldc3 for Annex G inf/NaN recovery, which is
  * slow and not needed here). */
 static inline cplx cmul(cplx a, cplx b) {
   double ar = creal(a), ai = cimag(a), br = creal(b), bi = cimag(b);
-  return CMPLX(ar * br - ai * bi, ar * bi + ai * br);
+  return mkc(ar * br - ai * bi, ar * bi + ai * br);
 }
 
 enum { kMaxRadix = 61, kMaxFactors = 64 }; /* primes above kMaxRadix go to Bluestein */
@@ -84,7 +93,7 @@ static fft_plan *plan_new(int64_t n, int sign) {
     if (!p->tw || !p->scratch || !p->scratch2) goto fail;
     for (int64_t t = 0; t < n; t++) {
       double a = sign * 2.0 * M_PI * (double)t / (double)n;
-      p->tw[t] = CMPLX(cos(a), sin(a));
+      p->tw[t] = mkc(cos(a), sin(a));
     }
     return p;
   }
@@ -102,7 +111,7 @@ static fft_plan *plan_new(int64_t n, int sign) {
   /* k^2 mod 2n (updated incrementally) keeps the angle argument small and exact */
   for (int64_t k = 0, k2 = 0; k < n; k++) {
     double a = sign * M_PI * (double)k2 / (double)n;
-    p->chirp[k] = CMPLX(cos(a), sin(a));
+    p->chirp[k] = mkc(cos(a), sin(a));
     k2 = (k2 + 2 * k + 1) % (2 * n);
   }
   p->kernel_f[0] = conj(p->chirp[0]);
@@ -205,11 +214,11 @@ static av_code bad(av_diag *d, const char *what) {
 static cplx load_c(av_dtype t, const void *base, int64_t i) {
   if (t == AV_DT_C64) {
     const float *f = (const float *)base + 2 * i;
-    return CMPLX(f[0], f[1]);
+    return mkc(f[0], f[1]);
   }
   if (t == AV_DT_C128) {
     const double *f = (const double *)base + 2 * i;
-    return CMPLX(f[0], f[1]);
+    return mkc(f[0], f[1]);
   }
   if (t == AV_DT_F32) return ((const float *)base)[i];
   return ((const double *)base)[i];

@@ -47,8 +47,8 @@ static bool read_shape(bc_reader *r, bc_cursor *c, int *rank, int64_t **dims) {
 }
 
 bool bc_read_shaped(bc_reader *r, bc_cursor *c, const av_attr *encoding, const av_type **out) {
-  int rank;
-  int64_t *dims;
+  int rank = 0;
+  int64_t *dims = NULL;
   if (!read_shape(r, c, &rank, &dims)) return false;
   const bc_type_slot *elem = bc_read_type(r, c);
   if (!elem) return false;

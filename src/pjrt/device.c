@@ -198,5 +198,20 @@ PJRT_Error *av_PJRT_Device_MemoryStats(PJRT_Device_MemoryStats_Args *args) {
   long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
   args->bytes_limit = pages > 0 && page > 0 ? (int64_t)pages * page : 0;
   args->bytes_limit_is_set = args->bytes_limit > 0;
+  /* The framework does not zero the struct: every statistic we do not keep is reported as
+   * unset, as far as the caller's struct reaches. */
+#define AV_UNSET(field)                                                      \
+  if (AV_HAS(args, PJRT_Device_MemoryStats_Args, field##_is_set)) {          \
+    args->field = 0;                                                         \
+    args->field##_is_set = false;                                            \
+  }
+  AV_UNSET(bytes_reserved)
+  AV_UNSET(peak_bytes_reserved)
+  AV_UNSET(bytes_reservable_limit)
+  AV_UNSET(largest_free_block_bytes)
+  AV_UNSET(pool_bytes)
+  AV_UNSET(peak_pool_bytes)
+  AV_UNSET(peak_allocated_bytes)
+#undef AV_UNSET
   return NULL;
 }

@@ -628,6 +628,17 @@ static void test_memory_stats(void **state) {
   CHECK_OK(api->PJRT_Device_MemoryStats(a));
   for (size_t i = PJRT_Device_MemoryStats_Args_SIZE_0_75; i < sizeof raw; i++)
     assert_int_equal(raw[i], 0xAB);
+  /* Statistics anvil does not keep are reported unset, not left as garbage. */
+  assert_false(a->bytes_reserved_is_set);
+  assert_false(a->pool_bytes_is_set);
+  assert_false(a->peak_pool_bytes_is_set);
+  memset(raw, 0xAB, sizeof raw);
+  a->struct_size = PJRT_Device_MemoryStats_Args_STRUCT_SIZE;
+  a->extension_start = NULL;
+  a->device = dev0;
+  CHECK_OK(api->PJRT_Device_MemoryStats(a));
+  assert_false(a->peak_allocated_bytes_is_set);
+  assert_true(a->peak_bytes_in_use_is_set);
   a->struct_size = 64;
   EXPECT_ERROR(api->PJRT_Device_MemoryStats(a), PJRT_Error_Code_INVALID_ARGUMENT,
                "PJRT_Device_MemoryStats_Args");

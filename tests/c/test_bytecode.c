@@ -448,6 +448,12 @@ static void test_jax_export_artifacts(void **state) {
     }
     name_set ops = {0};
     module_ops(m, &ops);
+    /* Every op has an IR opcode (casts between VHLO and builtin types are folded away). */
+    for (size_t i = 0; i < ops.n; i++)
+      if (av_opcode_from_name(ops.names[i], strlen(ops.names[i])) == AV_OP_UNKNOWN) {
+        failed++;
+        printf("FAILED %s: op %s has no IR opcode\n", n, ops.names[i]);
+      }
     for (size_t i = 0; i < ops.n; i++)
       if (strncmp(ops.names[i], "sdy.", 4) == 0) {
         with_sdy++;

@@ -388,7 +388,7 @@ static bool h_dynamic_update_slice(hlo_scope *s, const hlo_instr *in, const char
 
 static bool h_one_dim(hlo_scope *s, const hlo_instr *in, const char *name, const char *attr,
                       size_t min, size_t max, hlo_val **out) {
-  int64_t d;
+  int64_t d = 0;
   if (!need(s, in, min, max) || !dim0(s, in, &d)) return false;
   SIMPLE_OP(1);
   return set(s, in, op, 0, attr, a_int(s, d)) && results(s, in, op, out);
@@ -576,7 +576,7 @@ static bool h_scatter(hlo_scope *s, const hlo_instr *in, const char *name, hlo_v
 }
 
 static bool h_sort(hlo_scope *s, const hlo_instr *in, const char *name, hlo_val **out) {
-  int64_t d;
+  int64_t d = 0;
   if (in->operand_ids.n < 1) return hlo_fail(s, in, "expects operands");
   if (!dim0(s, in, &d)) return false;
   av_op *op = region_op(s, in, name, 2, 1);
@@ -659,7 +659,7 @@ static bool h_all_reduce(hlo_scope *s, const hlo_instr *in, const char *name, hl
 }
 
 static bool h_reduce_scatter(hlo_scope *s, const hlo_instr *in, const char *name, hlo_val **out) {
-  int64_t d;
+  int64_t d = 0;
   if (!need(s, in, 1, 1) || !dim0(s, in, &d)) return false;
   av_op *op = region_op(s, in, name, 4, 1);
   return op && collective_common(s, in, op, 0) &&
@@ -667,7 +667,7 @@ static bool h_reduce_scatter(hlo_scope *s, const hlo_instr *in, const char *name
 }
 
 static bool h_all_gather(hlo_scope *s, const hlo_instr *in, const char *name, hlo_val **out) {
-  int64_t d;
+  int64_t d = 0;
   if (in->operand_ids.n < 1 || !dim0(s, in, &d)) return hlo_fail(s, in, "expects operands");
   av_value **ops;
   size_t nops;

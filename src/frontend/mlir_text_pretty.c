@@ -190,6 +190,8 @@ static const kw_map kKeywords[] = {
     {"stablehlo.dot", "precision", "precision_config", 'r'},
     {"stablehlo.convolution", "precision", "precision_config", 'r'},
     {"chlo.top_k", "k", "k", 'i'},
+    {"stablehlo.einsum", "config", "einsum_config", 'r'},
+    {"stablehlo.unary_einsum", "config", "einsum_config", 'r'},
     {NULL, NULL, NULL, 0},
 };
 

@@ -223,6 +223,8 @@ CTS_CHECK(cts_execute_all_devices) {
     CTS_TRY(cts_err(t, t->api->PJRT_Buffer_Device(&dv), "PJRT_Buffer_Device"));
     if (dv.device != ad.addressable_devices[i])
       return cts_fail(t, "replica %zu's output is not on its device", i);
+    for (int k = 0; k < 2; k++) cts_buffer_destroy(t, args[i][k]);
+    cts_buffer_destroy(t, outs[i][0]);
   }
   cts_note(t, "%zu devices", n);
   cts_executable_destroy(t, exe);
@@ -260,6 +262,8 @@ CTS_CHECK(cts_execute_portable_on_device) {
                                 .buffer = out[0]};
   CTS_TRY(cts_err(t, t->api->PJRT_Buffer_Device(&dv), "PJRT_Buffer_Device"));
   if (dv.device != d) return cts_fail(t, "output is not on execute_device");
+  for (int i = 0; i < 2; i++) cts_buffer_destroy(t, args[i]);
+  cts_buffer_destroy(t, out[0]);
   cts_executable_destroy(t, exe);
   cts_client_destroy(t, e.c);
   return CTS_PASS;
@@ -462,6 +466,8 @@ CTS_CHECK(cts_execute_wrong_element_type) {
   CTS_TRY(cts_buffer_from_host(t, e.c, e.devs[0], PJRT_Buffer_Type_S32, d4, 1, iv, &int_buf));
   const bad_args cases[] = {{{good, int_buf}, 2, "an s32[4] argument for an f32[4] parameter"}};
   CTS_TRY(execute_must_fail(t, exe, cases, 1));
+  cts_buffer_destroy(t, good);
+  cts_buffer_destroy(t, int_buf);
   cts_executable_destroy(t, exe);
   cts_client_destroy(t, e.c);
   return CTS_PASS;
@@ -481,6 +487,8 @@ CTS_CHECK(cts_execute_bad_arguments) {
       {{good, short_buf}, 2, "an f32[3] argument for an f32[4] parameter"},
   };
   CTS_TRY(execute_must_fail(t, exe, cases, sizeof cases / sizeof cases[0]));
+  cts_buffer_destroy(t, good);
+  cts_buffer_destroy(t, short_buf);
   cts_executable_destroy(t, exe);
   cts_client_destroy(t, e.c);
   return CTS_PASS;
@@ -510,9 +518,12 @@ CTS_CHECK(cts_execute_deleted_argument) {
   if (!err) {
     if (cts_await_code(t, done[0], NULL, 0) == PJRT_Error_Code_OK)
       return cts_fail(t, "Execute with a deleted argument succeeded");
+    cts_buffer_destroy(t, out[0]);
   } else {
     CTS_TRY(cts_expect_error(t, err, "deleted argument"));
   }
+  for (int i = 0; i < 2; i++) cts_buffer_destroy(t, args[i]);
+  cts_executable_destroy(t, exe);
   cts_client_destroy(t, e.c);
   return CTS_PASS;
 }
@@ -550,7 +561,9 @@ CTS_CHECK(cts_loaded_executable_delete) {
   PJRT_Error *err = t->api->PJRT_LoadedExecutable_Execute(&x);
   if (!err && cts_await_code(t, done[0], NULL, 0) == PJRT_Error_Code_OK)
     cts_note(t, "a deleted executable still executes");
+  if (!err) cts_buffer_destroy(t, out[0]);
   cts_error_free(t, err);
+  for (int i = 0; i < 2; i++) cts_buffer_destroy(t, args[i]);
   cts_executable_destroy(t, exe);
   cts_client_destroy(t, e.c);
   return CTS_PASS;

@@ -22,6 +22,18 @@
 
 #include "cts.h"
 
+/* In AddressSanitizer builds LeakSanitizer is there to ask: --leak-check is then the default. */
+#if defined(__SANITIZE_ADDRESS__)
+#define CTS_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define CTS_ASAN 1
+#endif
+#endif
+#ifndef CTS_ASAN
+#define CTS_ASAN 0
+#endif
+
 #define CTS_ENTRY(name, fn, needs, what) CTS_CHECK(fn);
 #include "checks.def"
 #undef CTS_ENTRY
@@ -55,6 +67,7 @@ typedef struct {
   const char *json_path;
   const char *filter;
   bool list;
+  bool leak_check;
   unsigned timeout_s;
 } cts_options;
 
@@ -84,8 +97,10 @@ static void write_all(int fd, const void *p, size_t n) {
   }
 }
 
-/* Child side: initialize the plugin, run one check, send [status byte][message] and _exit. */
-static void run_child(int fd, const PJRT_Api *api, const cts_check *c) {
+/* Child side: initialize the plugin, run one check, send [status byte][message] and _exit.
+ * With leak_check a passing check ends with exit() instead, so that a leak checker (LeakSanitizer
+ * in sanitizer builds) runs and its nonzero exit status turns the PASS into a FAIL. */
+static void run_child(int fd, const PJRT_Api *api, const cts_check *c, bool leak_check) {
   dup2(STDERR_FILENO, STDOUT_FILENO); /* plugin chatter must not mix with the report */
   cts_ctx t;
   memset(&t, 0, sizeof t);
@@ -95,11 +110,16 @@ static void run_child(int fd, const PJRT_Api *api, const cts_check *c) {
   unsigned char sb = (unsigned char)s;
   write_all(fd, &sb, 1);
   write_all(fd, t.msg, strnlen(t.msg, sizeof t.msg));
+  if (leak_check && s == CTS_PASS) {
+    close(fd);
+    exit(0);
+  }
   _exit(0);
 }
 
-static void run_isolated(const PJRT_Api *api, const cts_check *c, unsigned timeout_s,
+static void run_isolated(const PJRT_Api *api, const cts_check *c, const cts_options *o,
                          cts_result *r) {
+  unsigned timeout_s = o->timeout_s;
   memset(r, 0, sizeof *r);
   double start = now_ms();
   int fds[2];
@@ -112,7 +132,7 @@ static void run_isolated(const PJRT_Api *api, const cts_check *c, unsigned timeo
   pid_t pid = fork();
   if (pid == 0) {
     close(fds[0]);
-    run_child(fds[1], api, c);
+    run_child(fds[1], api, c, o->leak_check);
   }
   close(fds[1]);
   if (pid < 0) {
@@ -169,6 +189,12 @@ static void run_isolated(const PJRT_Api *api, const cts_check *c, unsigned timeo
   r->status = buf[0] <= CTS_SKIP ? (cts_status)buf[0] : CTS_FAIL;
   buf[got] = 0;
   snprintf(r->msg, sizeof r->msg, "%s", buf + 1);
+  if (r->status == CTS_PASS && WIFEXITED(ws) && WEXITSTATUS(ws) != 0) {
+    r->status = CTS_FAIL;
+    snprintf(r->msg, sizeof r->msg,
+             "passed, but the process exited with status %d (leak check: see stderr)",
+             WEXITSTATUS(ws));
+  }
 }
 
 /* dlopen + GetPjrtApi in a child first, so that a plugin crashing in its constructor or in
@@ -244,15 +270,21 @@ static int write_json(const cts_options *o, const PJRT_Api *api, const cts_resul
 static void usage(void) {
   fprintf(stderr,
           "usage: anvil-cts PLUGIN.so [--json FILE] [--filter SUBSTR] [--list] [--timeout S]\n"
-          "Runs the PJRT C API conformance checks against any PJRT plugin.\n");
+          "                 [--leak-check | --no-leak-check]\n"
+          "Runs the PJRT C API conformance checks against any PJRT plugin. --leak-check (the\n"
+          "default in AddressSanitizer builds) ends passing checks with exit() so that\n"
+          "LeakSanitizer can turn a leak into a FAIL.\n");
 }
 
 static bool parse_args(int argc, char **argv, cts_options *o) {
   memset(o, 0, sizeof *o);
   o->timeout_s = 60;
+  o->leak_check = CTS_ASAN;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (!strcmp(a, "--list")) o->list = true;
+    else if (!strcmp(a, "--leak-check")) o->leak_check = true;
+    else if (!strcmp(a, "--no-leak-check")) o->leak_check = false;
     else if (!strcmp(a, "--json") && i + 1 < argc) o->json_path = argv[++i];
     else if (!strcmp(a, "--filter") && i + 1 < argc) o->filter = argv[++i];
     else if (!strcmp(a, "--timeout") && i + 1 < argc) o->timeout_s = (unsigned)atoi(argv[++i]);
@@ -325,7 +357,7 @@ int main(int argc, char **argv) {
       snprintf(r->msg, sizeof r->msg, "needs a working compile (%s: %s)", kCompileProbe,
                status_name(compile_gate));
     } else {
-      run_isolated(api, c, o.timeout_s, r);
+      run_isolated(api, c, &o, r);
     }
     if (is_client_probe) client_gate = r->status;
     if (is_compile_probe) compile_gate = r->status;

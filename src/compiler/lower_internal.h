@@ -72,6 +72,14 @@ bool av_lower_shape_op(av_lower *c, const av_op *op, bool *handled);
 bool av_lower_control_op(av_lower *c, const av_op *op, bool *handled);
 bool av_lower_kernel_op(av_lower *c, const av_op *op, bool *handled);
 
+/* Comparison attribute spellings. */
+bool av_parse_cmp_dir(const char *s, av_cmp_dir *dir);
+av_cmp_type av_parse_cmp_type(const char *s);
+
+/* A register program for a region of scalar elementwise ops; NULL when it does not qualify. */
+struct av_scalar_prog;
+const struct av_scalar_prog *av_build_scalar_prog(av_lower *c, const av_region *r);
+
 /* Whether an op must stay even when its results are unused. */
 bool av_op_has_side_effects(const av_op *op);
 

@@ -93,6 +93,7 @@ static bool region_fn(av_lower *c, const av_op *op, uint32_t r, uint32_t nargs,
   }
   const av_block_plan *bp = av_lower_region(c, &op->regions[r]);
   if (!bp) return false;
+  kp->progs[kp->nregions] = av_build_scalar_prog(c, &op->regions[r]);
   kp->regions[kp->nregions++] = bp;
   return true;
 }

@@ -17,7 +17,7 @@ static bool expect_counts(av_lower *c, const av_op *op, uint32_t nin, uint32_t n
   return true;
 }
 
-static bool parse_direction(const char *s, av_cmp_dir *dir) {
+bool av_parse_cmp_dir(const char *s, av_cmp_dir *dir) {
   static const char *const names[] = {"EQ", "NE", "LT", "LE", "GT", "GE"};
   for (int i = 0; i < 6; i++)
     if (strcmp(s, names[i]) == 0) {
@@ -27,7 +27,7 @@ static bool parse_direction(const char *s, av_cmp_dir *dir) {
   return false;
 }
 
-static av_cmp_type parse_cmp_type(const char *s) {
+av_cmp_type av_parse_cmp_type(const char *s) {
   if (strcmp(s, "FLOAT") == 0) return AV_CMP_FLOAT;
   if (strcmp(s, "TOTALORDER") == 0) return AV_CMP_TOTALORDER;
   if (strcmp(s, "SIGNED") == 0) return AV_CMP_SIGNED;
@@ -89,8 +89,8 @@ static bool lower_elementwise(av_lower *c, const av_op *op) {
     if (!av_attr_get_enum(op, "comparison_direction", buf, sizeof buf) &&
         !av_attr_get_enum(op, "direction", buf, sizeof buf))
       return AV_INVALID(c, "missing comparison_direction");
-    if (!parse_direction(buf, &dir)) return AV_INVALID(c, "bad comparison_direction %s", buf);
-    if (av_attr_get_enum(op, "compare_type", buf, sizeof buf)) ctype = parse_cmp_type(buf);
+    if (!av_parse_cmp_dir(buf, &dir)) return AV_INVALID(c, "bad comparison_direction %s", buf);
+    if (av_attr_get_enum(op, "compare_type", buf, sizeof buf)) ctype = av_parse_cmp_type(buf);
   }
   av_ew_kernel *k = av_lower_alloc(c, sizeof *k);
   if (!k) return false;

@@ -10,6 +10,7 @@ enum { SMALL = 8 };
  * overlap (kernels call region bodies from one thread). */
 av_code av_region_scalar_call(void *ctx, const void *const *in, void *const *out, av_diag *d) {
   av_region_ctx *rc = ctx;
+  if (rc->prog) return av_scalar_prog_run(rc->prog, rc->f, in, out, d);
   const av_block_plan *b = rc->block;
   av_slot small_args[SMALL], small_res[SMALL];
   av_slot *args = b->nargs <= SMALL ? small_args : calloc(b->nargs, sizeof *args);
@@ -66,7 +67,7 @@ static void make_view(const av_frame *f, int32_t slot, av_view *v) {
 av_code av_step_kernel(const av_step *s, av_frame *f, av_diag *d) {
   const av_kernel_params *kp = s->params;
   av_kernel_params p = *kp;
-  av_region_ctx rc[2] = {{f, kp->regions[0]}, {f, kp->regions[1]}};
+  av_region_ctx rc[2] = {{f, kp->regions[0], kp->progs[0]}, {f, kp->regions[1], kp->progs[1]}};
   av_scalar_fn *fns[2] = {NULL, NULL};
   switch (p.kind) {
     case AV_K_REDUCE: fns[0] = &p.u.reduce.body; break;

@@ -16,6 +16,7 @@
 #include "runtime/kernels/sort.h"
 #include "runtime/kernels/top_k.h"
 #include "runtime/plan.h"
+#include "runtime/scalar_prog.h"
 
 typedef enum av_kernel_kind {
   AV_K_REDUCE,
@@ -56,6 +57,7 @@ typedef struct av_kernel_params {
   } u;
   /* region bodies (up to two), and where their av_scalar_fn lives inside `u` */
   const av_block_plan *regions[2];
+  const av_scalar_prog *progs[2]; /* fast form of the regions, when they qualify */
   int nregions;
 } av_kernel_params;
 
@@ -65,6 +67,7 @@ av_code av_step_kernel(const av_step *s, av_frame *f, av_diag *d);
 typedef struct av_region_ctx {
   av_frame *f;
   const av_block_plan *block;
+  const av_scalar_prog *prog; /* used instead of `block` when set */
 } av_region_ctx;
 av_code av_region_scalar_call(void *ctx, const void *const *in, void *const *out, av_diag *d);
 

@@ -1,0 +1,36 @@
+#include "runtime/scalar_prog.h"
+
+#include <string.h>
+
+av_code av_scalar_prog_run(const av_scalar_prog *p, const av_frame *f, const void *const *in,
+                           void *const *out, av_diag *d) {
+  (void)d;
+  uint64_t regs[AV_SPROG_MAX_REGS][2];
+  for (uint32_t i = 0; i < p->ninits; i++) {
+    const av_sinit *s = &p->inits[i];
+    const void *src = s->data ? s->data : f->slots[s->slot].data;
+    memcpy(regs[s->reg], src, s->size);
+  }
+  for (uint32_t i = 0; i < p->nargs; i++) memcpy(regs[p->args[i]], in[i], p->arg_size[i]);
+  for (uint32_t i = 0; i < p->nins; i++) {
+    const av_sinstr *s = &p->ins[i];
+    switch (s->kind) {
+      case AV_SI_EW: {
+        const void *ops[AV_EW_MAX_IN] = {regs[s->in[0]], regs[s->in[1]], regs[s->in[2]]};
+        av_ew_run(s->ew, ops, regs[s->out], 1);
+        break;
+      }
+      case AV_SI_SELECT: {
+        uint8_t pred;
+        memcpy(&pred, regs[s->in[0]], 1);
+        memmove(regs[s->out], regs[pred ? s->in[1] : s->in[2]], s->esize);
+        break;
+      }
+      case AV_SI_CONVERT:
+        av_convert_run(s->cv, regs[s->in[0]], regs[s->out], 1);
+        break;
+    }
+  }
+  for (uint32_t i = 0; i < p->nresults; i++) memcpy(out[i], regs[p->results[i]], p->res_size[i]);
+  return AV_OK;
+}

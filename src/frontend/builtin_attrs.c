@@ -165,6 +165,17 @@ static bool skip_affine_expr(bc_reader *r, bc_cursor *c, int depth) {
   return skip_affine_expr(r, c, depth + 1) && skip_affine_expr(r, c, depth + 1);
 }
 
+/* Width of an integer type anvil has no dtype for ("i128", "si96", "ui7"); 0 otherwise. */
+static unsigned wide_int_width(const av_type *t) {
+  if (!t || t->kind != AV_TYPE_OTHER || !t->text) return 0;
+  const char *p = t->text;
+  if (*p == 's' || *p == 'u') p++;
+  if (*p++ != 'i' || *p < '0' || *p > '9') return 0;
+  unsigned w = 0;
+  while (*p >= '0' && *p <= '9' && w < 100000) w = w * 10 + (unsigned)(*p++ - '0');
+  return *p == '\0' ? w : 0;
+}
+
 static const av_attr *opaque(bc_reader *r, const char *text) {
   bc_text t = {(char *)text, strlen(text), strlen(text) + 1};
   return bc_opaque_from_text(r, &t);
@@ -249,6 +260,15 @@ const av_attr *bc_builtin_attr(bc_reader *r, bc_cursor *c) {
       if (!ts) return NULL;
       dt = ts->elem ? ts->t->dtype : AV_DT_INVALID;
       int64_t v;
+      unsigned wide = wide_int_width(ts->t);
+      if (wide) { /* e.g. i128: the value keeps its low 64 bits */
+        uint64_t bits;
+        if (!bc_read_apint(r, c, wide, &bits)) return NULL;
+        if (wide < 64 && ts->t->text[0] != 'u' && ((bits >> (wide - 1)) & 1))
+          bits |= ~((UINT64_C(1) << wide) - 1); /* sign-extend signless/signed */
+        memcpy(&v, &bits, sizeof v);
+        return av_attr_int(m, v, ts->t);
+      }
       if (!bc_read_typed_int(r, c, dt, &v)) return NULL;
       if (dt == AV_DT_PRED) return av_attr_bool(m, v != 0);
       return av_attr_int(m, v, ts->t);
@@ -293,7 +313,7 @@ const av_attr *bc_builtin_attr(bc_reader *r, bc_cursor *c) {
       const bc_type_slot *ts = bc_read_type(r, c);
       uint64_t splat;
       if (!ts || !bc_read_varint(c, &splat)) break;
-      int64_t n = splat ? 1 : av_type_num_elements(ts->t);
+      int64_t n = splat ? 1 : bc_num_elements(ts->t);
       if (n < 0 || (uint64_t)n > bc_remaining(c)) break;
       const av_attr **items = av_arena_calloc(&m->arena, (size_t)n + 1, sizeof *items);
       if (!items) return NULL;

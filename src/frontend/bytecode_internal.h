@@ -145,6 +145,9 @@ const av_type *bc_other_type(bc_reader *r, const char *text, size_t len);
 const av_type *bc_tensor_type(bc_reader *r, const bc_type_slot *elem, int rank,
                               const int64_t *dims, const av_attr *encoding);
 
+/* Elements of a shaped type (also AV_TYPE_OTHER tensors of unknown elements); -1 if dynamic,
+ * unranked or overflowing. */
+int64_t bc_num_elements(const av_type *t);
 /* Dense elements in MLIR's raw layout -> anvil storage (copied once into the arena; i1 unpacked,
  * sub-byte values normalised). */
 const av_attr *bc_make_dense(bc_reader *r, const bc_cursor *c, const av_type *type,

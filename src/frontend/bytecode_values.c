@@ -168,6 +168,18 @@ double bc_float_from_bits(av_dtype dt, uint64_t bits) {
 
 /* ------------------------------------------------------------- dense data */
 
+int64_t bc_num_elements(const av_type *t) {
+  if (!t || (t->kind != AV_TYPE_TENSOR && t->kind != AV_TYPE_OTHER)) return -1;
+  if (t->rank > 0 && !t->dims) return -1;
+  int64_t n = 1;
+  for (int i = 0; i < t->rank; i++) {
+    int64_t dim = t->dims[i];
+    if (dim < 0 || (dim != 0 && n > INT64_MAX / dim)) return -1;
+    n *= dim;
+  }
+  return n;
+}
+
 /* Keeps the meaningful low bits of a sub-byte element and sign-extends signed integers. */
 static uint8_t normalize_subbyte(av_dtype dt, uint8_t b) {
   int bits = av_dtype_bits(dt);
@@ -187,14 +199,7 @@ const av_attr *bc_make_dense(bc_reader *r, const bc_cursor *c, const av_type *ty
     bc_fail(r, c, "dense elements need a ranked tensor type of a known element type");
     return NULL;
   }
-  int64_t n = 1;
-  for (int i = 0; i < type->rank && n >= 0; i++) {
-    int64_t dim = type->dims[i];
-    if (dim < 0 || (dim != 0 && n > INT64_MAX / dim))
-      n = -1;
-    else
-      n *= dim;
-  }
+  int64_t n = bc_num_elements(type);
   if (n < 0) {
     bc_fail(r, c, "dense elements of a dynamically shaped tensor");
     return NULL;

@@ -250,6 +250,7 @@ static int write_json(const cts_options *o, const PJRT_Api *api, const cts_resul
   if (api)
     fprintf(f, ",\n  \"pjrt_api_version\": \"%d.%d\"", api->pjrt_api_version.major_version,
             api->pjrt_api_version.minor_version);
+  fprintf(f, ",\n  \"suite_pjrt_api_version\": \"%d.%d\"", PJRT_API_MAJOR, PJRT_API_MINOR);
   fprintf(f, ",\n  \"summary\": {\"passed\": %d, \"failed\": %d, \"skipped\": %d},\n", pass, fail,
           skip);
   fprintf(f, "  \"checks\": [");

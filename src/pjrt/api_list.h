@@ -97,6 +97,12 @@
   X(Buffer_ToHostBuffer)                                                                       \
   X(Buffer_CopyRawToHost)                                                                      \
   X(Buffer_CopyRawToHostFuture)                                                                \
+  X(Client_CreateViewOfDeviceBuffer)                                                           \
+  X(Buffer_Bitcast)                                                                            \
+  X(Client_DmaMap)                                                                             \
+  X(Client_DmaUnmap)                                                                           \
+  X(ExecuteContext_Create)                                                                     \
+  X(ExecuteContext_Destroy)                                                                    \
   X(Buffer_IsOnCpu)                                                                            \
   X(Buffer_ReadyEvent)                                                                         \
   X(Buffer_UnsafePointer)                                                                      \
@@ -112,8 +118,6 @@
   X(Executable_SizeOfGeneratedCodeInBytes)                                                     \
   X(Executable_GetCostAnalysis)                                                                \
   X(Executable_GetCompiledMemoryStats)                                                         \
-  X(ExecuteContext_Create)                                                                     \
-  X(ExecuteContext_Destroy)                                                                    \
   X(CopyToDeviceStream_Destroy)                                                                \
   X(CopyToDeviceStream_AddChunk)                                                               \
   X(CopyToDeviceStream_TotalBytes)                                                             \
@@ -126,10 +130,7 @@
   X(TopologyDescription_MakeCanonicalShapeForMemorySpace)                                      \
   X(TopologyDescription_GetMemorySpaceKindIds)                                                 \
   X(Compile)                                                                                   \
-  X(Client_CreateViewOfDeviceBuffer)                                                           \
   X(Client_CreateBuffersForAsyncHostToDevice)                                                  \
-  X(Client_DmaMap)                                                                             \
-  X(Client_DmaUnmap)                                                                           \
   X(Client_UpdateGlobalProcessInfo)                                                            \
   X(Client_CreateAliasBuffer)                                                                  \
   X(Client_FulfillAliasBuffer)                                                                 \
@@ -143,8 +144,7 @@
   X(AsyncHostToDeviceTransferManager_SetBufferError)                                           \
   X(AsyncHostToDeviceTransferManager_AddMetadata)                                              \
   X(AsyncHostToDeviceTransferManager_TransferLiteral)                                          \
-  X(Buffer_DonateWithControlDependency)                                                        \
-  X(Buffer_Bitcast)
+  X(Buffer_DonateWithControlDependency)
 
 #define AV_PJRT_DECLARE(name) PJRT_Error *av_PJRT_##name(PJRT_##name##_Args *args);
 

@@ -39,8 +39,18 @@ static void test_unimplemented_names_function(void **state) {
       .struct_size = PJRT_Executable_GetCostAnalysis_Args_STRUCT_SIZE};
   EXPECT_ERROR(api->PJRT_Executable_GetCostAnalysis(&a), PJRT_Error_Code_UNIMPLEMENTED,
                "anvil: PJRT_Executable_GetCostAnalysis is not implemented yet");
-  PJRT_Client_DmaMap_Args d = {.struct_size = PJRT_Client_DmaMap_Args_STRUCT_SIZE};
-  EXPECT_ERROR(api->PJRT_Client_DmaMap(&d), PJRT_Error_Code_UNIMPLEMENTED, "PJRT_Client_DmaMap");
+  PJRT_Device_PoisonExecution_Args d = {.struct_size = PJRT_Device_PoisonExecution_Args_STRUCT_SIZE};
+  EXPECT_ERROR(api->PJRT_Device_PoisonExecution(&d), PJRT_Error_Code_UNIMPLEMENTED,
+               "PJRT_Device_PoisonExecution");
+  /* Execution contexts and DMA mapping exist but have nothing to do on the CPU. */
+  PJRT_ExecuteContext_Create_Args ec = {.struct_size = PJRT_ExecuteContext_Create_Args_STRUCT_SIZE};
+  CHECK_OK(api->PJRT_ExecuteContext_Create(&ec));
+  assert_non_null(ec.context);
+  PJRT_ExecuteContext_Destroy_Args ed = {.struct_size = PJRT_ExecuteContext_Destroy_Args_STRUCT_SIZE,
+                                         .context = ec.context};
+  CHECK_OK(api->PJRT_ExecuteContext_Destroy(&ed));
+  PJRT_Client_DmaMap_Args dm = {.struct_size = PJRT_Client_DmaMap_Args_STRUCT_SIZE};
+  EXPECT_ERROR(api->PJRT_Client_DmaMap(&dm), PJRT_Error_Code_INVALID_ARGUMENT, "client is NULL");
 }
 
 static void test_error_object(void **state) {

@@ -591,6 +591,60 @@ static void test_error_buffer(void **state) {
                "is not an error");
 }
 
+static void count_delete(void *ptr, void *arg) {
+  (void)ptr;
+  ++*(int *)arg;
+}
+
+static void test_view_and_bitcast(void **state) {
+  (void)state;
+  float *mem = aligned_alloc(64, 64);
+  for (int i = 0; i < 4; i++) mem[i] = (float)i + 0.5f;
+  int deleted = 0;
+  int64_t dims[1] = {4};
+  PJRT_Client_CreateViewOfDeviceBuffer_Args v = {
+      .struct_size = PJRT_Client_CreateViewOfDeviceBuffer_Args_STRUCT_SIZE,
+      .client = client,
+      .device_buffer_ptr = mem,
+      .dims = dims,
+      .num_dims = 1,
+      .element_type = PJRT_Buffer_Type_F32,
+      .device = dev1,
+      .on_delete_callback = count_delete,
+      .on_delete_callback_arg = &deleted};
+  CHECK_OK(api->PJRT_Client_CreateViewOfDeviceBuffer(&v));
+  PJRT_Buffer_OpaqueDeviceMemoryDataPointer_Args op = {
+      .struct_size = PJRT_Buffer_OpaqueDeviceMemoryDataPointer_Args_STRUCT_SIZE, .buffer = v.buffer};
+  CHECK_OK(api->PJRT_Buffer_OpaqueDeviceMemoryDataPointer(&op));
+  assert_ptr_equal(op.device_memory_ptr, mem); /* a view, not a copy */
+  /* Bitcast f32[4] -> s32[2,2]: same bytes. */
+  int64_t dims2[2] = {2, 2};
+  PJRT_Buffer_Bitcast_Args bc = {.struct_size = PJRT_Buffer_Bitcast_Args_STRUCT_SIZE,
+                                 .buffer = v.buffer,
+                                 .element_type = PJRT_Buffer_Type_S32,
+                                 .dims = dims2,
+                                 .num_dims = 2};
+  CHECK_OK(api->PJRT_Buffer_Bitcast(&bc));
+  PJRT_Buffer *cast = bc.out_buffer;
+  int32_t bits[4];
+  CHECK_OK(to_host(cast, bits, sizeof bits, NULL));
+  assert_memory_equal(bits, mem, sizeof bits);
+  int64_t dims3[1] = {3};
+  bc.dims = dims3;
+  bc.num_dims = 1;
+  EXPECT_ERROR(api->PJRT_Buffer_Bitcast(&bc), PJRT_Error_Code_INVALID_ARGUMENT,
+               "the new shape has 12 bytes, the buffer 16");
+  buffer_destroy(v.buffer);
+  assert_int_equal(deleted, 0); /* the bitcast still uses the memory */
+  buffer_destroy(cast);
+  assert_int_equal(deleted, 1);
+  /* Misaligned for its element type. */
+  v.device_buffer_ptr = (char *)mem + 2;
+  EXPECT_ERROR(api->PJRT_Client_CreateViewOfDeviceBuffer(&v), PJRT_Error_Code_INVALID_ARGUMENT,
+               "not aligned");
+  free(mem);
+}
+
 static int64_t bytes_in_use(PJRT_Device *d, size_t struct_size) {
   PJRT_Device_MemoryStats_Args a = {.struct_size = struct_size, .device = d};
   CHECK_OK(api->PJRT_Device_MemoryStats(&a));
@@ -754,6 +808,7 @@ int main(void) {
       cmocka_unit_test(test_uninitialized_buffer),
       cmocka_unit_test(test_error_buffer),
       cmocka_unit_test(test_memory_stats),
+      cmocka_unit_test(test_view_and_bitcast),
       cmocka_unit_test(test_bad_shapes_and_types),
       cmocka_unit_test(test_old_struct_sizes),
   };

@@ -111,11 +111,55 @@ static void test_int_conv_and_window_reversal(void **state) {
   assert_int_equal(av_kernel_convolution(&p, &X, &W, &Y, &d), AV_INVALID_ARGUMENT);
 }
 
+/* Above the small-size threshold the GEMM goes to BLAS: NCHW [2,16,24,24] x OIHW [16,8,3,3],
+ * feature_group_count 2, stride 2, padding 1, against direct loops written here (integer data,
+ * exact sums). */
+static void test_conv_blas_path_against_loops(void **state) {
+  (void)state;
+  enum { NB = 2, C = 16, H = 24, W = 24, O = 16, CG = 8, KH = 3, KW = 3, OH = 12, OW = 12 };
+  static float x[NB * C * H * W], w[O * CG * KH * KW], y[NB * O * OH * OW];
+  for (int i = 0; i < NB * C * H * W; i++) x[i] = (float)(i % 5 - 2);
+  for (int i = 0; i < O * CG * KH * KW; i++) w[i] = (float)(i % 3 - 1);
+  int64_t xd[4] = {NB, C, H, W}, wd[4] = {O, CG, KH, KW}, yd[4] = {NB, O, OH, OW};
+  av_view X = tk_view(x, AV_DT_F32, 4, xd), Wv = tk_view(w, AV_DT_F32, 4, wd), Y = tk_view(y, AV_DT_F32, 4, yd);
+  av_conv_params p;
+  av_conv_params_init(&p);
+  p.nspatial = 2;
+  p.input_batch_dimension = 0, p.input_feature_dimension = 1;
+  p.input_spatial_dimensions[0] = 2, p.input_spatial_dimensions[1] = 3;
+  p.kernel_output_feature_dimension = 0, p.kernel_input_feature_dimension = 1;
+  p.kernel_spatial_dimensions[0] = 2, p.kernel_spatial_dimensions[1] = 3;
+  p.output_batch_dimension = 0, p.output_feature_dimension = 1;
+  p.output_spatial_dimensions[0] = 2, p.output_spatial_dimensions[1] = 3;
+  p.window_strides[0] = p.window_strides[1] = 2;
+  p.padding_lo[0] = p.padding_lo[1] = p.padding_hi[0] = p.padding_hi[1] = 1;
+  p.feature_group_count = 2;
+  av_diag d;
+  av_diag_init(&d);
+  assert_int_equal(av_kernel_convolution(&p, &X, &Wv, &Y, &d), AV_OK);
+  for (int b = 0; b < NB; b++)
+    for (int o = 0; o < O; o++)
+      for (int oh = 0; oh < OH; oh++)
+        for (int ow = 0; ow < OW; ow++) {
+          double acc = 0;
+          int g = o / (O / 2);
+          for (int c = 0; c < CG; c++)
+            for (int kh = 0; kh < KH; kh++)
+              for (int kw = 0; kw < KW; kw++) {
+                int ih = oh * 2 + kh - 1, iw = ow * 2 + kw - 1;
+                if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+                acc += (double)x[((b * C + g * CG + c) * H + ih) * W + iw] * w[((o * CG + c) * KH + kh) * KW + kw];
+              }
+          assert_true(y[((b * O + o) * OH + oh) * OW + ow] == (float)acc);
+        }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_conv2d_layouts_dilation_padding_groups),
       cmocka_unit_test(test_batch_group_count),
       cmocka_unit_test(test_int_conv_and_window_reversal),
+      cmocka_unit_test(test_conv_blas_path_against_loops),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -161,6 +161,49 @@ static void test_bad_dimension_numbers(void **state) {
   assert_int_equal(av_kernel_dot_general(&p, &A, &B, &C, &d), AV_INVALID_ARGUMENT);
 }
 
+/* Products above the small-size threshold go through BLAS, with the transposed layouts
+ * handed over as BLAS transposes (no packing): a^T b^T for a [48,64], b [40,48], batch 1, and a
+ * batched c64 case; integer-valued data keeps every sum exact, checked against loops here. */
+static void test_blas_paths_with_transposes(void **state) {
+  (void)state;
+  enum { M = 64, K = 48, N = 40 };
+  static float a[K * M], b[N * K], c[M * N];
+  for (int i = 0; i < K * M; i++) a[i] = (float)(i % 5 - 2);
+  for (int i = 0; i < N * K; i++) b[i] = (float)(i % 7 - 3);
+  int64_t ad[2] = {K, M}, bd[2] = {N, K}, cd[2] = {M, N};
+  av_view A = tk_view(a, AV_DT_F32, 2, ad), B = tk_view(b, AV_DT_F32, 2, bd), C = tk_view(c, AV_DT_F32, 2, cd);
+  av_dot_params p = {.ncontract = 1, .lhs_contract = {0}, .rhs_contract = {1}};
+  av_diag d;
+  av_diag_init(&d);
+  assert_int_equal(av_kernel_dot_general(&p, &A, &B, &C, &d), AV_OK);
+  for (int i = 0; i < M; i++)
+    for (int j = 0; j < N; j++) {
+      double acc = 0;
+      for (int k = 0; k < K; k++) acc += (double)a[k * M + i] * b[j * K + k];
+      assert_true(c[i * N + j] == (float)acc);
+    }
+  /* batched complex: [2, M, K] x [2, K, N] */
+  static float ca[2 * M * K * 2], cb[2 * K * N * 2], cc[2 * M * N * 2];
+  for (int i = 0; i < 2 * M * K * 2; i++) ca[i] = (float)(i % 3 - 1);
+  for (int i = 0; i < 2 * K * N * 2; i++) cb[i] = (float)(i % 4 - 2);
+  int64_t cad[3] = {2, M, K}, cbd[3] = {2, K, N}, ccd[3] = {2, M, N};
+  av_view CA = tk_view(ca, AV_DT_C64, 3, cad), CB = tk_view(cb, AV_DT_C64, 3, cbd), CC = tk_view(cc, AV_DT_C64, 3, ccd);
+  av_dot_params q = {.nbatch = 1, .lhs_batch = {0}, .rhs_batch = {0}, .ncontract = 1, .lhs_contract = {2}, .rhs_contract = {1}};
+  assert_int_equal(av_kernel_dot_general(&q, &CA, &CB, &CC, &d), AV_OK);
+  for (int bb = 0; bb < 2; bb++)
+    for (int i = 0; i < M; i += 7)
+      for (int j = 0; j < N; j += 3) {
+        double re = 0, im = 0;
+        for (int k = 0; k < K; k++) {
+          const float *x = ca + 2 * ((bb * M + i) * K + k), *y = cb + 2 * ((bb * K + k) * N + j);
+          re += (double)x[0] * y[0] - (double)x[1] * y[1];
+          im += (double)x[0] * y[1] + (double)x[1] * y[0];
+        }
+        const float *z = cc + 2 * ((bb * M + i) * N + j);
+        assert_true(z[0] == (float)re && z[1] == (float)im);
+      }
+}
+
 /* Rough speed of a 1024^3 f32 matmul (printed; the check only asserts known entries). */
 static void test_matmul_1024_speed(void **state) {
   (void)state;
@@ -198,7 +241,8 @@ int main(void) {
       cmocka_unit_test(test_two_contracting_f64),  cmocka_unit_test(test_transposed_lhs_f32),
       cmocka_unit_test(test_int_wrap_and_widening), cmocka_unit_test(test_pred_is_or_of_and),
       cmocka_unit_test(test_complex_f32),          cmocka_unit_test(test_empty_contraction_gives_zeros),
-      cmocka_unit_test(test_bad_dimension_numbers), cmocka_unit_test(test_matmul_1024_speed),
+      cmocka_unit_test(test_bad_dimension_numbers), cmocka_unit_test(test_blas_paths_with_transposes),
+      cmocka_unit_test(test_matmul_1024_speed),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

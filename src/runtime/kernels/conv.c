@@ -2,9 +2,10 @@
  *
  * Operands are first converted (if needed) to a compute type: f32 (f32 and narrower floats),
  * f64, c64, c128 (BLAS GEMM), or u64 for integers (wrap-around loop GEMM; pred uses or/and).
- * The kernel is packed once into W[o][c*KS + w] (w: window position, window reversal applied
- * here). Then for each output batch element and each (batch group, feature group) pair with
- * a non-empty output-feature range, the input patches are gathered into Col[c*KS + w][p]
+ * The kernel is packed once into W[o][w*Cg + c] (w: window position, window reversal applied
+ * here; this reduction order - window positions outer, input features inner - is XLA's). Then
+ * for each output batch element and each (batch group, feature group) pair with a non-empty
+ * output-feature range, the input patches are gathered into Col[w*Cg + c][p]
  * (p: output spatial position; padding and lhs-dilation holes read 0) and
  * Out[o][p] = W[o][:] x Col[:][p] is scattered into the result layout. */
 #include "runtime/kernels/conv.h"
@@ -53,6 +54,49 @@ static void conv_gemm(av_dtype ct, bool pred, int64_t M, int64_t N, int64_t K, c
                       const void *B, void *C) {
   if (K == 0) {
     memset(C, 0, (size_t)(M * N) * av_dtype_size(ct));
+    return;
+  }
+  if (ct != AV_DT_U64 && (double)M * (double)N * (double)K <= 65536.0) {
+    /* small: one sequential sum per element, like XLA's loop emitter (see dot.c) */
+    bool cx = av_dtype_is_complex(ct);
+    for (int64_t i = 0; i < M; i++)
+      for (int64_t j = 0; j < N; j++) {
+        if (ct == AV_DT_F32) {
+          float acc = 0;
+          for (int64_t kk = 0; kk < K; kk++) {
+            float prod = ((const float *)A)[i * K + kk] * ((const float *)B)[kk * N + j];
+            acc = acc + prod;
+          }
+          ((float *)C)[i * N + j] = acc;
+        } else if (ct == AV_DT_F64) {
+          double acc = 0;
+          for (int64_t kk = 0; kk < K; kk++) {
+            double prod = ((const double *)A)[i * K + kk] * ((const double *)B)[kk * N + j];
+            acc = acc + prod;
+          }
+          ((double *)C)[i * N + j] = acc;
+        } else if (cx && ct == AV_DT_C64) {
+          float re = 0, im = 0;
+          for (int64_t kk = 0; kk < K; kk++) {
+            const float *x = (const float *)A + 2 * (i * K + kk), *y = (const float *)B + 2 * (kk * N + j);
+            float pr1 = x[0] * y[0], pr2 = x[1] * y[1], pi1 = x[0] * y[1], pi2 = x[1] * y[0];
+            re = re + (pr1 - pr2);
+            im = im + (pi1 + pi2);
+          }
+          ((float *)C)[2 * (i * N + j)] = re;
+          ((float *)C)[2 * (i * N + j) + 1] = im;
+        } else {
+          double re = 0, im = 0;
+          for (int64_t kk = 0; kk < K; kk++) {
+            const double *x = (const double *)A + 2 * (i * K + kk), *y = (const double *)B + 2 * (kk * N + j);
+            double pr1 = x[0] * y[0], pr2 = x[1] * y[1], pi1 = x[0] * y[1], pi2 = x[1] * y[0];
+            re = re + (pr1 - pr2);
+            im = im + (pi1 + pi2);
+          }
+          ((double *)C)[2 * (i * N + j)] = re;
+          ((double *)C)[2 * (i * N + j) + 1] = im;
+        }
+      }
     return;
   }
   int m = (int)M, n = (int)N, k = (int)K;
@@ -194,7 +238,7 @@ av_code av_kernel_convolution(const av_conv_params *p, const av_view *lhs, const
       }
       for (int64_t o = 0; o < O; o++)
         for (int64_t c = 0; c < Cg; c++)
-          memcpy((char *)W + ((o * Kdim) + c * KS + w) * (int64_t)ces,
+          memcpy((char *)W + ((o * Kdim) + w * Cg + c) * (int64_t)ces,
                  (char *)R + (koff + o * rstr[p->kernel_output_feature_dimension] +
                               c * rstr[p->kernel_input_feature_dimension]) * (int64_t)ces,
                  ces);
@@ -253,7 +297,7 @@ av_code av_kernel_convolution(const av_conv_params *p, const av_view *lhs, const
         for (int64_t c = 0; c < Cg; c++) {
           const char *sc = src + ((g * Cg + c) * lstr[p->input_feature_dimension]) * (int64_t)ces;
           for (int64_t w = 0; w < KS; w++) {
-            char *dst = (char *)Col + ((c * KS + w) * P) * (int64_t)ces;
+            char *dst = (char *)Col + ((w * Cg + c) * P) * (int64_t)ces;
             const int64_t *io = ioff + w * P;
             if (ces == 4) {
               float *df = (float *)dst;

@@ -144,8 +144,62 @@ static av_code prepare(const av_view *v, const int *perm, int nb, int g1, int g2
   return AV_OK;
 }
 
+/* Small products: one sequential sum per output element in the result precision, products
+ * rounded before adding - the order XLA's CPU backend uses for small dots, so results agree
+ * bit for bit where cancellation makes the rounding order visible. */
+#define NAIVE_REAL(T)                                                                          \
+  for (int64_t bi = 0; bi < B; bi++) {                                                         \
+    const T *Ab = (const T *)a->data + bi * M * K, *Bb = (const T *)b->data + bi * K * N;      \
+    T *Cb = (T *)c + bi * M * N;                                                               \
+    for (int64_t i = 0; i < M; i++)                                                            \
+      for (int64_t j = 0; j < N; j++) {                                                        \
+        T acc = 0;                                                                             \
+        for (int64_t k = 0; k < K; k++) {                                                      \
+          T x = a->trans ? Ab[k * M + i] : Ab[i * K + k];                                      \
+          T y = b->trans ? Bb[j * K + k] : Bb[k * N + j];                                      \
+          T prod = x * y;                                                                      \
+          acc = acc + prod;                                                                    \
+        }                                                                                      \
+        Cb[i * N + j] = acc;                                                                   \
+      }                                                                                        \
+  }
+#define NAIVE_COMPLEX(T)                                                                       \
+  for (int64_t bi = 0; bi < B; bi++) {                                                         \
+    const T *Ab = (const T *)a->data + 2 * bi * M * K, *Bb = (const T *)b->data + 2 * bi * K * N; \
+    T *Cb = (T *)c + 2 * bi * M * N;                                                           \
+    for (int64_t i = 0; i < M; i++)                                                            \
+      for (int64_t j = 0; j < N; j++) {                                                        \
+        T re = 0, im = 0;                                                                      \
+        for (int64_t k = 0; k < K; k++) {                                                      \
+          const T *x = a->trans ? Ab + 2 * (k * M + i) : Ab + 2 * (i * K + k);                \
+          const T *y = b->trans ? Bb + 2 * (j * K + k) : Bb + 2 * (k * N + j);                \
+          T pr1 = x[0] * y[0], pr2 = x[1] * y[1], pi1 = x[0] * y[1], pi2 = x[1] * y[0];       \
+          T pr = pr1 - pr2, pi = pi1 + pi2;                                                    \
+          re = re + pr;                                                                        \
+          im = im + pi;                                                                        \
+        }                                                                                      \
+        Cb[2 * (i * N + j)] = re;                                                              \
+        Cb[2 * (i * N + j) + 1] = im;                                                          \
+      }                                                                                        \
+  }
+
+static void gemm_naive(av_dtype ct, const dot_plan *pl, const operand_src *a, const operand_src *b,
+                       void *c) {
+  int64_t B = pl->B, M = pl->M, N = pl->N, K = pl->K;
+  switch (ct) {
+    case AV_DT_F32: NAIVE_REAL(float) break;
+    case AV_DT_F64: NAIVE_REAL(double) break;
+    case AV_DT_C64: NAIVE_COMPLEX(float) break;
+    default: NAIVE_COMPLEX(double) break;
+  }
+}
+
 static void gemm_blas(av_dtype ct, const dot_plan *pl, const operand_src *a, const operand_src *b,
                       void *c) {
+  if ((double)pl->M * (double)pl->N * (double)pl->K <= 65536.0) {
+    gemm_naive(ct, pl, a, b, c);
+    return;
+  }
   int64_t M = pl->M, N = pl->N, K = pl->K;
   size_t es = av_dtype_size(ct);
   const char *A = a->data, *Bm = b->data;
@@ -276,8 +330,9 @@ av_code av_kernel_dot_general(const av_dot_params *p, const av_view *lhs, const 
       if (!c) {
         gemm_blas(ct, &pl, &a, &b, dst);
         if (ct != ot) {
-          const float *f = cbuf;
-          for (int64_t i = 0; i < on; i++) av_kel_store_real(ot, (char *)out->data + i * (int64_t)oes, f[i]);
+          size_t ces = av_dtype_size(ct);
+          for (int64_t i = 0; i < on; i++)
+            av_kel_convert(ot, (char *)out->data + i * (int64_t)oes, ct, (const char *)cbuf + i * (int64_t)ces);
         }
       }
     }

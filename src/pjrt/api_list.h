@@ -29,6 +29,8 @@
   X(Client_LookupAddressableDevice)                                                            \
   X(Client_AddressableMemories)                                                                \
   X(Client_Compile)                                                                            \
+  X(Compile)                                                                                   \
+  X(Client_Load)                                                                               \
   X(Client_DefaultDeviceAssignment)                                                            \
   X(Client_BufferFromHostBuffer)                                                               \
   X(Client_TopologyDescription)                                                                \
@@ -129,12 +131,10 @@
   X(TopologyDescription_Fingerprint)                                                           \
   X(TopologyDescription_MakeCanonicalShapeForMemorySpace)                                      \
   X(TopologyDescription_GetMemorySpaceKindIds)                                                 \
-  X(Compile)                                                                                   \
   X(Client_CreateBuffersForAsyncHostToDevice)                                                  \
   X(Client_UpdateGlobalProcessInfo)                                                            \
   X(Client_CreateAliasBuffer)                                                                  \
   X(Client_FulfillAliasBuffer)                                                                 \
-  X(Client_Load)                                                                               \
   X(AsyncHostToDeviceTransferManager_Destroy)                                                  \
   X(AsyncHostToDeviceTransferManager_TransferData)                                             \
   X(AsyncHostToDeviceTransferManager_RetrieveBuffer)                                           \

@@ -94,34 +94,45 @@ static PJRT_Error *core_new(av_program *p, av_compile_options *opts, av_exec_cor
   return NULL;
 }
 
-/* The devices of the assignment, in replica-major order. */
-static PJRT_Error *assign_devices(PJRT_Client *client, const av_compile_options *o,
-                                  PJRT_LoadedExecutable *le) {
-  const char *fn = "PJRT_Client_Compile";
+/* Whether the options' device assignment fits `num_devices` devices. */
+static PJRT_Error *check_assignment(const char *fn, size_t num_devices, const av_compile_options *o) {
   AV_REQUIRE(o->num_replicas >= 1 && o->num_partitions >= 1, AV_INVALID_ARGUMENT,
              "%s: num_replicas (%d) and num_partitions (%d) must be positive", fn,
              o->num_replicas, o->num_partitions);
   int64_t n = (int64_t)o->num_replicas * o->num_partitions;
-  AV_REQUIRE(n <= (int64_t)client->num_devices, AV_INVALID_ARGUMENT,
+  AV_REQUIRE(n <= (int64_t)num_devices, AV_INVALID_ARGUMENT,
              "%s: %d replicas x %d partitions need %lld devices, the client has %zu (create "
              "option device_count / ANVIL_DEVICE_COUNT)",
-             fn, o->num_replicas, o->num_partitions, (long long)n, client->num_devices);
-  le->devices = calloc((size_t)n, sizeof *le->devices);
-  le->logical_ids = calloc((size_t)n, sizeof *le->logical_ids);
-  AV_REQUIRE(le->devices && le->logical_ids, AV_RESOURCE_EXHAUSTED, "anvil: out of memory (executable devices)");
-  le->num_devices = (size_t)n;
-  for (int64_t i = 0; i < n; i++) {
-    int64_t id = o->device_assignment ? o->device_assignment[i] : i;
-    AV_REQUIRE(id >= 0 && id < (int64_t)client->num_devices, AV_INVALID_ARGUMENT,
+             fn, o->num_replicas, o->num_partitions, (long long)n, num_devices);
+  for (int64_t i = 0; o->device_assignment && i < n; i++) {
+    int64_t id = o->device_assignment[i];
+    AV_REQUIRE(id >= 0 && id < (int64_t)num_devices, AV_INVALID_ARGUMENT,
                "%s: device_assignment entry %lld names device %lld, the client has devices "
                "0..%zu",
-               fn, (long long)i, (long long)id, client->num_devices - 1);
+               fn, (long long)i, (long long)id, num_devices - 1);
     for (int64_t j = 0; j < i; j++)
-      AV_REQUIRE(le->devices[j] != &client->devices[id], AV_INVALID_ARGUMENT,
+      AV_REQUIRE(o->device_assignment[j] != id, AV_INVALID_ARGUMENT,
                  "%s: device %lld appears twice in the device assignment", fn, (long long)id);
+  }
+  return NULL;
+}
+
+/* The devices of the assignment, in replica-major order. */
+static PJRT_Error *assign_devices(PJRT_Client *client, const av_compile_options *o,
+                                  PJRT_LoadedExecutable *le) {
+  PJRT_Error *err = check_assignment("PJRT_Client_Load", client->num_devices, o);
+  if (err) return err;
+  size_t n = (size_t)o->num_replicas * (size_t)o->num_partitions;
+  le->devices = calloc(n, sizeof *le->devices);
+  le->logical_ids = calloc(n, sizeof *le->logical_ids);
+  AV_REQUIRE(le->devices && le->logical_ids, AV_RESOURCE_EXHAUSTED,
+             "anvil: out of memory (executable devices)");
+  le->num_devices = n;
+  for (size_t i = 0; i < n; i++) {
+    int64_t id = o->device_assignment ? o->device_assignment[i] : (int64_t)i;
     le->devices[i] = &client->devices[id];
-    le->logical_ids[i].replica = (int)(i / o->num_partitions);
-    le->logical_ids[i].partition = (int)(i % o->num_partitions);
+    le->logical_ids[i].replica = (int)(i / (size_t)o->num_partitions);
+    le->logical_ids[i].partition = (int)(i % (size_t)o->num_partitions);
   }
   return NULL;
 }
@@ -135,10 +146,12 @@ static void loaded_free(PJRT_LoadedExecutable *le) {
   free(le);
 }
 
-PJRT_Error *av_compile_loaded(PJRT_Client *client, const char *fn, const char *format,
-                              size_t format_size, const char *code, size_t code_size,
-                              const char *options, size_t options_size,
-                              PJRT_LoadedExecutable **out) {
+/* Parses the options and compiles the program into a new core (one reference). Checks the
+ * device assignment against `num_devices` first: compiling for devices that are not there
+ * is pointless. */
+static PJRT_Error *compile_core(const char *fn, size_t num_devices, const char *format,
+                                size_t format_size, const char *code, size_t code_size,
+                                const char *options, size_t options_size, av_exec_core **out) {
   *out = NULL;
   AV_REQUIRE(format || format_size == 0, AV_INVALID_ARGUMENT, "%s: program format is NULL", fn);
   AV_REQUIRE(code || code_size == 0, AV_INVALID_ARGUMENT, "%s: program code is NULL", fn);
@@ -157,48 +170,131 @@ PJRT_Error *av_compile_loaded(PJRT_Client *client, const char *fn, const char *f
     return av_error_new(AV_INVALID_ARGUMENT, "%s: failed to deserialize CompileOptionsProto: %s",
                         fn, d.msg);
   }
-  PJRT_LoadedExecutable *le = calloc(1, sizeof *le);
-  if (!le) {
-    av_compile_options_free(&opts);
-    return av_error_new(AV_RESOURCE_EXHAUSTED, "anvil: out of memory (executable)");
-  }
-  pthread_mutex_init(&le->mu, NULL);
-  le->client = client;
-  PJRT_Error *err = assign_devices(client, &opts, le);
+  PJRT_Error *err = check_assignment(fn, num_devices, &opts);
   if (err) {
     av_compile_options_free(&opts);
-    loaded_free(le);
     return err;
   }
   av_program *p = av_program_compile(format, format_size, code, code_size, &opts, &d);
   if (!p) {
     av_compile_options_free(&opts);
-    loaded_free(le);
     if (d.code == AV_OK) av_diag_set(&d, AV_INTERNAL, "%s: compilation failed without a message", fn);
     return av_error_from_diag(&d);
   }
-  err = core_new(p, &opts, &le->core);
+  av_exec_core *c;
+  err = core_new(p, &opts, &c);
   if (err) {
     av_program_free(p);
     av_compile_options_free(&opts);
-    loaded_free(le);
     return err;
   }
   /* Keep what serialization needs: the program as given and its options. */
-  av_exec_core *c = le->core;
   c->source_format = strndup(format, format_size);
   c->source_code = malloc(code_size ? code_size : 1);
   c->source_options = malloc(options_size ? options_size : 1);
   if (!c->source_format || !c->source_code || !c->source_options) {
-    loaded_free(le);
+    av_exec_core_release(c);
     return av_error_new(AV_RESOURCE_EXHAUSTED, "anvil: out of memory (executable)");
   }
   if (code_size) memcpy(c->source_code, code, code_size);
   if (options_size) memcpy(c->source_options, options, options_size);
   c->source_code_size = code_size;
   c->source_options_size = options_size;
+  *out = c;
+  return NULL;
+}
+
+/* Loads a core (its reference is taken) onto the client's devices named by `opts`. */
+static PJRT_Error *load_core(PJRT_Client *client, av_exec_core *core, const av_compile_options *opts,
+                             PJRT_LoadedExecutable **out) {
+  *out = NULL;
+  PJRT_LoadedExecutable *le = calloc(1, sizeof *le);
+  if (!le) {
+    av_exec_core_release(core);
+    return av_error_new(AV_RESOURCE_EXHAUSTED, "anvil: out of memory (executable)");
+  }
+  pthread_mutex_init(&le->mu, NULL);
+  le->client = client;
+  le->core = core;
+  PJRT_Error *err = assign_devices(client, opts, le);
+  if (err) {
+    loaded_free(le);
+    return err;
+  }
   *out = le;
   return NULL;
+}
+
+PJRT_Error *av_compile_loaded(PJRT_Client *client, const char *fn, const char *format,
+                              size_t format_size, const char *code, size_t code_size,
+                              const char *options, size_t options_size,
+                              PJRT_LoadedExecutable **out) {
+  *out = NULL;
+  av_exec_core *core;
+  PJRT_Error *err = compile_core(fn, client->num_devices, format, format_size, code, code_size,
+                                 options, options_size, &core);
+  if (err) return err;
+  return load_core(client, core, &core->options, out);
+}
+
+PJRT_Error *av_PJRT_Compile(PJRT_Compile_Args *args) {
+  AV_ARGS(args, PJRT_Compile_Args);
+  const char *fn = "PJRT_Compile";
+  args->executable = NULL;
+  AV_REQUIRE(args->topology, AV_INVALID_ARGUMENT, "%s: topology is NULL", fn);
+  AV_REQUIRE(args->program, AV_INVALID_ARGUMENT, "%s: program is NULL", fn);
+  const PJRT_Program *prog = args->program;
+  AV_ARGS_MIN(prog, PJRT_Program, (size_t)PJRT_Program_STRUCT_SIZE);
+  av_exec_core *core;
+  PJRT_Error *err = compile_core(fn, args->topology->num_devices, prog->format, prog->format_size,
+                                 prog->code, prog->code_size, args->compile_options,
+                                 args->compile_options_size, &core);
+  if (err) return err;
+  PJRT_Executable *e = calloc(1, sizeof *e);
+  if (!e) {
+    av_exec_core_release(core);
+    return av_error_new(AV_RESOURCE_EXHAUSTED, "anvil: out of memory (executable)");
+  }
+  e->core = core;
+  args->executable = e;
+  return NULL;
+}
+
+/* Loads an executable compiled by PJRT_Compile (or taken from GetExecutable). The devices come
+ * from `compile_options` when given, else from the options it was compiled with. */
+PJRT_Error *av_PJRT_Client_Load(PJRT_Client_Load_Args *args) {
+  AV_ARGS(args, PJRT_Client_Load_Args);
+  const char *fn = "PJRT_Client_Load";
+  args->loaded_executable = NULL;
+  AV_REQUIRE(args->client, AV_INVALID_ARGUMENT, "%s: client is NULL", fn);
+  AV_REQUIRE(args->executable && args->executable->core, AV_INVALID_ARGUMENT,
+             "%s: executable is NULL", fn);
+  AV_REQUIRE(args->compile_options || args->compile_options_size == 0, AV_INVALID_ARGUMENT,
+             "%s: compile_options is NULL", fn);
+  av_exec_core *core = args->executable->core;
+  if (args->compile_options_size == 0)
+    return load_core(args->client, av_exec_core_retain(core), &core->options,
+                     &args->loaded_executable);
+  av_diag d;
+  av_diag_init(&d);
+  av_compile_options opts;
+  memset(&opts, 0, sizeof opts);
+  PJRT_Error *err = NULL;
+  if (av_compile_options_parse(args->compile_options, args->compile_options_size, &opts, &d) !=
+      AV_OK)
+    err = av_error_new(AV_INVALID_ARGUMENT, "%s: failed to deserialize CompileOptionsProto: %s",
+                       fn, d.msg);
+  else if (opts.num_replicas != core->options.num_replicas ||
+           opts.num_partitions != core->options.num_partitions)
+    err = av_error_new(AV_INVALID_ARGUMENT,
+                       "%s: the options ask for %d replicas x %d partitions, the executable was "
+                       "compiled for %d x %d",
+                       fn, opts.num_replicas, opts.num_partitions, core->options.num_replicas,
+                       core->options.num_partitions);
+  else
+    err = load_core(args->client, av_exec_core_retain(core), &opts, &args->loaded_executable);
+  av_compile_options_free(&opts);
+  return err;
 }
 
 PJRT_Error *av_PJRT_Client_Compile(PJRT_Client_Compile_Args *args) {

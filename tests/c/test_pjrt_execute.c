@@ -496,6 +496,73 @@ static void test_error_propagates(void **state) {
   destroy_client(c);
 }
 
+/* Ahead-of-time: PJRT_Compile against the client's topology, then Client_Load, then run. */
+static void test_compile_then_load(void **state) {
+  (void)state;
+  PJRT_Client *c = make_client(2);
+  PJRT_Client_TopologyDescription_Args t = {
+      .struct_size = PJRT_Client_TopologyDescription_Args_STRUCT_SIZE, .client = c};
+  CHECK_OK(api->PJRT_Client_TopologyDescription(&t));
+  PJRT_Program p = {.struct_size = PJRT_Program_STRUCT_SIZE,
+                    .code = (char *)add_program,
+                    .code_size = strlen(add_program),
+                    .format = "mlir",
+                    .format_size = 4};
+  PJRT_Compile_Args ca = {.struct_size = PJRT_Compile_Args_STRUCT_SIZE,
+                          .topology = t.topology,
+                          .program = &p,
+                          .client = c};
+  PJRT_Error *e = api->PJRT_Compile(&ca);
+  if (e) {
+    size_t len;
+    const char *m = err_msg(e, &len);
+    fprintf(stderr, "skipping: compile failed: %.*s\n", (int)len, m);
+    err_free(e);
+    destroy_client(c);
+    skip();
+  }
+  assert_non_null(ca.executable);
+  PJRT_Client_Load_Args l = {.struct_size = PJRT_Client_Load_Args_STRUCT_SIZE,
+                             .client = c,
+                             .executable = ca.executable};
+  CHECK_OK(api->PJRT_Client_Load(&l));
+  PJRT_Executable_Destroy_Args xd = {.struct_size = PJRT_Executable_Destroy_Args_STRUCT_SIZE,
+                                     .executable = ca.executable};
+  CHECK_OK(api->PJRT_Executable_Destroy(&xd)); /* the loaded one keeps the program */
+  PJRT_LoadedExecutable *first = l.loaded_executable;
+  /* Loading with options for another replica count is refused. */
+  static const char four[] = {0x1a, 0x02, 0x20, 0x04};
+  PJRT_LoadedExecutable_GetExecutable_Args ge = {
+      .struct_size = PJRT_LoadedExecutable_GetExecutable_Args_STRUCT_SIZE, .loaded_executable = first};
+  CHECK_OK(api->PJRT_LoadedExecutable_GetExecutable(&ge));
+  PJRT_Client_Load_Args l4 = {.struct_size = PJRT_Client_Load_Args_STRUCT_SIZE,
+                              .client = c,
+                              .executable = ge.executable,
+                              .compile_options = four,
+                              .compile_options_size = sizeof four};
+  EXPECT_ERROR(api->PJRT_Client_Load(&l4), PJRT_Error_Code_INVALID_ARGUMENT, "compiled for 1 x 1");
+  xd.executable = ge.executable;
+  CHECK_OK(api->PJRT_Executable_Destroy(&xd));
+  PJRT_Device *d0 = client_device(c, 0);
+  float x[6] = {1, 2, 3, 4, 5, 6}, y[6] = {2, 2, 2, 2, 2, 2};
+  PJRT_Buffer *in[2] = {upload(c, d0, x), upload(c, d0, y)};
+  PJRT_Buffer *const *arg_lists[1] = {in};
+  PJRT_Buffer *out[1];
+  PJRT_Buffer **out_lists[1] = {out};
+  PJRT_Event *done[1];
+  CHECK_OK(execute(first, 1, arg_lists, 2, out_lists, done));
+  event_await(done[0]);
+  event_destroy(done[0]);
+  float r[6];
+  download(out[0], r);
+  for (int i = 0; i < 6; i++) assert_true(r[i] == x[i] + 2);
+  buffer_destroy(out[0]);
+  buffer_destroy(in[0]);
+  buffer_destroy(in[1]);
+  destroy_exe(first);
+  destroy_client(c);
+}
+
 /* CompileOptionsProto { executable_build_options (3) { num_replicas (4): 4 } } */
 static const char four_replicas[] = {0x1a, 0x02, 0x20, 0x04};
 
@@ -616,6 +683,7 @@ int main(void) {
       cmocka_unit_test(test_portable_execute_and_text),
       cmocka_unit_test(test_error_propagates),
       cmocka_unit_test(test_concurrent_launches),
+      cmocka_unit_test(test_compile_then_load),
   };
   return cmocka_run_group_tests(tests, load_api, NULL);
 }

@@ -1250,3 +1250,21 @@ const av_attr *mt_parse_struct_angle(mt_parser *p) {
   if (!mt_expect(p, MT_LESS, "'<' starting a structured attribute")) return NULL;
   return parse_struct_fields(p, NULL, NULL);
 }
+
+const av_attr *mt_parse_opaque_wrapped(mt_parser *p, const char *prefix, const char *suffix) {
+  const char *start = p->tok.p;
+  size_t len;
+  if (!take_balanced(p, start, &len)) return NULL;
+  size_t np = strlen(prefix), ns = strlen(suffix);
+  char *buf = av_arena_alloc(&p->m->arena, np + len + ns + 1);
+  if (!buf) {
+    mt_fail(p, "out of memory");
+    return NULL;
+  }
+  memcpy(buf, prefix, np);
+  memcpy(buf + np, start, len);
+  memcpy(buf + np + len, suffix, ns);
+  const av_attr *a = av_attr_string(p->m, AV_ATTR_OPAQUE, buf, np + len + ns);
+  if (!a) mt_fail(p, "out of memory");
+  return a;
+}

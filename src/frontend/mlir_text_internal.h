@@ -82,6 +82,9 @@ bool mt_add_attr(mt_parser *p, av_named_attr **attrs, uint32_t *n, uint32_t *cap
                  const char *name, const av_attr *value);
 /* Raw text of a balanced `<...>` starting at the current token (which must be `<`). */
 const av_attr *mt_parse_opaque_angle(mt_parser *p, const char *start);
+/* A balanced group at the current token (`<`, `[`, `{`) kept as OPAQUE text between
+ * `prefix` and `suffix` (e.g. Shardy's pretty `<@mesh, [...]>` -> `#sdy.sharding<...>`). */
+const av_attr *mt_parse_opaque_wrapped(mt_parser *p, const char *prefix, const char *suffix);
 /* `<key = value, ...>` (current token `<`) into a DICT (dot algorithm fields). */
 const av_attr *mt_parse_struct_angle(mt_parser *p);
 /* `[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]` (current token `[`) into a DICT of flat names. */

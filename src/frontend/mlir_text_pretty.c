@@ -261,6 +261,14 @@ static bool keyword(mt_parser *p, pretty *pr) {
   const mt_tok kw = p->tok;
   mt_next(p);
   if (!mt_expect(p, MT_EQUAL, "'=' after keyword")) return false;
+  if (is_op(b, "sdy.manual_computation")) {
+    /* spelled as the bytecode reader keeps them */
+    if (mt_tok_is(&kw, "in_shardings") || mt_tok_is(&kw, "out_shardings"))
+      return add_attr(p, b, mt_tok_is(&kw, "in_shardings") ? "in_shardings" : "out_shardings",
+                      mt_parse_opaque_wrapped(p, "#sdy.sharding_per_value<", ">"));
+    if (mt_tok_is(&kw, "manual_axes"))
+      return add_attr(p, b, "manual_axes", mt_parse_opaque_wrapped(p, "#sdy<manual_axes", ">"));
+  }
   if (mt_tok_is(&kw, "dim_numbers")) return add_attr(p, b, "dimension_numbers", mt_parse_conv_dims(p));
   if (mt_tok_is(&kw, "window")) return conv_window(p, b);
   if (mt_tok_is(&kw, "batching_dims"))
@@ -627,12 +635,15 @@ bool mt_parse_pretty_op(mt_parser *p, mt_opb *b, uint32_t nnamed) {
       case MT_STRING:
       case MT_LESS: {
         if (pr.npos >= 4) return mt_fail(p, "too many positional attributes");
-        const av_attr *a = mt_parse_attr(p);
+        bool sdy = strncmp(b->name, "sdy.", 4) == 0;
+        const av_attr *a = t.kind == MT_LESS && sdy ? mt_parse_opaque_wrapped(p, "#sdy.sharding", "")
+                                                    : mt_parse_attr(p);
         if (!a) return false;
         pr.pos[pr.npos++] = a;
         if (t.kind == MT_AT && p->tok.kind == MT_EQUAL) { /* sdy.mesh @name = <...> */
           mt_next(p);
-          const av_attr *v = mt_parse_attr(p);
+          const av_attr *v = p->tok.kind == MT_LESS ? mt_parse_opaque_wrapped(p, "#sdy.mesh", "")
+                                                    : mt_parse_attr(p);
           if (!v || !add_attr(p, b, "mesh", v)) return false;
         }
         break;

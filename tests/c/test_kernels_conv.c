@@ -109,6 +109,15 @@ static void test_int_conv_and_window_reversal(void **state) {
   for (int i = 0; i < 5; i++) assert_int_equal(y[i], e2[i]);
   p.feature_group_count = 2; /* does not divide 1 input feature */
   assert_int_equal(av_kernel_convolution(&p, &X, &W, &Y, &d), AV_INVALID_ARGUMENT);
+  p.feature_group_count = 1;
+  p.padding_hi[0] = INT64_MAX; /* hostile: rejected, no overflow */
+  assert_int_equal(av_kernel_convolution(&p, &X, &W, &Y, &d), AV_INVALID_ARGUMENT);
+  p.padding_hi[0] = 1;
+  p.lhs_dilation[0] = INT64_MAX;
+  assert_int_equal(av_kernel_convolution(&p, &X, &W, &Y, &d), AV_INVALID_ARGUMENT);
+  p.lhs_dilation[0] = 1;
+  p.input_feature_dimension = 7; /* out of range */
+  assert_int_equal(av_kernel_convolution(&p, &X, &W, &Y, &d), AV_INVALID_ARGUMENT);
 }
 
 /* Above the small-size threshold the GEMM goes to BLAS: NCHW [2,16,24,24] x OIHW [16,8,3,3],

@@ -197,6 +197,35 @@ static void test_select_and_scatter_spec_example(void **state) {
   assert_int_equal(av_kernel_select_and_scatter(&p, &X, &S, &I, &O, &d), AV_INVALID_ARGUMENT);
 }
 
+/* Hostile attribute values are rejected before any size arithmetic can overflow. */
+static void test_hostile_window_parameters(void **state) {
+  (void)state;
+  float x[20], init = 0, out[20];
+  int64_t xd[2] = {4, 5}, od[2] = {4, 5};
+  av_view X = tk_view(x, AV_DT_F32, 2, xd), I = tk_view(&init, AV_DT_F32, 0, NULL), O = tk_view(out, AV_DT_F32, 2, od);
+  av_reduce_window_params p;
+  av_reduce_window_params_init(&p, 2);
+  p.body = tk_fn(tk_add_f32, AV_OP_ADD);
+  av_diag d;
+  av_diag_init(&d);
+  p.padding_hi[0] = INT64_MAX;
+  assert_int_equal(av_kernel_reduce_window(&p, &X, &I, &O, &d), AV_INVALID_ARGUMENT);
+  p.padding_hi[0] = 0;
+  p.base_dilations[1] = INT64_MAX / 2;
+  assert_int_equal(av_kernel_reduce_window(&p, &X, &I, &O, &d), AV_INVALID_ARGUMENT);
+  p.base_dilations[1] = 1;
+  p.window_strides[0] = 0;
+  assert_int_equal(av_kernel_reduce_window(&p, &X, &I, &O, &d), AV_INVALID_ARGUMENT);
+  av_select_and_scatter_params q;
+  av_select_and_scatter_params_init(&q, 2);
+  q.select = tk_fn(tk_ge_f32, AV_OP_UNKNOWN);
+  q.scatter = tk_fn(tk_add_f32, AV_OP_ADD);
+  q.padding_lo[1] = INT64_MAX;
+  assert_int_equal(av_kernel_select_and_scatter(&q, &X, &X, &I, &O, &d), AV_INVALID_ARGUMENT);
+  q.padding_lo[1] = -1;
+  assert_int_equal(av_kernel_select_and_scatter(&q, &X, &X, &I, &O, &d), AV_INVALID_ARGUMENT);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_sum_rows_fast_and_generic),
@@ -208,6 +237,7 @@ int main(void) {
       cmocka_unit_test(test_reduce_window_dilations_padding),
       cmocka_unit_test(test_reduce_window_max),
       cmocka_unit_test(test_select_and_scatter_spec_example),
+      cmocka_unit_test(test_hostile_window_parameters),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -184,6 +184,11 @@ av_code av_kernel_convolution(const av_conv_params *p, const av_view *lhs, const
     int64_t in = lhs->dims[p->input_spatial_dimensions[i]], k = rhs->dims[p->kernel_spatial_dimensions[i]];
     int64_t st = p->window_strides[i], ld = p->lhs_dilation[i], rd = p->rhs_dilation[i];
     if (st < 1 || ld < 1 || rd < 1) return bad(d, "strides and dilations must be >= 1");
+    /* keep the size arithmetic below far from int64 overflow on hostile attributes */
+    const int64_t lim = (int64_t)1 << 31;
+    if (st > lim || ld > lim || rd > lim || p->padding_lo[i] > lim || p->padding_lo[i] < -lim ||
+        p->padding_hi[i] > lim || p->padding_hi[i] < -lim)
+      return bad(d, "stride, dilation or padding out of range");
     int64_t padded = (in == 0 ? 0 : (in - 1) * ld + 1) + p->padding_lo[i] + p->padding_hi[i];
     int64_t dw = k == 0 ? 0 : (k - 1) * rd + 1;
     int64_t o = padded < dw || padded < 0 ? 0 : (padded - dw) / st + 1;

@@ -18,7 +18,10 @@ void av_reduce_window_params_init(av_reduce_window_params *p, int rank) {
 /* Result size of one dimension; -1 if the parameters are invalid. */
 static int64_t out_size(int64_t in, int64_t win, int64_t stride, int64_t bdil, int64_t wdil,
                         int64_t lo, int64_t hi) {
+  const int64_t lim = (int64_t)1 << 31; /* keeps the arithmetic below from overflowing */
   if (win < 0 || stride < 1 || bdil < 1 || wdil < 1 || in < 0) return -1;
+  if (win > lim || stride > lim || bdil > lim || wdil > lim || lo > lim || lo < -lim || hi > lim || hi < -lim)
+    return -1;
   int64_t padded = (in == 0 ? 0 : (in - 1) * bdil + 1) + lo + hi;
   int64_t dwin = win == 0 ? 0 : (win - 1) * wdil + 1;
   if (padded < 0) return -1;
@@ -86,7 +89,11 @@ av_code av_kernel_reduce_window(const av_reduce_window_params *p, const av_view 
   }
   int64_t on = av_view_num_elements(&outputs[0]);
   int64_t wn = 1;
-  for (int i = 0; i < r; i++) wn *= p->window_dimensions[i];
+  for (int i = 0; i < r; i++) {
+    if (p->window_dimensions[i] > 0 && wn > ((int64_t)1 << 40) / p->window_dimensions[i])
+      return av_diag_set(d, AV_INVALID_ARGUMENT, "%s: window has too many elements", "reduce_window");
+    wn *= p->window_dimensions[i];
+  }
   size_t es[AV_KMAX_VARIADIC];
   for (int k = 0; k < n; k++) es[k] = av_dtype_size(inputs[k].dtype);
 

@@ -31,9 +31,11 @@ av_code av_kernel_select_and_scatter(const av_select_and_scatter_params *p,
     if (out->dims[i] != operand->dims[i])
       return av_diag_set(d, AV_INVALID_ARGUMENT, "select_and_scatter: result shape differs from operand");
     int64_t w = p->window_dimensions[i], s = p->window_strides[i];
-    int64_t padded = operand->dims[i] + p->padding_lo[i] + p->padding_hi[i];
-    if (w < 1 || s < 1 || p->padding_lo[i] < 0 || p->padding_hi[i] < 0)
+    const int64_t lim = (int64_t)1 << 31;
+    if (w < 1 || s < 1 || p->padding_lo[i] < 0 || p->padding_hi[i] < 0 || w > lim || s > lim ||
+        p->padding_lo[i] > lim || p->padding_hi[i] > lim)
       return av_diag_set(d, AV_INVALID_ARGUMENT, "select_and_scatter: bad window in dimension %d", i);
+    int64_t padded = operand->dims[i] + p->padding_lo[i] + p->padding_hi[i];
     int64_t expect = padded < w ? 0 : (padded - w) / s + 1;
     if (source->dims[i] != expect)
       return av_diag_set(d, AV_INVALID_ARGUMENT,
@@ -43,7 +45,11 @@ av_code av_kernel_select_and_scatter(const av_select_and_scatter_params *p,
   int64_t on = av_view_num_elements(out);
   for (int64_t i = 0; i < on; i++) memcpy((char *)out->data + i * (int64_t)es, init_value->data, es);
   int64_t sn = av_view_num_elements(source), wn = 1, istr[AV_KMAX_RANK];
-  for (int i = 0; i < r; i++) wn *= p->window_dimensions[i];
+  for (int i = 0; i < r; i++) {
+    if (p->window_dimensions[i] > 0 && wn > ((int64_t)1 << 40) / p->window_dimensions[i])
+      return av_diag_set(d, AV_INVALID_ARGUMENT, "%s: window has too many elements", "select_and_scatter");
+    wn *= p->window_dimensions[i];
+  }
   for (int i = r - 1, st = 1; i >= 0; i--) {
     istr[i] = st;
     st *= operand->dims[i];

@@ -36,6 +36,16 @@
   X(Client_TopologyDescription)                                                                \
   X(Client_CreateUninitializedBuffer)                                                          \
   X(Client_CreateErrorBuffer)                                                                  \
+  X(Client_CreateBuffersForAsyncHostToDevice)                                                  \
+  X(AsyncHostToDeviceTransferManager_Destroy)                                                  \
+  X(AsyncHostToDeviceTransferManager_TransferData)                                             \
+  X(AsyncHostToDeviceTransferManager_TransferLiteral)                                          \
+  X(AsyncHostToDeviceTransferManager_RetrieveBuffer)                                           \
+  X(AsyncHostToDeviceTransferManager_Device)                                                   \
+  X(AsyncHostToDeviceTransferManager_BufferCount)                                              \
+  X(AsyncHostToDeviceTransferManager_BufferSize)                                               \
+  X(AsyncHostToDeviceTransferManager_SetBufferError)                                           \
+  X(AsyncHostToDeviceTransferManager_AddMetadata)                                              \
   X(DeviceDescription_Id)                                                                      \
   X(DeviceDescription_ProcessIndex)                                                            \
   X(DeviceDescription_Attributes)                                                              \
@@ -131,19 +141,9 @@
   X(TopologyDescription_Fingerprint)                                                           \
   X(TopologyDescription_MakeCanonicalShapeForMemorySpace)                                      \
   X(TopologyDescription_GetMemorySpaceKindIds)                                                 \
-  X(Client_CreateBuffersForAsyncHostToDevice)                                                  \
   X(Client_UpdateGlobalProcessInfo)                                                            \
   X(Client_CreateAliasBuffer)                                                                  \
   X(Client_FulfillAliasBuffer)                                                                 \
-  X(AsyncHostToDeviceTransferManager_Destroy)                                                  \
-  X(AsyncHostToDeviceTransferManager_TransferData)                                             \
-  X(AsyncHostToDeviceTransferManager_RetrieveBuffer)                                           \
-  X(AsyncHostToDeviceTransferManager_Device)                                                   \
-  X(AsyncHostToDeviceTransferManager_BufferCount)                                              \
-  X(AsyncHostToDeviceTransferManager_BufferSize)                                               \
-  X(AsyncHostToDeviceTransferManager_SetBufferError)                                           \
-  X(AsyncHostToDeviceTransferManager_AddMetadata)                                              \
-  X(AsyncHostToDeviceTransferManager_TransferLiteral)                                          \
   X(Buffer_DonateWithControlDependency)
 
 #define AV_PJRT_DECLARE(name) PJRT_Error *av_PJRT_##name(PJRT_##name##_Args *args);

@@ -645,6 +645,99 @@ static void test_view_and_bitcast(void **state) {
   free(mem);
 }
 
+static void test_transfer_manager(void **state) {
+  (void)state;
+  PJRT_Device_DefaultMemory_Args dm = {.struct_size = PJRT_Device_DefaultMemory_Args_STRUCT_SIZE,
+                                       .device = dev1};
+  CHECK_OK(api->PJRT_Device_DefaultMemory(&dm));
+  const int64_t d0[1] = {4}, d1[2] = {2, 2}, d2[1] = {3};
+  PJRT_ShapeSpec specs[3] = {
+      {.struct_size = PJRT_ShapeSpec_STRUCT_SIZE, .dims = d0, .num_dims = 1, .element_type = PJRT_Buffer_Type_S32},
+      {.struct_size = PJRT_ShapeSpec_STRUCT_SIZE, .dims = d1, .num_dims = 2, .element_type = PJRT_Buffer_Type_U8},
+      {.struct_size = PJRT_ShapeSpec_STRUCT_SIZE, .dims = d2, .num_dims = 1, .element_type = PJRT_Buffer_Type_F64}};
+  PJRT_Client_CreateBuffersForAsyncHostToDevice_Args a = {
+      .struct_size = PJRT_Client_CreateBuffersForAsyncHostToDevice_Args_STRUCT_SIZE,
+      .client = client,
+      .shape_specs = specs,
+      .num_shape_specs = 3,
+      .memory = dm.memory};
+  CHECK_OK(api->PJRT_Client_CreateBuffersForAsyncHostToDevice(&a));
+  PJRT_AsyncHostToDeviceTransferManager *m = a.transfer_manager;
+  PJRT_AsyncHostToDeviceTransferManager_Device_Args dv = {
+      .struct_size = PJRT_AsyncHostToDeviceTransferManager_Device_Args_STRUCT_SIZE, .transfer_manager = m};
+  CHECK_OK(api->PJRT_AsyncHostToDeviceTransferManager_Device(&dv));
+  assert_ptr_equal(dv.device_out, dev1);
+  PJRT_AsyncHostToDeviceTransferManager_BufferSize_Args bs = {
+      .struct_size = PJRT_AsyncHostToDeviceTransferManager_BufferSize_Args_STRUCT_SIZE,
+      .transfer_manager = m,
+      .buffer_index = 2};
+  CHECK_OK(api->PJRT_AsyncHostToDeviceTransferManager_BufferSize(&bs));
+  assert_int_equal(bs.buffer_size, 24);
+  PJRT_Buffer *bufs[3];
+  for (int i = 0; i < 3; i++) {
+    PJRT_AsyncHostToDeviceTransferManager_RetrieveBuffer_Args rb = {
+        .struct_size = PJRT_AsyncHostToDeviceTransferManager_RetrieveBuffer_Args_STRUCT_SIZE,
+        .transfer_manager = m,
+        .buffer_index = i};
+    CHECK_OK(api->PJRT_AsyncHostToDeviceTransferManager_RetrieveBuffer(&rb));
+    bufs[i] = rb.buffer_out;
+  }
+  PJRT_Buffer_ReadyEvent_Args re = {.struct_size = PJRT_Buffer_ReadyEvent_Args_STRUCT_SIZE,
+                                    .buffer = bufs[0]};
+  CHECK_OK(api->PJRT_Buffer_ReadyEvent(&re));
+  /* Buffer 0 in two chunks, last one second: ready only then. */
+  int32_t v[4] = {7, -8, 9, -10};
+  PJRT_AsyncHostToDeviceTransferManager_TransferData_Args td = {
+      .struct_size = PJRT_AsyncHostToDeviceTransferManager_TransferData_Args_STRUCT_SIZE,
+      .transfer_manager = m,
+      .buffer_index = 0,
+      .data = (const char *)v + 8,
+      .offset = 8,
+      .transfer_size = 8};
+  CHECK_OK(api->PJRT_AsyncHostToDeviceTransferManager_TransferData(&td));
+  event_await(td.done_with_h2d_transfer);
+  event_destroy(td.done_with_h2d_transfer);
+  assert_false(event_ready(re.event));
+  td.data = v;
+  td.offset = 0;
+  td.is_last_transfer = true;
+  CHECK_OK(api->PJRT_AsyncHostToDeviceTransferManager_TransferData(&td));
+  event_destroy(td.done_with_h2d_transfer);
+  assert_true(event_ready(re.event));
+  event_destroy(re.event);
+  int32_t out[4];
+  CHECK_OK(to_host(bufs[0], out, sizeof out, NULL));
+  assert_memory_equal(out, v, sizeof v);
+  EXPECT_ERROR(api->PJRT_AsyncHostToDeviceTransferManager_TransferData(&td),
+               PJRT_Error_Code_FAILED_PRECONDITION, "already complete");
+  td.buffer_index = 2;
+  td.offset = 20;
+  EXPECT_ERROR(api->PJRT_AsyncHostToDeviceTransferManager_TransferData(&td),
+               PJRT_Error_Code_INVALID_ARGUMENT, "outside the 24-byte buffer");
+  td.buffer_index = 3;
+  EXPECT_ERROR(api->PJRT_AsyncHostToDeviceTransferManager_TransferData(&td),
+               PJRT_Error_Code_INVALID_ARGUMENT, "buffer_index 3 is out of range");
+  /* Buffer 1 fails. */
+  PJRT_AsyncHostToDeviceTransferManager_SetBufferError_Args se = {
+      .struct_size = PJRT_AsyncHostToDeviceTransferManager_SetBufferError_Args_STRUCT_SIZE,
+      .transfer_manager = m,
+      .buffer_index = 1,
+      .error_code = PJRT_Error_Code_DATA_LOSS,
+      .error_message = "wire cut",
+      .error_message_size = 8};
+  CHECK_OK(api->PJRT_AsyncHostToDeviceTransferManager_SetBufferError(&se));
+  uint8_t u[4];
+  EXPECT_ERROR(to_host(bufs[1], u, sizeof u, NULL), PJRT_Error_Code_DATA_LOSS, "wire cut");
+  /* Buffer 2 is never sent: destroying the manager fails it instead of leaving it pending. */
+  PJRT_AsyncHostToDeviceTransferManager_Destroy_Args md = {
+      .struct_size = PJRT_AsyncHostToDeviceTransferManager_Destroy_Args_STRUCT_SIZE,
+      .transfer_manager = m};
+  CHECK_OK(api->PJRT_AsyncHostToDeviceTransferManager_Destroy(&md));
+  double dd[3];
+  EXPECT_ERROR(to_host(bufs[2], dd, sizeof dd, NULL), PJRT_Error_Code_CANCELLED, "destroyed");
+  for (int i = 0; i < 3; i++) buffer_destroy(bufs[i]);
+}
+
 static int64_t bytes_in_use(PJRT_Device *d, size_t struct_size) {
   PJRT_Device_MemoryStats_Args a = {.struct_size = struct_size, .device = d};
   CHECK_OK(api->PJRT_Device_MemoryStats(&a));
@@ -809,6 +902,7 @@ int main(void) {
       cmocka_unit_test(test_error_buffer),
       cmocka_unit_test(test_memory_stats),
       cmocka_unit_test(test_view_and_bitcast),
+      cmocka_unit_test(test_transfer_manager),
       cmocka_unit_test(test_bad_shapes_and_types),
       cmocka_unit_test(test_old_struct_sizes),
   };

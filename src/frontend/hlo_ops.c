@@ -888,6 +888,32 @@ static bool h_topk(hlo_scope *s, const hlo_instr *in, const char *name, hlo_val 
   return set(s, in, op, 0, "k", a_int(s, in->k)) && results(s, in, op, out);
 }
 
+static const av_attr *a_bytes(hlo_scope *s, hlo_bytes b) {
+  return av_attr_string(s->ctx->m, AV_ATTR_STRING, b.p ? (const char *)b.p : "", b.n);
+}
+
+/* infeed(token) -> ((data...), token): StableHLO's results are (data..., token), the same
+ * leaves in the same order. */
+static bool h_infeed(hlo_scope *s, const hlo_instr *in, const char *name, hlo_val **out) {
+  if (!need(s, in, 1, 1)) return false;
+  av_value *tok = leaf(s, in, 0);
+  if (!tok) return false;
+  av_op *op = new_op(s, in, name, &tok, 1, 1, 0);
+  return op && set(s, in, op, 0, "infeed_config", a_bytes(s, in->infeed_config)) &&
+         results(s, in, op, out);
+}
+
+/* outfeed(data, token) -> token, data flattened. */
+static bool h_outfeed(hlo_scope *s, const hlo_instr *in, const char *name, hlo_val **out) {
+  if (!need(s, in, 2, 2)) return false;
+  av_value **ops;
+  size_t nops;
+  if (!flat_operands(s, in, 0, &ops, &nops)) return false;
+  av_op *op = new_op(s, in, name, ops, nops, 1, 0);
+  return op && set(s, in, op, 0, "outfeed_config", a_bytes(s, in->outfeed_config)) &&
+         results(s, in, op, out);
+}
+
 /* ------------------------------------------------------------------ table */
 
 typedef struct op_entry {
@@ -912,6 +938,8 @@ static const op_entry kOps[] = {
     {"conditional", NULL, h_conditional},
     {"opt-barrier", "stablehlo.optimization_barrier", h_opt_barrier},
     {"after-all", "stablehlo.after_all", h_plain},
+    {"infeed", "stablehlo.infeed", h_infeed},
+    {"outfeed", "stablehlo.outfeed", h_outfeed},
     {"custom-call", "stablehlo.custom_call", h_custom_call},
     /* unary elementwise */
     {"abs", "stablehlo.abs", h_unary},

@@ -470,6 +470,14 @@ static bool decode_instr(msg m, av_arena *a, hlo_instr *in, const char **err) {
         ok = want(&f, AV_PB_LEN, err);
         in->backend_config = (hlo_bytes){f.data, f.len};
         break;
+      case 22:
+        ok = want(&f, AV_PB_LEN, err);
+        in->outfeed_config = (hlo_bytes){f.data, f.len};
+        break;
+      case 27:
+        ok = want(&f, AV_PB_LEN, err);
+        in->infeed_config = (hlo_bytes){f.data, f.len};
+        break;
       case 48:
         in->has_scatter = true;
         ok = want(&f, AV_PB_LEN, err) && decode_scatter(field_msg(&f), a, &in->scatter, err);

@@ -104,6 +104,7 @@ typedef struct hlo_instr {
   int64_t transpose_a; /* xla.TriangularSolveOptions.Transpose */
   const char *comparison_direction, *comparison_type, *custom_call_target; /* "" if unset */
   hlo_bytes backend_config;
+  hlo_bytes infeed_config, outfeed_config; /* fields 27, 22 */
   /* custom-call layout constraints (operand_shapes_with_layout = 57). */
   hlo_shape *operand_shapes;
   size_t noperand_shapes;

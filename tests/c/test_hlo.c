@@ -855,6 +855,60 @@ static void test_literal_encodings(void **state) {
   assert_non_null(strstr(d.msg, "fewer values"));
 }
 
+/* Token ops: after-all, infeed ((data), token) and outfeed(data, token). */
+static void test_token_ops(void **state) {
+  (void)state;
+  static const int64_t two[] = {2};
+  pbw f2 = shape(PT_F32, 1, two), tok = shape(17, 0, NULL);
+  pbw data = {.n = 0}, inf_shape = {.n = 0}, root_shape = {.n = 0};
+  w_int(&data, 2, PT_TUPLE);
+  w_msg(&data, 4, &f2);
+  w_int(&inf_shape, 2, PT_TUPLE);
+  w_msg(&inf_shape, 4, &data);
+  w_msg(&inf_shape, 4, &tok);
+  w_int(&root_shape, 2, PT_TUPLE);
+  w_msg(&root_shape, 4, &f2);
+  w_msg(&root_shape, 4, &tok);
+  pbw p = instr("p", "parameter", 1, &f2, 0, NULL);
+  pbw aa = instr("aa", "after-all", 2, &tok, 0, NULL);
+  const int64_t two_id = 2, three_id = 3, four_id = 4;
+  pbw inf = instr("inf", "infeed", 3, &inf_shape, 1, &two_id);
+  w_str(&inf, 27, "cfg");
+  pbw g0 = instr("g0", "get-tuple-element", 4, &data, 1, &three_id);
+  pbw g00 = instr("g00", "get-tuple-element", 5, &f2, 1, &four_id);
+  const int64_t out_ops[] = {1, 2};
+  pbw outf = instr("outf", "outfeed", 6, &tok, 2, out_ops);
+  const int64_t root_ops[] = {5, 6};
+  pbw root = instr("root", "tuple", 7, &root_shape, 2, root_ops);
+  pbw comp = {.n = 0}, mod = {.n = 0};
+  const pbw *all[] = {&p, &aa, &inf, &g0, &g00, &outf, &root};
+  for (int i = 0; i < 7; i++) w_msg(&comp, 2, all[i]);
+  w_int(&comp, 5, 1);
+  w_int(&comp, 6, 7);
+  w_msg(&mod, 3, &comp);
+  av_diag d;
+  av_diag_init(&d);
+  av_module *m = av_load_hlo_proto(mod.buf, mod.n, &d);
+  if (!m) fail_msg("%s", d.msg);
+  const av_block *b = entry_block(m);
+  const av_op *after = must_find(b, "stablehlo.after_all");
+  assert_int_equal(after->results[0].type->kind, AV_TYPE_TOKEN);
+  const av_op *infeed = must_find(b, "stablehlo.infeed");
+  assert_int_equal(infeed->nresults, 2);
+  ASSERT_TENSOR(infeed->results[0].type, AV_DT_F32, 2);
+  assert_int_equal(infeed->results[1].type->kind, AV_TYPE_TOKEN);
+  assert_string_equal(av_op_attr(infeed, "infeed_config")->u.str.s, "cfg");
+  const av_op *outfeed = must_find(b, "stablehlo.outfeed");
+  assert_ptr_equal(outfeed->operands[0], &b->args[0]);
+  assert_ptr_equal(outfeed->operands[1], &after->results[0]);
+  const av_op *ret = terminator(b);
+  assert_ptr_equal(ret->operands[0], &infeed->results[0]);
+  assert_ptr_equal(ret->operands[1], &outfeed->results[0]);
+  av_diag_init(&d);
+  if (av_module_verify(m, &d) != AV_OK) fail_msg("verifier: %s", d.msg);
+  av_module_free(m);
+}
+
 /* Aliases and donors name (parameter, shape index) pairs inside tuples; they land on the
  * flattened arguments. */
 static void test_donation_inside_tuples(void **state) {
@@ -1029,6 +1083,7 @@ int main(void) {
       cmocka_unit_test(test_donation_from_input_output_alias),
       cmocka_unit_test(test_donation_inside_tuples),
       cmocka_unit_test(test_literal_encodings),
+      cmocka_unit_test(test_token_ops),
       cmocka_unit_test(test_truncated_and_corrupted_inputs),
       cmocka_unit_test(test_tuple_parameter_and_unknown_opcode),
       cmocka_unit_test(test_undefined_operand_names_the_instruction),

@@ -118,6 +118,7 @@ typedef struct bc_reader {
   uint64_t *scratch_idx;
   size_t cap_scratch_types, cap_scratch_idx;
   size_t text_budget; /* bytes of rendered text (locations, sdy) still allowed */
+  size_t block_budget; /* blocks that regions may still declare (each needs an input byte) */
 } bc_reader;
 
 /* Diagnostics: every error names where it happened. */

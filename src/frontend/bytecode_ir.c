@@ -445,6 +445,8 @@ static bool read_op(bc_reader *r, bc_cursor *c, av_block *block, region_state *r
       if (!grow((void **)&r->extra_ops, &r->capextra_ops, r->nextra_ops + 1, sizeof *r->extra_ops))
         return bc_fail(r, NULL, "out of memory");
       r->extra_ops[r->nextra_ops++] = op;
+      for (uint64_t i = 0; i < nres; i++)
+        if (!define_value(r, c, rs, &op->results[i])) return false;
     } else {
       av_block_append(block, op);
       for (uint64_t i = 0; i < nres; i++)
@@ -552,10 +554,17 @@ static bool read_region(bc_reader *r, bc_cursor *c, av_region *out, op_ctx ctx) 
     return bc_fail(r, c, "bad region header");
   /* Every value needs at least one byte of its own somewhere in the file, so the live values
    * (this region and all enclosing ones) can never outnumber the file's bytes. */
-  if (nvalues > r->size || r->nvals + nvalues > r->size + 16)
+  if (nvalues > bc_remaining(c) || r->nvals + nvalues > r->size + 16)
     return bc_fail(r, c, "region declares %llu values, more than the input can hold",
                    (unsigned long long)nvalues);
-  if (nblocks > UINT32_MAX || !(out->blocks = av_arena_calloc(&r->m->arena, (size_t)nblocks, sizeof *out->blocks)))
+  /* Blocks are allocated from the declared count. Every real block takes at least one byte of
+   * the input, so all declarations together can never exceed the input size; checking that
+   * keeps nested over-declarations from allocating more than the input justifies. */
+  if (nblocks > r->block_budget)
+    return bc_fail(r, c, "region declares %llu blocks, more than the input can hold",
+                   (unsigned long long)nblocks);
+  r->block_budget -= (size_t)nblocks;
+  if (!(out->blocks = av_arena_calloc(&r->m->arena, (size_t)nblocks, sizeof *out->blocks)))
     return bc_fail(r, NULL, "out of memory");
   out->nblocks = 0;
   region_state rs = {r->nvals, (size_t)nvalues, 0, r->nfixups};
@@ -565,6 +574,8 @@ static bool read_region(bc_reader *r, bc_cursor *c, av_region *out, op_ctx ctx) 
   r->nvals = rs.base + rs.count;
   for (uint64_t b = 0; b < nblocks; b++)
     if (!read_block(r, c, out, &rs, ctx)) return false;
+  if (rs.next != rs.count) /* the writer counts exactly; a mismatch means a damaged file */
+    return bc_fail(r, c, "region declares %zu values but defines %zu", rs.count, rs.next);
   if (!resolve_fixups(r, &rs)) return false;
   r->nvals = rs.base;
   return true;

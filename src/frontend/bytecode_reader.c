@@ -607,6 +607,7 @@ static av_module *load_module(const void *data, size_t size, av_diag *d, bool st
   r.d = d;
   r.file = data ? data : (const uint8_t *)"";
   r.size = size;
+  r.block_budget = size;
   r.text_budget = ((size_t)64 << 20) + (size > SIZE_MAX / 32 ? SIZE_MAX / 2 : size * 16);
   av_code before = d->code;
   bool ok = load(&r, strict);

@@ -166,6 +166,36 @@ static void test_fft3d_batch(void **state) {
         }
 }
 
+/* Long lengths take the four-step path (n = n1 * n2 > 4096): sampled bins against the naive
+ * DFT sum, and IFFT(FFT(x)) == x over the whole array. */
+static void test_long_lengths_four_step(void **state) {
+  (void)state;
+  static const int64_t lens[] = {8192, 6000, 65536};
+  for (size_t c = 0; c < sizeof lens / sizeof *lens; c++) {
+    int64_t n = lens[c];
+    double *x = malloc(sizeof(double) * 2 * (size_t)n), *y = malloc(sizeof(double) * 2 * (size_t)n),
+           *z = malloc(sizeof(double) * 2 * (size_t)n);
+    assert_non_null(x);
+    assert_non_null(y);
+    assert_non_null(z);
+    fill_input(x, n);
+    run_fft(AV_FFT_FFT, n, x, y);
+    for (int64_t k = 0; k < n; k += n / 37 + 1) {
+      double complex acc = 0;
+      for (int64_t j = 0; j < n; j++) {
+        double a = -2.0 * M_PI * (double)((j * k) % n) / (double)n;
+        acc += (x[2 * j] + I * x[2 * j + 1]) * (cos(a) + I * sin(a));
+      }
+      assert_true(cabs(acc - (y[2 * k] + I * y[2 * k + 1])) < 1e-8);
+    }
+    run_fft(AV_FFT_IFFT, n, y, z);
+    for (int64_t i = 0; i < 2 * n; i++) assert_true(fabs(z[i] - x[i]) < 1e-11);
+    free(x);
+    free(y);
+    free(z);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_lengths_against_numpy),
@@ -173,6 +203,7 @@ int main(void) {
       cmocka_unit_test(test_rfft2),
       cmocka_unit_test(test_irfft_odd_and_even),
       cmocka_unit_test(test_fft3d_batch),
+      cmocka_unit_test(test_long_lengths_four_step),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -47,13 +47,20 @@ typedef struct fft_plan {
   cplx *chirp;       /* c_k = exp(sign * pi i k^2 / n), k < n */
   cplx *kernel_f;    /* FFT_m of conj(c) laid out circularly */
   cplx *scratch;     /* m (Bluestein) or max radix (mixed) */
-  cplx *scratch2;    /* n: recursion output */
+  cplx *scratch2;    /* n: recursion output, or the four-step matrix */
+  /* four-step (large mixed-radix lengths): n = n1 * n2, sub-transforms fit in cache */
+  struct fft_plan *p1, *p2;
+  int64_t n1, n2;
+  cplx *col;         /* n1 */
 } fft_plan;
 
 static void plan_free(fft_plan *p) {
   if (!p) return;
   plan_free(p->sub);
   plan_free(p->isub);
+  plan_free(p->p1);
+  plan_free(p->p2);
+  free(p->col);
   free(p->tw);
   free(p->chirp);
   free(p->kernel_f);
@@ -94,6 +101,19 @@ static fft_plan *plan_new(int64_t n, int sign) {
     for (int64_t t = 0; t < n; t++) {
       double a = sign * 2.0 * M_PI * (double)t / (double)n;
       p->tw[t] = mkc(cos(a), sin(a));
+    }
+    if (n > 4096) { /* four-step with n1 the largest divisor <= sqrt(n) */
+      int64_t n1 = 1;
+      for (int64_t f = 2; f * f <= n; f++)
+        if (n % f == 0) n1 = f;
+      if (n1 >= 16) {
+        p->n1 = n1;
+        p->n2 = n / n1;
+        p->p1 = plan_new(p->n1, sign);
+        p->p2 = plan_new(p->n2, sign);
+        p->col = malloc((size_t)n1 * sizeof *p->col);
+        if (!p->p1 || !p->p2 || !p->col) goto fail;
+      }
     }
     return p;
   }
@@ -177,6 +197,25 @@ static void mixed_rec(const fft_plan *p, const cplx *in, int64_t s, cplx *out, i
 static void fft_exec(fft_plan *p, cplx *data) {
   int64_t n = p->n;
   if (n <= 1) return;
+  if (p->p1) {
+    /* x[j1*n2 + j2]: length-n1 transforms down the columns, twiddle w_n^(j2*k1), length-n2
+     * transforms along the rows, then X[k1 + n1*k2] = row k1, entry k2 (a transpose). */
+    int64_t n1 = p->n1, n2 = p->n2;
+    cplx *buf = p->scratch2, *col = p->col;
+    for (int64_t j2 = 0; j2 < n2; j2++) {
+      for (int64_t j1 = 0; j1 < n1; j1++) col[j1] = data[j1 * n2 + j2];
+      fft_exec(p->p1, col);
+      for (int64_t k1 = 0, idx = 0; k1 < n1; k1++) {
+        buf[k1 * n2 + j2] = cmul(col[k1], p->tw[idx]);
+        idx += j2;
+        if (idx >= n) idx -= n;
+      }
+    }
+    for (int64_t k1 = 0; k1 < n1; k1++) fft_exec(p->p2, buf + k1 * n2);
+    for (int64_t k1 = 0; k1 < n1; k1++)
+      for (int64_t k2 = 0; k2 < n2; k2++) data[k1 + n1 * k2] = buf[k1 * n2 + k2];
+    return;
+  }
   if (!p->m) {
     mixed_rec(p, data, 1, p->scratch2, n, 0, 1);
     memcpy(data, p->scratch2, (size_t)n * sizeof *data);

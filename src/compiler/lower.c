@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "compiler/lower_internal.h"
+#include "runtime/collectives.h"
 
 bool av_lower_fail(av_lower *c, av_code code, const char *fmt, ...) {
   char msg[512];
@@ -526,6 +527,25 @@ const av_block_plan *av_lower_region(av_lower *c, const av_region *r) {
   return bp;
 }
 
+/* JAX's SPMD programs (pmap, shard_map) have a main that only wraps one
+ * sdy.manual_computation over main's arguments: what each device runs is the region, on its
+ * local shards (the PJRT layer hands over per-device shards). Returns that region's block. */
+static const av_block *manual_entry_block(const av_func *fn) {
+  if (fn->body.nblocks != 1) return NULL;
+  const av_block *b = &fn->body.blocks[0];
+  const av_op *mc = b->first;
+  if (!mc || mc->code != AV_OP_SDY_MANUAL_COMPUTATION || !mc->next || mc->next->next) return NULL;
+  const av_op *ret = mc->next;
+  if (mc->noperands != b->nargs || ret->noperands != mc->nresults || mc->nregions != 1 ||
+      mc->regions[0].nblocks != 1)
+    return NULL;
+  for (uint32_t i = 0; i < b->nargs; i++)
+    if (mc->operands[i] != &b->args[i]) return NULL;
+  for (uint32_t i = 0; i < ret->noperands; i++)
+    if (ret->operands[i] != &mc->results[i]) return NULL;
+  return &mc->regions[0].blocks[0];
+}
+
 static const av_func_plan *lower_func(av_lower *c, const av_func *fn) {
   av_func_plan *fp = av_lower_alloc(c, sizeof *fp);
   if (!fp) return NULL;
@@ -538,7 +558,8 @@ static const av_func_plan *lower_func(av_lower *c, const av_func *fn) {
                   fn->body.nblocks);
     return NULL;
   }
-  lower_block(c, &fn->body.blocks[0], &fp->body);
+  const av_block *manual = fn == av_module_entry(c->m) ? manual_entry_block(fn) : NULL;
+  lower_block(c, manual ? manual : &fn->body.blocks[0], &fp->body);
   c->op = saved;
   av_slot_type *types = av_arena_calloc(c->a, (size_t)c->nslots + 1, sizeof *types);
   if (!types) {
@@ -555,6 +576,7 @@ void av_plan_free(av_plan *p) {
   if (!p) return;
   for (uint32_t i = 0; i < p->nconsts; i++) av_storage_release(p->consts[i]);
   free(p->consts);
+  av_rendezvous_free(p->rv);
   av_arena_free(&p->arena);
   free(p);
 }

@@ -399,6 +399,8 @@ bool av_lower_op(av_lower *c, const av_op *op) {
   if (handled) return ok;
   ok = av_lower_kernel_op(c, op, &handled);
   if (handled) return ok;
+  ok = av_lower_collective_op(c, op, &handled);
+  if (handled) return ok;
   switch (op->code) {
     case AV_OP_CONSTANT: return lower_constant(c, op);
     case AV_OP_IOTA: case AV_OP_DYNAMIC_IOTA: return lower_iota(c, op);
@@ -414,9 +416,13 @@ bool av_lower_op(av_lower *c, const av_op *op) {
     case AV_OP_SDY_SHARDING_CONSTRAINT: case AV_OP_SDY_RESHARD: return lower_identity(c, op);
     case AV_OP_SDY_MANUAL_COMPUTATION: return lower_manual_computation(c, op);
     case AV_OP_AFTER_ALL: case AV_OP_CREATE_TOKEN: return av_emit_op(c, av_step_token, NULL) != NULL;
-    case AV_OP_REPLICA_ID: case AV_OP_PARTITION_ID:
+    case AV_OP_REPLICA_ID: case AV_OP_PARTITION_ID: {
       if (!expect_counts(c, op, 0, 1)) return false;
-      return av_emit_op(c, av_step_device_id, NULL) != NULL;
+      int *which = av_lower_alloc(c, sizeof *which);
+      if (!which) return false;
+      *which = op->code == AV_OP_PARTITION_ID;
+      return av_emit_op(c, av_step_device_id, which) != NULL;
+    }
     case AV_OP_TUPLE: case AV_OP_OPTIMIZATION_BARRIER: {
       av_step *s = av_emit_op(c, av_step_alias, NULL);
       if (s && s->nin != s->nout) return AV_INVALID(c, "operands and results differ");

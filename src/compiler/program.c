@@ -189,6 +189,8 @@ static av_program *finish(av_program *p, const av_compile_options *options, av_d
     goto fail;
   }
   strcpy(p->name, nm);
+  p->plan->num_replicas = p->num_replicas;
+  p->plan->num_partitions = p->num_partitions;
   return p;
 fail:
   av_program_free(p);

@@ -91,6 +91,9 @@ typedef struct av_plan {
   av_storage **consts; /* pre-materialised constants, released with the plan */
   uint32_t nconsts;
   uint32_t consts_cap;
+  int num_replicas, num_partitions; /* set by the program once options are known */
+  struct av_rendezvous *rv;         /* collectives' meeting point (mutex-guarded); or NULL */
+  int ncollectives;
 } av_plan;
 
 /* Region bodies that kernels call per element (reduce, sort, scatter...). */

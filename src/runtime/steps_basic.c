@@ -40,7 +40,10 @@ av_code av_step_token(const av_step *s, av_frame *f, av_diag *d) {
 av_code av_step_device_id(const av_step *s, av_frame *f, av_diag *d) {
   av_code c = av_step_alloc_out(s, f, 0, d);
   if (c != AV_OK) return c;
-  uint32_t id = (uint32_t)f->device_index;
+  /* device_index = replica * num_partitions + partition */
+  int np = f->plan->num_partitions > 0 ? f->plan->num_partitions : 1;
+  const int *which = s->params; /* 0: replica id, 1: partition id */
+  uint32_t id = (uint32_t)(which && *which ? f->device_index % np : f->device_index / np);
   memcpy(av_out(s, f, 0), &id, sizeof id);
   return AV_OK;
 }

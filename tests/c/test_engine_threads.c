@@ -79,7 +79,73 @@ static void test_concurrent_runs(void **state) {
   av_program_free(p);
 }
 
+/* all_reduce(add) over 4 replicas, each run on its own thread as a device would be:
+ * device d contributes [d, 1], everyone gets [0+1+2+3, 4]. */
+typedef struct dev_job {
+  av_program *p;
+  int device;
+  float out[2];
+  av_code code;
+} dev_job;
+
+static void *device_worker(void *arg) {
+  dev_job *j = arg;
+  float in[2] = {(float)j->device, 1.0f};
+  av_tensor x = {av_storage_alloc(sizeof in), AV_DT_F32, 1, {2}};
+  memcpy(x.storage->data, in, sizeof in);
+  av_tensor out;
+  av_diag d;
+  av_diag_init(&d);
+  j->code = av_program_execute(j->p, j->device, &x, &out, &d);
+  if (j->code == AV_OK) {
+    memcpy(j->out, out.storage->data, sizeof j->out);
+    av_storage_release(out.storage);
+  }
+  av_storage_release(x.storage);
+  return NULL;
+}
+
+static void test_all_reduce_across_devices(void **state) {
+  (void)state;
+  av_module *m = av_module_new();
+  const av_type *t2 = ty(m, AV_DT_F32, 1, 2), *s = ty(m, AV_DT_F32, 0);
+  const av_type *ft = av_type_function(m, 1, &t2, 1, &t2);
+  av_func *fn = av_func_new(m, "main", ft);
+  fn->is_public = true;
+  av_block *b = av_region_add_block(m, &fn->body, 1, &t2);
+  av_op *ar = av_op_new(m, "stablehlo.all_reduce", 1, 1, &t2, 0, 1);
+  ar->operands[0] = &b->args[0];
+  const av_type *two[2] = {s, s};
+  av_block *body = av_region_add_block(m, &ar->regions[0], 2, two);
+  av_value *ab[2] = {&body->args[0], &body->args[1]};
+  av_value *sum = &tb_op(body, m, "stablehlo.add", 2, ab, 1, &s, 0, NULL, 0)->results[0];
+  tb_return(body, m, "stablehlo.return", 1, &sum);
+  av_block_append(b, ar);
+  av_value *r = &ar->results[0];
+  tb_return(b, m, "func.return", 1, &r);
+  av_compile_options o = {.num_replicas = 4, .num_partitions = 1};
+  av_diag d;
+  av_diag_init(&d);
+  av_program *p = av_program_from_module(m, &o, &d);
+  if (!p) fail_msg("%s", d.msg);
+  for (int round = 0; round < 20; round++) {
+    pthread_t th[4];
+    dev_job jobs[4];
+    for (int i = 0; i < 4; i++) {
+      jobs[i] = (dev_job){p, i, {0, 0}, AV_UNKNOWN};
+      assert_int_equal(pthread_create(&th[i], NULL, device_worker, &jobs[i]), 0);
+    }
+    for (int i = 0; i < 4; i++) {
+      pthread_join(th[i], NULL);
+      assert_int_equal(jobs[i].code, AV_OK);
+      assert_true(jobs[i].out[0] == 6.0f && jobs[i].out[1] == 4.0f);
+    }
+  }
+  av_program_free(p);
+}
+
 int main(void) {
-  const struct CMUnitTest tests[] = {cmocka_unit_test(test_concurrent_runs)};
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_concurrent_runs),
+                                     cmocka_unit_test(test_all_reduce_across_devices)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

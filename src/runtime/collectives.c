@@ -1,0 +1,269 @@
+#include "runtime/collectives.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "runtime/kernels/shape.h"
+
+enum { RV_TIMEOUT_S = 120 };
+
+struct av_rv_entry {
+  int op_id;
+  int64_t key;
+  int size;
+  int arrived, departed;
+  uint64_t gen;
+  bool ready;
+  const void **slots; /* per rank: that participant's input pointer array */
+  av_rv_entry *next;
+};
+
+av_rendezvous *av_rendezvous_new(void) {
+  av_rendezvous *r = calloc(1, sizeof *r);
+  if (!r) return NULL;
+  pthread_mutex_init(&r->mu, NULL);
+  pthread_cond_init(&r->cv, NULL);
+  return r;
+}
+
+void av_rendezvous_free(av_rendezvous *r) {
+  if (!r) return;
+  for (av_rv_entry *e = r->entries, *n; e; e = n) {
+    n = e->next;
+    free(e->slots);
+    free(e);
+  }
+  pthread_cond_destroy(&r->cv);
+  pthread_mutex_destroy(&r->mu);
+  free(r);
+}
+
+static int timed_wait(av_rendezvous *r, const struct timespec *deadline) {
+  return pthread_cond_timedwait(&r->cv, &r->mu, deadline);
+}
+
+/* Deposits `mine` as participant `rank` and waits for the whole group. */
+static av_rv_entry *arrive(av_rendezvous *r, int op_id, int64_t key, int size, int rank,
+                           const void *mine, uint64_t *gen, av_diag *d) {
+  struct timespec deadline;
+  clock_gettime(CLOCK_REALTIME, &deadline);
+  deadline.tv_sec += RV_TIMEOUT_S;
+  pthread_mutex_lock(&r->mu);
+  av_rv_entry *e = r->entries;
+  while (e && !(e->op_id == op_id && e->key == key)) e = e->next;
+  if (!e) {
+    e = calloc(1, sizeof *e);
+    if (e) e->slots = calloc((size_t)size, sizeof *e->slots);
+    if (!e || !e->slots) {
+      if (e) free(e);
+      pthread_mutex_unlock(&r->mu);
+      av_diag_set(d, AV_RESOURCE_EXHAUSTED, "out of memory");
+      return NULL;
+    }
+    e->op_id = op_id;
+    e->key = key;
+    e->size = size;
+    e->next = r->entries;
+    r->entries = e;
+  }
+  int rc = 0;
+  /* a previous round may still be draining, or our rank still taken by it */
+  while (rc != ETIMEDOUT && (e->ready || e->slots[rank])) rc = timed_wait(r, &deadline);
+  if (rc == ETIMEDOUT) {
+    pthread_mutex_unlock(&r->mu);
+    av_diag_set(d, AV_DEADLINE_EXCEEDED, "collective: timed out waiting for a previous round");
+    return NULL;
+  }
+  e->slots[rank] = mine;
+  e->arrived++;
+  *gen = e->gen;
+  if (e->arrived == e->size) {
+    e->ready = true;
+    pthread_cond_broadcast(&r->cv);
+  }
+  while (rc != ETIMEDOUT && !(e->ready && e->gen == *gen)) rc = timed_wait(r, &deadline);
+  if (rc == ETIMEDOUT && !(e->ready && e->gen == *gen)) {
+    e->slots[rank] = NULL;
+    e->arrived--;
+    pthread_mutex_unlock(&r->mu);
+    av_diag_set(d, AV_DEADLINE_EXCEEDED,
+                "collective: timed out after %d s waiting for %d of %d participants",
+                RV_TIMEOUT_S, size - e->arrived, size);
+    return NULL;
+  }
+  pthread_mutex_unlock(&r->mu);
+  return e;
+}
+
+/* Waits until every participant has read everyone's inputs. */
+static void depart(av_rendezvous *r, av_rv_entry *e, uint64_t gen) {
+  pthread_mutex_lock(&r->mu);
+  if (++e->departed == e->size) {
+    memset(e->slots, 0, (size_t)e->size * sizeof *e->slots);
+    e->arrived = e->departed = 0;
+    e->ready = false;
+    e->gen++;
+    pthread_cond_broadcast(&r->cv);
+  } else {
+    while (e->gen == gen) pthread_cond_wait(&r->cv, &r->mu);
+  }
+  pthread_mutex_unlock(&r->mu);
+}
+
+/* Rows of a dimension split: `outer` blocks of `inner` bytes per unit of dimension `dim`. */
+static void split_sizes(const av_slot_type *t, int64_t dim, int64_t *outer, size_t *inner) {
+  int64_t o = 1, in = 1;
+  for (int k = 0; k < dim; k++) o *= t->dims[k];
+  for (int k = (int)dim + 1; k < t->rank; k++) in *= t->dims[k];
+  *outer = o;
+  *inner = (size_t)in * av_dtype_size(t->dtype);
+}
+
+static void reduce_into(const av_coll_params *p, uint32_t k, const av_slot_type *t,
+                        const void *const *const *ins, int size, void *out) {
+  memcpy(out, ins[0][k], t->nbytes);
+  for (int m = 1; m < size; m++) {
+    const void *ops[AV_EW_MAX_IN] = {out, ins[m][k], NULL};
+    av_ew_run(&p->combine[k], ops, out, t->nelems);
+  }
+}
+
+av_code av_step_collective(const av_step *s, av_frame *f, av_diag *d) {
+  const av_coll_params *p = s->params;
+  const av_plan *plan = f->plan;
+  int npart = plan->num_partitions > 0 ? plan->num_partitions : 1;
+  int nrep = plan->num_replicas > 0 ? plan->num_replicas : 1;
+  int dev = f->device_index;
+  int replica = dev / npart, partition = dev % npart;
+  /* my id in the mode's id space, the number of ids, and what stays fixed in a group */
+  int my_id, nids;
+  int64_t fixed;
+  switch (p->mode) {
+    case AV_COLL_CROSS_PARTITION: my_id = partition; nids = npart; fixed = replica; break;
+    case AV_COLL_FLATTENED_IDS: my_id = dev; nids = nrep * npart; fixed = 0; break;
+    case AV_COLL_CROSS_REPLICA_AND_PARTITION: my_id = replica; nids = nrep; fixed = 0; break;
+    default: my_id = replica; nids = nrep; fixed = partition; break;
+  }
+  int size = nids, rank = my_id;
+  int64_t key = fixed;
+  if (p->ngroups > 0 && p->kind != AV_COLL_PERMUTE) {
+    size = p->group_size;
+    rank = -1;
+    for (int g = 0; g < p->ngroups && rank < 0; g++)
+      for (int i = 0; i < size; i++)
+        if (p->groups[g * size + i] == my_id) {
+          rank = i;
+          key = (int64_t)g * (nrep * npart + 1) + fixed;
+        }
+    if (rank < 0)
+      return av_diag_set(d, AV_INVALID_ARGUMENT, "collective: device %d is in no replica group", dev);
+  }
+  if (p->mode == AV_COLL_CROSS_REPLICA_AND_PARTITION) { /* every partition of each replica */
+    rank = rank * npart + partition;
+    size *= npart;
+  }
+  if (rank < 0 || rank >= size)
+    return av_diag_set(d, AV_INVALID_ARGUMENT, "collective: device %d outside %d participants", dev, size);
+  av_rendezvous *r = plan->rv;
+  if (!r) return av_diag_set(d, AV_INTERNAL, "collective without a rendezvous");
+  /* my inputs, visible to the group until we depart */
+  const void *small[8];
+  const void **mine = s->nin <= 8 ? small : calloc(s->nin, sizeof *mine);
+  if (!mine) return av_diag_set(d, AV_RESOURCE_EXHAUSTED, "out of memory");
+  for (uint32_t k = 0; k < s->nin; k++) mine[k] = av_in(s, f, k);
+  for (uint32_t k = 0; k < s->nout; k++) {
+    av_code c = av_step_alloc_out(s, f, k, d);
+    if (c != AV_OK) {
+      if (mine != small) free(mine);
+      return c;
+    }
+  }
+  uint64_t gen = 0;
+  av_rv_entry *e = size == 1 ? NULL : arrive(r, p->op_id, key, size, rank, mine, &gen, d);
+  if (size != 1 && !e) {
+    if (mine != small) free(mine);
+    return d->code;
+  }
+  const void *const *one[1] = {mine};
+  const void *const *const *ins = e ? (const void *const *const *)e->slots : one;
+  av_code c = AV_OK;
+  switch (p->kind) {
+    case AV_COLL_ALL_REDUCE:
+      for (uint32_t k = 0; k < s->nout; k++) reduce_into(p, k, av_in_type(s, f, k), ins, size, av_out(s, f, k));
+      break;
+    case AV_COLL_ALL_GATHER:
+      for (uint32_t k = 0; k < s->nout; k++) {
+        int64_t outer;
+        size_t inner;
+        split_sizes(av_in_type(s, f, k), p->dim, &outer, &inner);
+        size_t chunk = inner * (size_t)av_in_type(s, f, k)->dims[p->dim];
+        char *out = av_out(s, f, k);
+        for (int m = 0; m < size; m++)
+          for (int64_t o = 0; o < outer; o++)
+            memcpy(out + ((size_t)o * (size_t)size + (size_t)m) * chunk,
+                   (const char *)ins[m][k] + (size_t)o * chunk, chunk);
+      }
+      break;
+    case AV_COLL_REDUCE_SCATTER:
+      for (uint32_t k = 0; k < s->nout && c == AV_OK; k++) {
+        const av_slot_type *t = av_in_type(s, f, k);
+        char *full = malloc(t->nbytes ? t->nbytes : 1);
+        if (!full) {
+          c = av_diag_set(d, AV_RESOURCE_EXHAUSTED, "out of memory");
+          break;
+        }
+        reduce_into(p, k, t, ins, size, full);
+        int64_t outer;
+        size_t inner;
+        split_sizes(t, p->dim, &outer, &inner);
+        size_t mine_chunk = inner * (size_t)(t->dims[p->dim] / size);
+        size_t row = inner * (size_t)t->dims[p->dim];
+        char *out = av_out(s, f, k);
+        for (int64_t o = 0; o < outer; o++)
+          memcpy(out + (size_t)o * mine_chunk, full + (size_t)o * row + (size_t)rank * mine_chunk,
+                 mine_chunk);
+        free(full);
+      }
+      break;
+    case AV_COLL_PERMUTE: {
+      int src = -1;
+      for (int i = 0; i < p->npairs; i++)
+        if (p->pairs[2 * i + 1] == my_id) src = (int)p->pairs[2 * i];
+      for (uint32_t k = 0; k < s->nout; k++) {
+        const av_slot_type *t = av_out_type(s, f, k);
+        if (src >= 0 && src < size) memcpy(av_out(s, f, k), ins[src][k], t->nbytes);
+        else memset(av_out(s, f, k), 0, t->nbytes);
+      }
+      break;
+    }
+    case AV_COLL_ALL_TO_ALL:
+      for (uint32_t k = 0; k < s->nout; k++) {
+        const av_slot_type *it = av_in_type(s, f, k), *ot = av_out_type(s, f, k);
+        size_t es = av_dtype_size(it->dtype);
+        int64_t istr[AV_BOX_MAX_RANK], ostr[AV_BOX_MAX_RANK];
+        av_row_major_strides(it->rank, it->dims, istr);
+        av_row_major_strides(ot->rank, ot->dims, ostr);
+        av_box b;
+        b.rank = it->rank;
+        for (int q = 0; q < it->rank; q++) {
+          b.dims[q] = it->dims[q];
+          b.sstride[q] = istr[q];
+          b.dstride[q] = ostr[q];
+        }
+        int64_t chunk = it->dims[p->dim] / size;
+        b.dims[p->dim] = chunk;
+        int64_t cat = b.dims[p->concat_dim];
+        for (int m = 0; m < size; m++) {
+          const char *src = (const char *)ins[m][k] + (size_t)(rank * chunk * istr[p->dim]) * es;
+          char *dst = (char *)av_out(s, f, k) + (size_t)(m * cat * ostr[p->concat_dim]) * es;
+          av_box_copy(&b, src, dst, es);
+        }
+      }
+      break;
+  }
+  if (e) depart(r, e, gen);
+  if (mine != small) free(mine);
+  return c;
+}

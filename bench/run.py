@@ -1,0 +1,224 @@
+"""anvil vs XLA:CPU, side by side in one process.
+
+    JAX_PLATFORMS=anvil,cpu .venv/bin/python bench/run.py [--quick] [--filter NAME] [--out DIR]
+
+Each case runs the same jitted JAX function on both backends, interleaved, after warm-up, and
+reports median times, the ratio anvil/XLA (< 1 means anvil is faster) and the compile time of
+each. Results go to DIR/results.csv and DIR/ratios.png (if matplotlib is installed).
+Not a test: numbers depend on the machine; compare ratios, not absolute times.
+"""
+
+import argparse
+import csv
+import math
+import os
+import statistics
+import sys
+import time
+
+os.environ.setdefault("JAX_PLATFORMS", "anvil,cpu")
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+from jax import lax  # noqa: E402
+
+rng = np.random.default_rng(0)
+
+
+def arr(*shape, dtype=np.float32):
+    return rng.standard_normal(shape).astype(dtype)
+
+
+def mlp_step(params, x, y):
+    def loss(p):
+        h = x
+        for w, b in p[:-1]:
+            h = jax.nn.relu(h @ w + b)
+        w, b = p[-1]
+        return jnp.mean((h @ w + b - y) ** 2)
+
+    grads = jax.grad(loss)(params)
+    return jax.tree_util.tree_map(lambda p, g: p - 1e-3 * g, params, grads)
+
+
+def mlp_args(batch=128, sizes=(256, 512, 512, 10)):
+    params = [(arr(a, b) * 0.05, arr(b) * 0.0) for a, b in zip(sizes[:-1], sizes[1:])]
+    return params, arr(batch, sizes[0]), arr(batch, sizes[-1])
+
+
+def transformer_block(p, x):
+    def attn(x):
+        q, k, v = x @ p["wq"], x @ p["wk"], x @ p["wv"]
+        s = jnp.einsum("bqd,bkd->bqk", q, k) / math.sqrt(q.shape[-1])
+        return jnp.einsum("bqk,bkd->bqd", jax.nn.softmax(s), v) @ p["wo"]
+
+    def ln(x):
+        m = x.mean(-1, keepdims=True)
+        return (x - m) * lax.rsqrt(((x - m) ** 2).mean(-1, keepdims=True) + 1e-5)
+
+    x = x + attn(ln(x))
+    return x + jax.nn.gelu(ln(x) @ p["w1"]) @ p["w2"]
+
+
+def transformer_args(b=4, t=64, d=128):
+    p = {k: arr(d, d) * 0.05 for k in ("wq", "wk", "wv", "wo")}
+    p["w1"] = arr(d, 4 * d) * 0.05
+    p["w2"] = arr(4 * d, d) * 0.05
+    return p, arr(b, t, d)
+
+
+def transformer_train(p, x):
+    return jax.grad(lambda p: jnp.sum(transformer_block(p, x) ** 2))(p)
+
+
+def conv_fwd(x, w):
+    return lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+
+
+def conv_bwd(x, w):
+    return jax.grad(lambda w: jnp.sum(conv_fwd(x, w) ** 2))(w)
+
+
+def scan_loop(x):
+    return lax.fori_loop(0, 1000, lambda i, v: v * 0.999 + jnp.sin(v) * 1e-3, x)
+
+
+def matmul_case(n, dtype):
+    a, b = arr(n, n, dtype=np.float32), arr(n, n, dtype=np.float32)
+    if dtype == "bf16":
+        a, b = a.astype(jnp.bfloat16), b.astype(jnp.bfloat16)
+    return (lambda x, y: x @ y), (a, b), 2.0 * n ** 3
+
+
+# name -> (function, args, work) ; work is FLOPs (for matmul) or bytes touched, or None
+def cases(quick):
+    c = {
+        "tiny_add_latency": (lambda x: x + 1.0, (np.float32(1.0),), None),
+        "elementwise_chain_4M": (lambda x: jnp.tanh(x * 1.5 + 0.5) * jnp.exp(-x * x),
+                                 (arr(1 << 22),), 2 * 4 * (1 << 22)),
+        "reduce_sum_4M": (lambda x: x.sum(axis=1), (arr(2048, 2048),), 4 * (1 << 22)),
+        "softmax_rows": (jax.nn.softmax, (arr(1024, 1024),), 2 * 4 * (1 << 20)),
+        "conv2d_fwd": (conv_fwd, (arr(8, 32, 32, 32), arr(3, 3, 32, 64)), None),
+        "conv2d_bwd": (conv_bwd, (arr(8, 32, 32, 32), arr(3, 3, 32, 64)), None),
+        "mlp_train_step": (mlp_step, mlp_args(), None),
+        "transformer_fwd": (transformer_block, transformer_args(), None),
+        "transformer_bwd": (transformer_train, transformer_args(), None),
+        "fori_loop_1000": (scan_loop, (arr(64),), None),
+        "sort_1M": (jnp.sort, (arr(1 << 20),), None),
+        "gather_scatter": (lambda x, i: x.at[i].add(x[i[::-1]] * 2.0),
+                           (arr(1 << 16, 16), rng.integers(0, 1 << 16, 1 << 14).astype(np.int32)),
+                           None),
+    }
+    sizes = (64, 256, 1024) if quick else (64, 256, 1024, 2048, 4096)
+    for n in sizes:
+        for dt in ("f32", "bf16"):
+            if dt == "bf16" and n > 1024:
+                continue
+            fn, args, flops = matmul_case(n, dt)
+            c[f"matmul_{dt}_{n}"] = (fn, args, flops)
+    return c
+
+
+def timed_compile(fn, args, device):
+    args = jax.device_put(args, device)
+    lowered = jax.jit(fn).lower(*args)  # tracing + StableHLO emission: JAX's work, not timed
+    t0 = time.perf_counter()
+    compiled = lowered.compile()
+    t1 = time.perf_counter()
+    return compiled, args, t1 - t0
+
+
+def run_once(compiled, args):
+    t0 = time.perf_counter()
+    jax.block_until_ready(compiled(*args))
+    return time.perf_counter() - t0
+
+
+def measure(fn, args, min_time, max_reps):
+    anvil, cpu = jax.devices("anvil")[0], jax.devices("cpu")[0]
+    ca, aa, ta = timed_compile(fn, args, anvil)
+    cc, ac, tc = timed_compile(fn, args, cpu)
+    for _ in range(2):  # warm-up
+        run_once(ca, aa)
+        run_once(cc, ac)
+    times_a, times_c = [], []
+    start = time.perf_counter()
+    while len(times_a) < 3 or (time.perf_counter() - start < min_time and len(times_a) < max_reps):
+        times_a.append(run_once(ca, aa))  # interleaved, so drift hits both
+        times_c.append(run_once(cc, ac))
+    return statistics.median(times_a), statistics.median(times_c), ta, tc
+
+
+def peak_probe():
+    """GFLOP/s of XLA:CPU's best large f32 matmul, a stand-in for the machine's reachable peak."""
+    fn, (a, b), flops = matmul_case(2048, "f32")
+    cpu = jax.devices("cpu")[0]
+    c, args, _ = timed_compile(fn, (a, b), cpu)
+    run_once(c, args)
+    best = min(run_once(c, args) for _ in range(5))
+    return flops / best / 1e9
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--filter", default="")
+    ap.add_argument("--out", default="bench/results")
+    ap.add_argument("--min-time", type=float, default=1.0)
+    opts = ap.parse_args()
+    os.makedirs(opts.out, exist_ok=True)
+    peak = peak_probe()
+    print(f"machine probe: f32 matmul peak ~ {peak:.1f} GFLOP/s (XLA:CPU 2048^3)")
+    rows = []
+    print(f"{'case':26} {'anvil ms':>10} {'xla ms':>10} {'ratio':>7} {'compile a/x ms':>16}  note")
+    for name, (fn, args, work) in cases(opts.quick).items():
+        if opts.filter and opts.filter not in name:
+            continue
+        try:
+            ta, tc, ca, cc = measure(fn, args, opts.min_time, 200)
+        except Exception as e:  # an unsupported case is reported, not fatal
+            print(f"{name:26} FAILED on anvil or XLA: {str(e).splitlines()[0][:90]}")
+            rows.append(dict(case=name, anvil_ms="", xla_ms="", ratio="", note="failed"))
+            continue
+        note = ""
+        if work and name.startswith("matmul"):
+            gf = work / ta / 1e9
+            note = f"{gf:.1f} GFLOP/s ({100 * gf / peak:.0f}% of probe)"
+        elif work:
+            note = f"{work / ta / 1e9:.2f} GB/s"
+        ratio = ta / tc
+        print(f"{name:26} {ta * 1e3:10.3f} {tc * 1e3:10.3f} {ratio:7.2f} "
+              f"{ca * 1e3:7.1f}/{cc * 1e3:7.1f}  {note}")
+        rows.append(dict(case=name, anvil_ms=ta * 1e3, xla_ms=tc * 1e3, ratio=ratio,
+                         anvil_compile_ms=ca * 1e3, xla_compile_ms=cc * 1e3, note=note))
+    ratios = [r["ratio"] for r in rows if r["ratio"] != ""]
+    if ratios:
+        gm = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
+        print(f"geometric mean ratio anvil/XLA: {gm:.2f} over {len(ratios)} cases; "
+              f"worst {max(ratios):.2f}")
+    fields = ["case", "anvil_ms", "xla_ms", "ratio", "anvil_compile_ms", "xla_compile_ms", "note"]
+    with open(os.path.join(opts.out, "results.csv"), "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=fields)
+        w.writeheader()
+        w.writerows(rows)
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        ok = [r for r in rows if r["ratio"] != ""]
+        fig, ax = plt.subplots(figsize=(8, 0.3 * len(ok) + 1))
+        ax.barh([r["case"] for r in ok], [r["ratio"] for r in ok])
+        ax.axvline(1.0, color="k", lw=1)
+        ax.set_xscale("log")
+        ax.set_xlabel("time ratio anvil / XLA:CPU (lower is better)")
+        fig.tight_layout()
+        fig.savefig(os.path.join(opts.out, "ratios.png"), dpi=100)
+    except ImportError:
+        print("(matplotlib not installed: no plot)", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

@@ -79,6 +79,7 @@
   X(Executable_OutputDimensions)                                                               \
   X(Executable_OutputMemoryKinds)                                                              \
   X(Executable_ParameterMemoryKinds)                                                           \
+  X(Executable_GetCompiledMemoryStats)                                                         \
   X(Executable_OptimizedProgram)                                                               \
   X(Executable_Fingerprint)                                                                    \
   X(Executable_Serialize)                                                                      \
@@ -129,7 +130,6 @@
   X(AsyncTrackingEvent_Destroy)                                                                \
   X(Executable_SizeOfGeneratedCodeInBytes)                                                     \
   X(Executable_GetCostAnalysis)                                                                \
-  X(Executable_GetCompiledMemoryStats)                                                         \
   X(CopyToDeviceStream_Destroy)                                                                \
   X(CopyToDeviceStream_AddChunk)                                                               \
   X(CopyToDeviceStream_TotalBytes)                                                             \

@@ -6,9 +6,11 @@
  * events, runs the program, then fulfils the outputs and the completion event (with the
  * error, if any, so failures reach whoever waits on an output). Devices run concurrently,
  * which multi-device programs with collectives need. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "compiler/program_module.h"
 #include "pjrt/buffer_copy.h"
 #include "pjrt/pjrt_internal.h"
 
@@ -158,6 +160,33 @@ static void worker_push(av_worker *w, av_job *j) {
   pthread_mutex_unlock(&w->mu);
 }
 
+/* ------------------------------------------------------------ arguments */
+
+static void type_str(char *buf, size_t n, av_dtype dt, int rank, const int64_t *dims) {
+  size_t len = (size_t)snprintf(buf, n, "%s[", av_dtype_mlir_name(dt));
+  for (int k = 0; k < rank && len < n; k++)
+    len += (size_t)snprintf(buf + len, n - len, "%s%lld", k ? "," : "", (long long)dims[k]);
+  if (len < n) snprintf(buf + len, n - len, "]");
+}
+
+/* The argument must have the type the program was compiled for (per-device shapes). */
+static PJRT_Error *check_argument_type(const av_exec_core *core, const PJRT_Buffer *b, size_t i,
+                                       size_t d, const char *fn) {
+  av_dtype dt;
+  int rank;
+  const int64_t *dims;
+  if (!av_program_input_type(core->program, (int)i, &dt, &rank, &dims) || dt == AV_DT_INVALID)
+    return NULL; /* unknown (e.g. a token): the runtime checks */
+  bool same = b->dtype == dt && b->rank == rank;
+  for (int k = 0; same && k < rank; k++) same = dims && b->dims[k] == dims[k];
+  if (same) return NULL;
+  char want[160], got[160];
+  type_str(want, sizeof want, dt, rank, dims);
+  type_str(got, sizeof got, b->dtype, b->rank, b->dims);
+  return av_error_new(AV_INVALID_ARGUMENT, "%s: argument %zu of device %zu of '%s' must be %s, got %s",
+                      fn, i, d, core->name, want, got);
+}
+
 /* ---------------------------------------------------------------- donation */
 
 /* Inputs the program lets an output reuse, minus those the caller forbids. */
@@ -256,6 +285,8 @@ PJRT_Error *av_PJRT_LoadedExecutable_Execute(PJRT_LoadedExecutable_Execute_Args 
       pthread_mutex_unlock(&b->mu);
       AV_REQUIRE(!gone, AV_INVALID_ARGUMENT,
                  "%s: argument %zu of device %zu has been deleted (or donated)", fn, i, d);
+      PJRT_Error *mismatch = check_argument_type(core, b, i, d, fn);
+      if (mismatch) return mismatch;
     }
   }
 

@@ -226,6 +226,13 @@ static void test_single_device_execute(void **state) {
                                          .executable = ge.executable};
   CHECK_OK(api->PJRT_Executable_Fingerprint(&fp));
   assert_int_equal(fp.executable_fingerprint_size, 16);
+  /* Two f32[2,3] arguments (48 bytes), one f32[2,3] output (24 bytes), as a 0.75 caller. */
+  PJRT_Executable_GetCompiledMemoryStats_Args ms = {
+      .struct_size = PJRT_Executable_GetCompiledMemoryStats_Args_SIZE_0_75, .executable = ge.executable};
+  CHECK_OK(api->PJRT_Executable_GetCompiledMemoryStats(&ms));
+  assert_int_equal(ms.argument_size_in_bytes, 48);
+  assert_int_equal(ms.output_size_in_bytes, 24);
+  assert_int_equal(ms.alias_size_in_bytes, 0);
   PJRT_Executable_ParameterMemoryKinds_Args pk = {
       .struct_size = PJRT_Executable_ParameterMemoryKinds_Args_STRUCT_SIZE, .executable = ge.executable};
   CHECK_OK(api->PJRT_Executable_ParameterMemoryKinds(&pk));
@@ -279,9 +286,28 @@ static void test_single_device_execute(void **state) {
     assert_true(r0[i] == x[i] + y[i]);
     assert_true(r1[i] == x[i] + 2 * y[i]);
   }
-  /* Misuse: wrong argument count, deleted argument. */
+  /* Misuse: wrong argument count, wrong argument type, deleted argument. */
   EXPECT_ERROR(execute(exe, 1, arg_lists, 1, out_lists, done), PJRT_Error_Code_INVALID_ARGUMENT,
                "takes 2 arguments, got 1");
+  {
+    static const int32_t iv[6] = {0};
+    static const int64_t idims[2] = {2, 3};
+    PJRT_Client_BufferFromHostBuffer_Args ba = {
+        .struct_size = PJRT_Client_BufferFromHostBuffer_Args_STRUCT_SIZE,
+        .client = c,
+        .data = iv,
+        .type = PJRT_Buffer_Type_S32,
+        .dims = idims,
+        .num_dims = 2,
+        .device = d0};
+    CHECK_OK(api->PJRT_Client_BufferFromHostBuffer(&ba));
+    event_destroy(ba.done_with_host_buffer);
+    PJRT_Buffer *bad_args[2] = {bx, ba.buffer};
+    PJRT_Buffer *const *bad_lists[1] = {bad_args};
+    EXPECT_ERROR(execute(exe, 1, bad_lists, 2, out_lists, done), PJRT_Error_Code_INVALID_ARGUMENT,
+                 "argument 1 of device 0");
+    buffer_destroy(ba.buffer);
+  }
   PJRT_Buffer_Delete_Args del = {.struct_size = PJRT_Buffer_Delete_Args_STRUCT_SIZE, .buffer = bx};
   CHECK_OK(api->PJRT_Buffer_Delete(&del));
   EXPECT_ERROR(execute(exe, 1, arg_lists, 2, out_lists, done), PJRT_Error_Code_INVALID_ARGUMENT,

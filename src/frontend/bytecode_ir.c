@@ -160,7 +160,8 @@ static bool try_props(bc_reader *r, const bc_op_schema *s, bc_str blob, attr_lis
 }
 
 /* Structured attributes of native stablehlo ops are DICTs (see bytecode_native_attrs.c);
- * the IR wants their fields as flat op attributes, like VHLO has them. */
+ * the IR wants their fields as flat op attributes, like VHLO has them. Unit attributes become
+ * BOOL true (VHLO's form). */
 static bool flatten_native(bc_reader *r, attr_list *l) {
   static const char *const kStructured[] = {"dot_dimension_numbers", "dimension_numbers",
                                             "scatter_dimension_numbers", "algorithm"};
@@ -176,6 +177,9 @@ static bool flatten_native(bc_reader *r, attr_list *l) {
       const av_attr *h = av_dict_get(na->value, "handle"), *t = av_dict_get(na->value, "type");
       if ((h && !attrs_add(r, &out, "channel_id", h)) || (t && !attrs_add(r, &out, "channel_type", t)))
         return false;
+    } else if (na->value->kind == AV_ATTR_UNIT) { /* use_global_device_ids: as in VHLO */
+      const av_attr *t = av_attr_bool(r->m, true);
+      if (!t || !attrs_add(r, &out, na->name, t)) return false;
     } else if (!attrs_add(r, &out, na->name, na->value)) {
       return false;
     }

@@ -68,6 +68,49 @@ bool hlo_fail(hlo_scope *s, const hlo_instr *in, const char *fmt, ...) {
   return false;
 }
 
+/* ---------------------------------------------------------------- locations */
+
+/* Appends `s` as an MLIR string literal body (quotes, backslashes and non-printable bytes
+ * as \XX escapes). Returns the new length; writes nothing past cap. */
+static size_t put_escaped(char *out, size_t k, size_t cap, const char *s, size_t n) {
+  static const char hex[] = "0123456789ABCDEF";
+  for (size_t i = 0; i < n; i++) {
+    unsigned char ch = (unsigned char)s[i];
+    if (ch == '"' || ch == '\\' || ch < 0x20 || ch >= 0x7f) {
+      if (k + 3 < cap) {
+        out[k] = '\\';
+        out[k + 1] = hex[ch >> 4];
+        out[k + 2] = hex[ch & 15];
+      }
+      k += 3;
+    } else {
+      if (k + 1 < cap) out[k] = (char)ch;
+      k++;
+    }
+  }
+  return k;
+}
+
+const char *hlo_loc(av_module *m, const char *name, hlo_bytes file, int64_t line) {
+  size_t nlen = strlen(name);
+  if (!nlen) return "unknown";
+  size_t cap = 3 * (nlen + file.n) + 48;
+  char *out = av_arena_alloc(&m->arena, cap);
+  if (!out) return "unknown";
+  size_t k = 0;
+  out[k++] = '"';
+  k = put_escaped(out, k, cap, name, nlen);
+  out[k++] = '"';
+  if (file.n) {
+    out[k++] = '(';
+    out[k++] = '"';
+    k = put_escaped(out, k, cap, (const char *)file.p, file.n);
+    k += (size_t)snprintf(out + k, cap - k, "\":%lld:0)", (long long)(line > 0 ? line : 0));
+  }
+  out[k < cap ? k : cap - 1] = '\0';
+  return out;
+}
+
 /* ------------------------------------------------------------ value trees */
 
 hlo_val *hlo_val_leaf(hlo_ctx *c, av_value *v) {
@@ -314,7 +357,7 @@ static av_func *build_func(hlo_scope *s, const hlo_instr *in, const hlo_computat
     return NULL;
   }
   f->is_public = is_public;
-  f->loc = av_arena_strdup(&c->m->arena, comp->name);
+  f->loc = hlo_loc(c->m, comp->name, (hlo_bytes){0}, 0);
   av_block *b = av_region_add_block(c->m, &f->body, (uint32_t)ntypes, types);
   if (!b) {
     hlo_fail(s, in, "out of memory");
@@ -477,7 +520,7 @@ av_module *av_load_hlo_proto(const void *data, size_t size, av_diag *d) {
     av_func *f = build_func(&top, NULL, entry, "main", true);
     c.comp_funcs[idx] = f;
     ok = f != NULL;
-    if (f) f->loc = av_arena_strdup(&m->arena, entry->name);
+    if (f) f->loc = hlo_loc(m, entry->name, (hlo_bytes){0}, 0);
     if (ok && !import_donation(&c, entry, f)) {
       av_diag_set(d, AV_RESOURCE_EXHAUSTED, "hlo: out of memory");
       ok = false;

@@ -62,6 +62,10 @@ void *hlo_map_get(const hlo_map *map, int64_t key);
 bool hlo_fail(hlo_scope *s, const hlo_instr *in, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* MLIR location text for an instruction: "name" or "name"("file":line:0) (NameLoc over a
+ * FileLineColLoc from the op metadata). Arena-allocated; "unknown" if out of memory. */
+const char *hlo_loc(av_module *m, const char *name, hlo_bytes file, int64_t line);
+
 /* Value trees. */
 hlo_val *hlo_val_leaf(hlo_ctx *c, av_value *v);
 size_t hlo_val_count(const hlo_val *v);

@@ -86,8 +86,7 @@ static av_op *new_op(hlo_scope *s, const hlo_instr *in, const char *name, av_val
     return NULL;
   }
   for (size_t i = 0; i < nops; i++) op->operands[i] = ops[i];
-  op->loc = in->name[0] ? av_arena_strdup(&c->m->arena, in->name) : "unknown";
-  if (!op->loc) op->loc = "unknown";
+  op->loc = hlo_loc(c->m, in->name, in->source_file, in->source_line);
   av_block_append(s->block, op);
   return op;
 }
@@ -267,8 +266,7 @@ static bool h_constant(hlo_scope *s, const hlo_instr *in, const char *name, hlo_
     av_op *op = av_op_new(s->ctx->m, name, 0, 1, &vals[i]->type, 1, 0);
     if (!op) return hlo_fail(s, in, "out of memory");
     op->attrs[0] = (av_named_attr){"value", vals[i]};
-    op->loc = av_arena_strdup(&s->ctx->m->arena, in->name);
-    if (!op->loc) op->loc = "unknown";
+    op->loc = hlo_loc(s->ctx->m, in->name, in->source_file, in->source_line);
     av_block_append(s->block, op);
     leaves[i] = &op->results[0];
   }

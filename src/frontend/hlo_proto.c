@@ -470,6 +470,19 @@ static bool decode_instr(msg m, av_arena *a, hlo_instr *in, const char **err) {
         ok = want(&f, AV_PB_LEN, err);
         in->backend_config = (hlo_bytes){f.data, f.len};
         break;
+      case 7:
+        if ((ok = want(&f, AV_PB_LEN, err))) {
+          av_pb_cursor mc;
+          av_pb_field mf;
+          int mr;
+          av_pb_sub(&mc, &f);
+          while ((mr = av_pb_next(&mc, &mf, err)) == 1) {
+            if (mf.num == 3 && mf.wire == AV_PB_LEN) in->source_file = (hlo_bytes){mf.data, mf.len};
+            if (mf.num == 4 && mf.wire == AV_PB_VARINT) in->source_line = (int32_t)mf.u64;
+          }
+          ok = mr == 0;
+        }
+        break;
       case 22:
         ok = want(&f, AV_PB_LEN, err);
         in->outfeed_config = (hlo_bytes){f.data, f.len};

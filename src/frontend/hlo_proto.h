@@ -105,6 +105,9 @@ typedef struct hlo_instr {
   const char *comparison_direction, *comparison_type, *custom_call_target; /* "" if unset */
   hlo_bytes backend_config;
   hlo_bytes infeed_config, outfeed_config; /* fields 27, 22 */
+  /* OpMetadata (7): source_file = 3, source_line = 4 (for locations). */
+  hlo_bytes source_file;
+  int64_t source_line;
   /* custom-call layout constraints (operand_shapes_with_layout = 57). */
   hlo_shape *operand_shapes;
   size_t noperand_shapes;

@@ -135,7 +135,7 @@ static void test_add(void **state) {
   assert_int_equal(add->code, AV_OP_ADD);
   assert_ptr_equal(add->operands[0], &b->args[0]);
   assert_ptr_equal(add->operands[1], &b->args[1]);
-  assert_string_equal(add->loc, "add.1");
+  assert_string_equal(add->loc, "\"add.1\""); /* an MLIR NameLoc */
   const av_op *ret = terminator(b);
   assert_string_equal(ret->name, "func.return");
   assert_int_equal(ret->noperands, 1);
@@ -939,6 +939,32 @@ static void test_donation_inside_tuples(void **state) {
   av_module_free(m);
 }
 
+/* OpMetadata source file/line become the location: "name"("file":line:0). */
+static void test_metadata_location(void **state) {
+  (void)state;
+  static const int64_t two[] = {2};
+  pbw f2 = shape(PT_F32, 1, two), meta = {.n = 0}, comp = {.n = 0}, mod = {.n = 0};
+  pbw p = instr("p", "parameter", 1, &f2, 0, NULL);
+  const int64_t one = 1;
+  pbw neg = instr("ne\"g", "negate", 2, &f2, 1, &one);
+  w_str(&meta, 1, "aten__neg");
+  w_str(&meta, 3, "/tmp/train.py");
+  w_int(&meta, 4, 12);
+  w_msg(&neg, 7, &meta);
+  w_msg(&comp, 2, &p);
+  w_msg(&comp, 2, &neg);
+  w_int(&comp, 5, 1);
+  w_int(&comp, 6, 2);
+  w_msg(&mod, 3, &comp);
+  av_diag d;
+  av_diag_init(&d);
+  av_module *m = av_load_hlo_proto(mod.buf, mod.n, &d);
+  if (!m) fail_msg("%s", d.msg);
+  const av_op *op = must_find(entry_block(m), "stablehlo.negate");
+  assert_string_equal(op->loc, "\"ne\\22g\"(\"/tmp/train.py\":12:0)");
+  av_module_free(m);
+}
+
 static void test_undefined_operand_names_the_instruction(void **state) {
   (void)state;
   pbw mod = tuple_module("negate", 99);
@@ -1084,6 +1110,7 @@ int main(void) {
       cmocka_unit_test(test_donation_inside_tuples),
       cmocka_unit_test(test_literal_encodings),
       cmocka_unit_test(test_token_ops),
+      cmocka_unit_test(test_metadata_location),
       cmocka_unit_test(test_truncated_and_corrupted_inputs),
       cmocka_unit_test(test_tuple_parameter_and_unknown_opcode),
       cmocka_unit_test(test_undefined_operand_names_the_instruction),

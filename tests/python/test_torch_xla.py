@@ -71,6 +71,60 @@ def test_plugin_hooks():
     assert got["coord"] is False
 
 
+# The DevicePlugin interface of torch_xla 2.9 (torch_xla/experimental/plugins.py, see
+# research notes torch_xla_plugin.md §1), as a stand-in module so the plugin class is
+# exercised without torch installed.
+STUB_PLUGINS = """
+class DevicePlugin:
+    def library_path(self):
+        raise NotImplementedError()
+    def host_index(self):
+        return 0
+    def configure_single_process(self):
+        raise NotImplementedError()
+    def configure_multiprocess(self, local_rank, local_world_size):
+        pass
+    def physical_chip_count(self):
+        return 1
+    def client_create_options(self):
+        return {}
+    def requires_xla_coordinator(self):
+        return False
+"""
+
+
+def test_plugin_hooks_against_stub_interface(tmp_path):
+    pkg = tmp_path / "torch_xla" / "experimental"
+    pkg.mkdir(parents=True)
+    (tmp_path / "torch_xla" / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("")
+    (pkg / "plugins.py").write_text(STUB_PLUGINS)
+    script = (
+        "import json, os, anvil_pjrt\n"
+        "from anvil_pjrt.torch_xla_plugin import AnvilPlugin\n"
+        "p = AnvilPlugin()\n"
+        "p.configure_single_process()\n"
+        "single = p.client_create_options()\n"
+        "p.configure_multiprocess(1, 4)\n"
+        "print(json.dumps({'lib': p.library_path(), 'want_lib': anvil_pjrt.library_path(),\n"
+        "  'chips': p.physical_chip_count(), 'single': single,\n"
+        "  'multi': p.client_create_options(), 'host': p.host_index(),\n"
+        "  'coord': p.requires_xla_coordinator()}))")
+    env = {"ANVIL_DEVICE_COUNT": "3", "PYTHONPATH": str(tmp_path)}
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=120, env={**_env(env), "PYTHONPATH": str(tmp_path) + os.pathsep
+                                           + PYTHON_SRC})
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["lib"] == got["want_lib"]
+    assert got["chips"] == 1
+    assert got["single"] == {"device_count": 3}
+    # Each spawned process gets a one-device client of its own.
+    assert got["multi"] == {"device_count": 1}
+    assert got["host"] == 0
+    assert got["coord"] is False
+
+
 DEVICES = """
 import json, torch_xla
 import torch_xla.runtime as xr

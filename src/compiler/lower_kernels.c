@@ -485,6 +485,22 @@ static bool lower_map(av_lower *c, const av_op *op) {
   return region_fn(c, op, 0, op->noperands, p, &p->u.map) && av_emit_op(c, av_step_kernel, p);
 }
 
+/* stablehlo.rng (a, b[, shape]): no state is kept between runs, so every run draws the same
+ * numbers (XLA only promises "implementation-defined"). */
+static bool lower_rng(av_lower *c, const av_op *op) {
+  if (op->noperands < 2 || op->noperands > 3 || op->nresults != 1) return AV_INVALID(c, "bad operands");
+  if (!all_tensors(c, op)) return false;
+  av_kernel_params *p = new_params(c, AV_K_RNG);
+  if (!p) return false;
+  char dist[24];
+  if (!av_attr_get_enum(op, "rng_distribution", dist, sizeof dist)) return AV_INVALID(c, "missing rng_distribution");
+  if (strcmp(dist, "UNIFORM") == 0) p->u.rng.distribution = AV_RNG_UNIFORM;
+  else if (strcmp(dist, "NORMAL") == 0) p->u.rng.distribution = AV_RNG_NORMAL;
+  else return AV_INVALID(c, "bad rng_distribution %s", dist);
+  p->u.rng.state = NULL;
+  return av_emit_op(c, av_step_kernel, p) != NULL;
+}
+
 static bool lower_top_k(av_lower *c, const av_op *op) {
   if (op->noperands != 1 || op->nresults != 2) return AV_INVALID(c, "bad operands");
   if (!all_tensors(c, op)) return false;
@@ -513,6 +529,7 @@ bool av_lower_kernel_op(av_lower *c, const av_op *op, bool *handled) {
     case AV_OP_RNG_BIT_GENERATOR: return lower_rng_bit_generator(c, op);
     case AV_OP_MAP: return lower_map(c, op);
     case AV_OP_CHLO_TOP_K: return lower_top_k(c, op);
+    case AV_OP_RNG: return lower_rng(c, op);
     default:
       *handled = false;
       return false;

@@ -119,7 +119,7 @@ static bool lower_bitcast(av_lower *c, const av_op *op) {
   const av_slot_type *it = av_tensor_of(c, op->operands[0], "operand");
   const av_slot_type *rt = av_tensor_of(c, &op->results[0], "result");
   if (!it || !rt) return false;
-  if (av_dtype_bits(it->dtype) < 8 || av_dtype_bits(rt->dtype) < 8)
+  if (it->dtype != rt->dtype && (av_dtype_bits(it->dtype) < 8 || av_dtype_bits(rt->dtype) < 8))
     return AV_UNSUPPORTED(c, "bitcast of sub-byte types (%s -> %s)",
                           av_dtype_mlir_name(it->dtype), av_dtype_mlir_name(rt->dtype));
   if (it->nbytes != rt->nbytes) return AV_INVALID(c, "operand and result sizes differ");
@@ -329,7 +329,8 @@ static bool lower_identity(av_lower *c, const av_op *op) {
 static bool is_identity_target(const char *t) {
   static const char *const names[] = {"annotate_device_placement", "Sharding",
                                       "SPMDFullToShardShape", "SPMDShardToFullShape",
-                                      "MoveToHost", "MoveToDevice", "LayoutConstraint"};
+                                      "MoveToHost", "MoveToDevice", "LayoutConstraint",
+                                      "xla.sdy.GlobalToLocalShape", "xla.sdy.LocalToGlobalShape"};
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
     if (strcmp(t, names[i]) == 0) return true;
   return false;

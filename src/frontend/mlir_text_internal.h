@@ -95,6 +95,24 @@ const av_attr *mt_int_attr(mt_parser *p, int64_t v, av_dtype dt);
 /* Parses a (possibly negative) integer literal token. */
 bool mt_parse_int(mt_parser *p, int64_t *out);
 
+/* Element type of an identifier token (`f32`, `ui8`, `index` -> i64); INVALID otherwise. */
+av_dtype mt_ident_dtype(const mt_tok *t);
+/* End of the balanced bracket group starting at `s` ('<', '(', '[' or '{'), honouring strings
+ * and `->`; NULL if unbalanced or if it holds a NUL. */
+const char *mt_skip_balanced(const char *s, const char *e);
+
+/* ---- numbers and dense literals (mlir_text_dense.c) */
+bool mt_parse_u64(const mt_tok *t, uint64_t *out); /* decimal or 0x hex, no sign */
+bool mt_is_hex_tok(const mt_tok *t);
+/* Decimal value of a number token; `outf` (optional) gets the f32 rounding of the decimal,
+ * `dir` (optional) the side of the double the exact decimal lies on (-1, 0, 1). */
+bool mt_tok_to_double(mt_parser *p, const mt_tok *t, bool neg, double *out, float *outf,
+                      int *dir);
+/* dense<...> : type (current token `dense`). */
+const av_attr *mt_parse_dense(mt_parser *p);
+/* array<i64: ...> (current token `array`). */
+const av_attr *mt_parse_dense_array(mt_parser *p);
+
 /* ---- ops (mlir_text.c) */
 av_value *mt_parse_operand(mt_parser *p);
 bool mt_bind(mt_parser *p, const char *name, size_t len, av_value *vals, uint32_t count);

@@ -190,9 +190,16 @@ static void test_select_and_scatter_spec_example(void **state) {
   p.scatter = tk_fn(tk_add_f32, AV_OP_ADD);
   av_diag d;
   av_diag_init(&d);
-  assert_int_equal(av_kernel_select_and_scatter(&p, &X, &S, &I, &O, &d), AV_OK);
   static const float expect[8] = {0, 0, 0, 0, 5, 14, 7, 0};
-  for (int i = 0; i < 8; i++) assert_true(out[i] == expect[i]);
+  for (int pass = 0; pass < 2; pass++) {
+    if (pass == 1) { /* the inline GE compare must agree with the body */
+      p.select.simple = AV_OP_COMPARE;
+      p.select.direction = "GE";
+      p.select.compare_type = "FLOAT";
+    }
+    assert_int_equal(av_kernel_select_and_scatter(&p, &X, &S, &I, &O, &d), AV_OK);
+    for (int i = 0; i < 8; i++) assert_true(out[i] == expect[i]);
+  }
   sd[0] = 3; /* source shape inconsistent with the windows */
   assert_int_equal(av_kernel_select_and_scatter(&p, &X, &S, &I, &O, &d), AV_INVALID_ARGUMENT);
 }

@@ -8,6 +8,89 @@
 #include <stdbool.h>
 #include <string.h>
 
+/* Fast select for a `simple` GE/GT/LE/LT compare on f32/f64 (FLOAT order: NaN compares
+ * false) or 32/64-bit integers: 1..4 for the direction, 0 when the body must be called. */
+static int select_mode(const av_scalar_fn *f, av_dtype t) {
+  if (f->simple != AV_OP_COMPARE || !f->direction) return 0;
+  if (t != AV_DT_F32 && t != AV_DT_F64 && t != AV_DT_S32 && t != AV_DT_S64 && t != AV_DT_U32 && t != AV_DT_U64)
+    return 0;
+  if (f->compare_type && av_dtype_is_float(t) && strcmp(f->compare_type, "FLOAT") != 0) return 0;
+  if (!strcmp(f->direction, "GE")) return 1;
+  if (!strcmp(f->direction, "GT")) return 2;
+  if (!strcmp(f->direction, "LE")) return 3;
+  if (!strcmp(f->direction, "LT")) return 4;
+  return 0;
+}
+
+static bool fast_select(int mode, av_dtype t, const void *pa, const void *pb) {
+  double a, b;
+  if (t == AV_DT_F32 || t == AV_DT_F64) {
+    if (t == AV_DT_F32) {
+      float x, y;
+      memcpy(&x, pa, 4);
+      memcpy(&y, pb, 4);
+      a = x, b = y;
+    } else {
+      memcpy(&a, pa, 8);
+      memcpy(&b, pb, 8);
+    }
+    switch (mode) {
+      case 1: return a >= b;
+      case 2: return a > b;
+      case 3: return a <= b;
+      default: return a < b;
+    }
+  }
+  int64_t x = 0, y = 0;
+  uint64_t ux = 0, uy = 0;
+  if (t == AV_DT_S32) {
+    int32_t u, v;
+    memcpy(&u, pa, 4);
+    memcpy(&v, pb, 4);
+    x = u, y = v;
+  } else if (t == AV_DT_S64) {
+    memcpy(&x, pa, 8);
+    memcpy(&y, pb, 8);
+  } else {
+    memcpy(&ux, pa, av_dtype_size(t));
+    memcpy(&uy, pb, av_dtype_size(t));
+    switch (mode) {
+      case 1: return ux >= uy;
+      case 2: return ux > uy;
+      case 3: return ux <= uy;
+      default: return ux < uy;
+    }
+  }
+  switch (mode) {
+    case 1: return x >= y;
+    case 2: return x > y;
+    case 3: return x <= y;
+    default: return x < y;
+  }
+}
+
+/* Fast scatter for a `simple` add on f32/f64. */
+static bool fast_add(av_opcode op, av_dtype t, void *dst, const void *src) {
+  if (op != AV_OP_ADD) return false;
+  if (t == AV_DT_F32) {
+    float a, b;
+    memcpy(&a, dst, 4);
+    memcpy(&b, src, 4);
+    a += b;
+    memcpy(dst, &a, 4);
+    return true;
+  }
+  if (t == AV_DT_F64) {
+    double a, b;
+    memcpy(&a, dst, 8);
+    memcpy(&b, src, 8);
+    a += b;
+    memcpy(dst, &a, 8);
+    return true;
+  }
+  return false;
+}
+
 void av_select_and_scatter_params_init(av_select_and_scatter_params *p, int rank) {
   memset(p, 0, sizeof *p);
   p->rank = rank;
@@ -25,7 +108,8 @@ av_code av_kernel_select_and_scatter(const av_select_and_scatter_params *p,
   size_t es = av_dtype_size(dt), oes = av_dtype_size(operand->dtype);
   if (source->dtype != dt || init_value->dtype != dt || es > 16 || oes > 16)
     return av_diag_set(d, AV_INVALID_ARGUMENT, "select_and_scatter: element type mismatch");
-  if (!p->select.call || !p->scatter.call)
+  int smode = select_mode(&p->select, operand->dtype);
+  if ((!smode && !p->select.call) || !p->scatter.call)
     return av_diag_set(d, AV_INVALID_ARGUMENT, "select_and_scatter: missing select/scatter body");
   for (int i = 0; i < r; i++) {
     if (out->dims[i] != operand->dims[i])
@@ -73,6 +157,10 @@ av_code av_kernel_select_and_scatter(const av_select_and_scatter_params *p,
       if (!pad) {
         if (sel < 0) {
           sel = off;
+        } else if (smode) {
+          if (!fast_select(smode, operand->dtype, (const char *)operand->data + sel * (int64_t)oes,
+                           (const char *)operand->data + off * (int64_t)oes))
+            sel = off;
         } else {
           const void *args[2] = {(const char *)operand->data + sel * (int64_t)oes,
                                  (const char *)operand->data + off * (int64_t)oes};
@@ -87,7 +175,10 @@ av_code av_kernel_select_and_scatter(const av_select_and_scatter_params *p,
         widx[i] = 0;
       }
     }
-    if (sel >= 0) {
+    if (sel >= 0 && fast_add(p->scatter.simple, dt, (char *)out->data + sel * (int64_t)es,
+                             (const char *)source->data + si * (int64_t)es)) {
+      /* done */
+    } else if (sel >= 0) {
       char *dst = (char *)out->data + sel * (int64_t)es;
       const void *args[2] = {dst, (const char *)source->data + si * (int64_t)es};
       void *res[1] = {tmp};

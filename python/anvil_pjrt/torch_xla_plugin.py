@@ -49,6 +49,9 @@ class AnvilPlugin(plugins.DevicePlugin):
         pass
 
     def configure_multiprocess(self, local_rank: int, local_world_size: int):
-        # Called in each spawned process before its client is created. Every process gets
-        # a client of its own with exactly one device, so ranks never share a device.
-        os.environ["ANVIL_DEVICE_COUNT"] = "1"
+        # Called in each process xmp.spawn starts, before its client exists (also when
+        # there is just one process, which then drives all ANVIL_DEVICE_COUNT devices with
+        # a thread each). With several processes each gets a one-device client of its own,
+        # so ranks never share a device.
+        if local_world_size > 1:
+            os.environ["ANVIL_DEVICE_COUNT"] = "1"

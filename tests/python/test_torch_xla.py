@@ -105,9 +105,11 @@ def test_plugin_hooks_against_stub_interface(tmp_path):
         "p = AnvilPlugin()\n"
         "p.configure_single_process()\n"
         "single = p.client_create_options()\n"
+        "p.configure_multiprocess(0, 1)\n"
+        "one_process = p.client_create_options()\n"
         "p.configure_multiprocess(1, 4)\n"
         "print(json.dumps({'lib': p.library_path(), 'want_lib': anvil_pjrt.library_path(),\n"
-        "  'chips': p.physical_chip_count(), 'single': single,\n"
+        "  'chips': p.physical_chip_count(), 'single': single, 'one_process': one_process,\n"
         "  'multi': p.client_create_options(), 'host': p.host_index(),\n"
         "  'coord': p.requires_xla_coordinator()}))")
     env = {"ANVIL_DEVICE_COUNT": "3", "PYTHONPATH": str(tmp_path)}
@@ -119,6 +121,8 @@ def test_plugin_hooks_against_stub_interface(tmp_path):
     assert got["lib"] == got["want_lib"]
     assert got["chips"] == 1
     assert got["single"] == {"device_count": 3}
+    # One spawned process keeps every device (a thread per device).
+    assert got["one_process"] == {"device_count": 3}
     # Each spawned process gets a one-device client of its own.
     assert got["multi"] == {"device_count": 1}
     assert got["host"] == 0

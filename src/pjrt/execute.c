@@ -226,6 +226,30 @@ static av_storage *try_donate(PJRT_Buffer *b, PJRT_Buffer *const *const *lists, 
   return st;
 }
 
+/* Small single-device executions whose inputs are all there run on the caller's thread:
+ * handing them to the worker costs more than running them (two thread switches per call).
+ * Only when the device's queue is empty, so nothing queued earlier is overtaken. */
+enum { AV_INLINE_MAX_BYTES = 256 * 1024 };
+
+static bool run_inline_ok(const av_job *j, av_worker *w) {
+  size_t bytes = 0;
+  for (size_t i = 0; i < j->num_outputs; i++) bytes += j->outputs[i]->nbytes;
+  for (size_t i = 0; i < j->num_inputs; i++) {
+    PJRT_Buffer *b = j->inputs[i];
+    if (j->donated[i]) continue; /* taken already: its bytes are ours */
+    pthread_mutex_lock(&b->mu);
+    bool ready = b->storage != NULL;
+    pthread_mutex_unlock(&b->mu);
+    if (!ready) return false;
+    bytes += b->nbytes;
+  }
+  if (bytes > AV_INLINE_MAX_BYTES) return false;
+  pthread_mutex_lock(&w->mu);
+  bool idle = w->head == NULL;
+  pthread_mutex_unlock(&w->mu);
+  return idle;
+}
+
 /* ------------------------------------------------------------ entry point */
 
 PJRT_Error *av_PJRT_LoadedExecutable_Execute(PJRT_LoadedExecutable_Execute_Args *args) {
@@ -333,6 +357,7 @@ PJRT_Error *av_PJRT_LoadedExecutable_Execute(PJRT_LoadedExecutable_Execute_Args 
     return err;
   }
   pthread_mutex_lock(&le->client->launch_mu);
+  av_job *inline_job = NULL;
   for (size_t d = 0; d < nd; d++) {
     av_job *j = jobs[d];
     for (size_t i = 0; i < na; i++)
@@ -340,10 +365,17 @@ PJRT_Error *av_PJRT_LoadedExecutable_Execute(PJRT_LoadedExecutable_Execute_Args 
     for (size_t i = 0; i < no; i++) args->output_lists[d][i] = av_buffer_retain(j->outputs[i]);
     if (args->device_complete_events) args->device_complete_events[d] = av_event_retain(j->complete);
     PJRT_Device *dev = single ? single : le->devices[d];
-    worker_push(&dev->worker, j);
+    if (nd == 1 && run_inline_ok(j, &dev->worker))
+      inline_job = j;
+    else
+      worker_push(&dev->worker, j);
   }
   pthread_mutex_unlock(&le->client->launch_mu);
   free(jobs);
   free(donate);
+  if (inline_job) {
+    job_run(inline_job);
+    job_free(inline_job);
+  }
   return NULL;
 }

@@ -699,6 +699,68 @@ static void test_concurrent_launches(void **state) {
   destroy_client(c);
 }
 
+/* Programs too big to run on the caller's thread go through the device worker: chain two
+ * of them and read the second result while the first may still be running. */
+static const char big_add_program[] =
+    "module @big_add {\n"
+    "  func.func public @main(%arg0: tensor<256x256xf32>, %arg1: tensor<256x256xf32>) -> "
+    "tensor<256x256xf32> {\n"
+    "    %0 = stablehlo.add %arg0, %arg1 : tensor<256x256xf32>\n"
+    "    return %0 : tensor<256x256xf32>\n"
+    "  }\n"
+    "}\n";
+
+static void test_big_chained_async(void **state) {
+  (void)state;
+  enum { N = 256 * 256 };
+  PJRT_Client *c = make_client(1);
+  PJRT_LoadedExecutable *exe = compile_prog_or_skip(c, big_add_program, NULL, 0);
+  PJRT_Device *d0 = client_device(c, 0);
+  float *x = malloc(N * sizeof *x), *r = malloc(N * sizeof *r);
+  for (int i = 0; i < N; i++) x[i] = (float)(i % 1000);
+  static const int64_t dims[2] = {256, 256};
+  PJRT_Client_BufferFromHostBuffer_Args ba = {
+      .struct_size = PJRT_Client_BufferFromHostBuffer_Args_STRUCT_SIZE,
+      .client = c,
+      .data = x,
+      .type = PJRT_Buffer_Type_F32,
+      .dims = dims,
+      .num_dims = 2,
+      .device = d0};
+  CHECK_OK(api->PJRT_Client_BufferFromHostBuffer(&ba));
+  event_destroy(ba.done_with_host_buffer);
+  PJRT_Buffer *bx = ba.buffer;
+  PJRT_Buffer *cur = bx;
+  PJRT_Buffer *outs[3];
+  PJRT_Event *done[3];
+  for (int k = 0; k < 3; k++) { /* cur = cur + x, three times: 4x */
+    PJRT_Buffer *in[2] = {cur, bx};
+    PJRT_Buffer *const *arg_lists[1] = {in};
+    PJRT_Buffer **out_lists[1] = {&outs[k]};
+    CHECK_OK(execute(exe, 1, arg_lists, 2, out_lists, &done[k]));
+    cur = outs[k];
+  }
+  PJRT_Buffer_ToHostBuffer_Args t = {.struct_size = PJRT_Buffer_ToHostBuffer_Args_STRUCT_SIZE,
+                                     .src = outs[2],
+                                     .dst = r,
+                                     .dst_size = N * sizeof *r};
+  CHECK_OK(api->PJRT_Buffer_ToHostBuffer(&t));
+  event_await(t.event);
+  event_destroy(t.event);
+  for (int i = 0; i < N; i++)
+    if (r[i] != 4 * x[i]) fail_msg("element %d: %g != %g", i, (double)r[i], 4.0 * x[i]);
+  for (int k = 0; k < 3; k++) {
+    event_await(done[k]);
+    event_destroy(done[k]);
+    buffer_destroy(outs[k]);
+  }
+  buffer_destroy(bx);
+  free(x);
+  free(r);
+  destroy_exe(exe);
+  destroy_client(c);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_compile_bad_format),
@@ -710,6 +772,7 @@ int main(void) {
       cmocka_unit_test(test_error_propagates),
       cmocka_unit_test(test_concurrent_launches),
       cmocka_unit_test(test_compile_then_load),
+      cmocka_unit_test(test_big_chained_async),
   };
   return cmocka_run_group_tests(tests, load_api, NULL);
 }

@@ -147,7 +147,12 @@ static bool assign_value(av_lower *c, const av_value *v) {
   } else if (!assign_leaves(c, v->type, &first)) {
     return false;
   }
+  if (v->id >= c->nvalues) {
+    av_lower_fail(c, AV_INVALID_ARGUMENT, "value id %u out of range", v->id);
+    return false;
+  }
   c->slot_of[v->id] = first;
+  c->owner[v->id] = c->func_no;
   return first >= 0;
 }
 
@@ -158,7 +163,7 @@ static int value_leaves(const av_value *v) {
 }
 
 const av_slot_type *av_vtype(const av_lower *c, const av_value *v) {
-  int32_t s = c->slot_of[v->id];
+  int32_t s = av_vslot(c, v);
   return s < 0 ? NULL : &c->types[s];
 }
 
@@ -168,7 +173,11 @@ const av_slot_type *av_tensor_of(av_lower *c, const av_value *v, const char *wha
     return NULL;
   }
   const av_slot_type *t = av_vtype(c, v);
-  if (!t || t->token) return NULL; /* type problem already reported */
+  if (!t) {
+    av_lower_fail(c, AV_INVALID_ARGUMENT, "%s is not defined where it is used", what);
+    return NULL;
+  }
+  if (t->token) return NULL; /* type problem already reported */
   return t;
 }
 
@@ -345,7 +354,6 @@ typedef struct slot_list {
 static bool list_push_value(slot_list *l, const av_lower *c, const av_value *v) {
   int n = value_leaves(v);
   int32_t s0 = av_vslot(c, v);
-  if (s0 < 0) return true;
   for (int j = 0; j < n; j++) {
     if (l->n == l->cap) {
       uint32_t cap = l->cap ? l->cap * 2 : 16;
@@ -354,7 +362,7 @@ static bool list_push_value(slot_list *l, const av_lower *c, const av_value *v) 
       l->v = nv;
       l->cap = cap;
     }
-    l->v[l->n++] = s0 + j;
+    l->v[l->n++] = s0 < 0 ? -1 : s0 + j; /* -1: caught by the scope check */
   }
   return true;
 }
@@ -421,7 +429,9 @@ static void lower_block(av_lower *c, const av_block *b, av_block_plan *bp) {
     for (uint32_t r = 0; r < op->nresults; r++) assign_value(c, &op->results[r]);
     uint32_t before = steps.n;
     c->op = op;
-    av_lower_op(c, op);
+    int errors_before = c->nerrors;
+    if (!av_lower_op(c, op) && c->nerrors == errors_before)
+      av_lower_fail(c, AV_INVALID_ARGUMENT, "could not be lowered");
     c->op = saved_op;
     for (uint32_t r = 0; r < op->nresults; r++) {
       int32_t lu = c->last_use[op->results[r].id];
@@ -486,6 +496,23 @@ static void lower_block(av_lower *c, const av_block *b, av_block_plan *bp) {
   bp->nargs = args.n;
   bp->dead_at_entry = list_to_arena(c, &dead[0]);
   bp->ndead_entry = dead[0].n;
+  /* every slot a step names must exist (guards against values used outside their scope) */
+  for (uint32_t i = 0; i < steps.n; i++) {
+    const av_step *s = &steps.v[i];
+    bool ok = true;
+    for (uint32_t j = 0; j < s->nin; j++) ok = ok && s->in[j] >= 0 && (uint32_t)s->in[j] < c->nslots;
+    for (uint32_t j = 0; j < s->nout; j++) ok = ok && s->out[j] >= 0 && (uint32_t)s->out[j] < c->nslots;
+    for (uint32_t j = 0; j < s->ndead; j++) ok = ok && s->dead[j] >= 0 && (uint32_t)s->dead[j] < c->nslots;
+    if (!ok) {
+      av_lower_fail(c, AV_INVALID_ARGUMENT, "%s at %s uses a value outside its scope", s->opname, s->loc);
+      break;
+    }
+  }
+  for (uint32_t i = 0; i < bp->nresults; i++)
+    if (bp->results[i] < 0 || (uint32_t)bp->results[i] >= c->nslots) {
+      av_lower_fail(c, AV_INVALID_ARGUMENT, "a region returns a value outside its scope");
+      break;
+    }
   /* in_dies: which inputs are released right after their step */
   for (uint32_t i = 0; i < steps.n; i++) {
     av_step *s = &steps.v[i];
@@ -598,9 +625,11 @@ av_plan *av_lower_module(const av_module *m, av_diag *d) {
   c.slot_of = malloc(nv * sizeof *c.slot_of);
   c.last_use = malloc(nv * sizeof *c.last_use);
   c.used = calloc(nv, 1);
+  c.owner = calloc(nv, sizeof *c.owner);
+  c.nvalues = m->next_value_id;
   c.funcs = av_arena_calloc(c.a, (size_t)m->nfuncs + 1, sizeof *c.funcs);
   const av_func *entry = av_module_entry(m);
-  if (!c.slot_of || !c.last_use || !c.used || !c.funcs) {
+  if (!c.slot_of || !c.last_use || !c.used || !c.owner || !c.funcs) {
     av_diag_set(d, AV_RESOURCE_EXHAUSTED, "out of memory");
     c.nerrors++;
   } else if (!entry) {
@@ -619,6 +648,7 @@ av_plan *av_lower_module(const av_module *m, av_diag *d) {
       for (uint32_t i = 0; i < m->nfuncs; i++) {
         if (c.funcs[i].state != 1) continue;
         c.funcs[i].state = 2;
+        c.func_no++;
         c.funcs[i].plan = lower_func(&c, m->funcs[i]);
         if (m->funcs[i] == entry) plan->entry = c.funcs[i].plan;
         progress = true;
@@ -628,6 +658,7 @@ av_plan *av_lower_module(const av_module *m, av_diag *d) {
   free(c.slot_of);
   free(c.last_use);
   free(c.used);
+  free(c.owner);
   free(c.types);
   if (c.nerrors || !plan->entry) {
     if (!c.nerrors) av_diag_set(d, AV_INTERNAL, "entry function was not lowered");

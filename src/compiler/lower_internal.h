@@ -28,6 +28,9 @@ typedef struct av_lower {
   int32_t *slot_of;
   int32_t *last_use;
   uint8_t *used;
+  uint32_t *owner; /* function number that assigned the slot (values are per function) */
+  uint32_t nvalues;
+  uint32_t func_no;
   /* current function */
   av_slot_type *types;
   uint32_t nslots, cap;
@@ -46,7 +49,10 @@ int av_type_leaves(const av_type *t); /* -1 if a type we cannot hold */
 int32_t av_lower_new_slot(av_lower *c, const av_slot_type *t);
 bool av_slot_type_of(av_lower *c, const av_type *t, av_slot_type *out);
 /* First slot of value v and its slot type (tensor or token); NULL type if none. */
-static inline int32_t av_vslot(const av_lower *c, const av_value *v) { return c->slot_of[v->id]; }
+static inline int32_t av_vslot(const av_lower *c, const av_value *v) {
+  if (v->id >= c->nvalues || c->owner[v->id] != c->func_no) return -1;
+  return c->slot_of[v->id];
+}
 const av_slot_type *av_vtype(const av_lower *c, const av_value *v);
 /* The value's type must be a tensor: returns it, or reports and returns NULL. */
 const av_slot_type *av_tensor_of(av_lower *c, const av_value *v, const char *what);

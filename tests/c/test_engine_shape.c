@@ -291,6 +291,28 @@ static void test_call_with_input(void **state) {
   av_program_free(prog);
 }
 
+/* Malformed IR: @helper uses a value defined in @main; refused at compile time. */
+static void test_value_from_another_function_refused(void **state) {
+  (void)state;
+  av_module *m = av_module_new();
+  const av_type *t2 = ty(m, AV_DT_F32, 1, 2);
+  tb t = tb_new(m, 1, &t2);
+  float a[2] = {1, 2};
+  av_value *x = tb_const(&t, t2, a, sizeof a);
+  const av_type *ft = av_type_function(m, 0, NULL, 1, &t2);
+  av_func *h = av_func_new(m, "helper", ft);
+  av_block *hb = av_region_add_block(m, &h->body, 0, NULL);
+  av_value *xx[2] = {x, x};
+  av_value *bad = &tb_op(hb, m, "stablehlo.add", 2, xx, 1, &t2, 0, NULL, 0)->results[0];
+  tb_return(hb, m, "func.return", 1, &bad);
+  av_named_attr callee = {"callee", av_attr_string(m, AV_ATTR_SYMBOL, "helper", 6)};
+  av_value *r = &tb_op(t.b, m, "func.call", 0, NULL, 1, &t2, 1, &callee, 0)->results[0];
+  tb_return(t.b, m, "func.return", 1, &r);
+  av_diag d;
+  assert_int_equal(tb_run(m, NULL, 0, &d), AV_INVALID_ARGUMENT);
+  assert_non_null(strstr(d.msg, "not defined where it is used"));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_pad_negative_and_interior),
@@ -303,6 +325,7 @@ int main(void) {
       cmocka_unit_test(test_unsupported_ops_listed_together),
       cmocka_unit_test(test_clamp_select_iota),
       cmocka_unit_test(test_call_with_input),
+      cmocka_unit_test(test_value_from_another_function_refused),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

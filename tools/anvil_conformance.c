@@ -41,8 +41,10 @@ typedef struct bucket {
 
 typedef struct stats {
   int passed, failed, skipped;
-  bucket *b;
+  bucket *b; /* failure reasons */
   int nb, capb;
+  bucket *sk; /* skip reasons */
+  int nsk, capsk;
 } stats;
 
 static char *read_file(const char *path, size_t *size) {
@@ -181,6 +183,24 @@ static int run_isolated(const options *o, const char *text, size_t len, char *re
   return msg[0] - '0';
 }
 
+static void count_in(bucket **b, int *n, int *cap, const char *key) {
+  for (int i = 0; i < *n; i++)
+    if (strcmp((*b)[i].key, key) == 0) {
+      (*b)[i].count++;
+      return;
+    }
+  if (*n == *cap) {
+    int nc = *cap ? *cap * 2 : 16;
+    bucket *nb = realloc(*b, (size_t)nc * sizeof *nb);
+    if (!nb) return;
+    *b = nb;
+    *cap = nc;
+  }
+  (*b)[*n].key = strdup(key);
+  (*b)[*n].count = 1;
+  if ((*b)[*n].key) (*n)++;
+}
+
 /* The bucket of a failure: its first line without the location, numbers kept. */
 static void add_bucket(stats *s, const char *reason) {
   char key[160];
@@ -224,6 +244,7 @@ static void report(const options *o, stats *s, const char *name, int res, char *
   if (res == RESULT_SKIP) s->skipped++;
   else s->failed++;
   if (res == RESULT_FAIL) add_bucket(s, reason);
+  if (res == RESULT_SKIP) count_in(&s->sk, &s->nsk, &s->capsk, reason);
   flatten(reason);
   if (o->quiet || (res == RESULT_SKIP && !o->show_skips)) return;
   printf("%s %s: %s\n", res == RESULT_SKIP ? "SKIP" : "FAIL", name, reason);
@@ -356,6 +377,13 @@ int main(int argc, char **argv) {
   }
   for (int i = 0; i < s.nb; i++) free(s.b[i].key);
   free(s.b);
+  if (s.nsk) {
+    /* skipping is deliberate: say why */
+    printf("skipped because of:\n");
+    for (int i = 0; i < s.nsk; i++) printf("  %5d  %s\n", s.sk[i].count, s.sk[i].key);
+  }
+  for (int i = 0; i < s.nsk; i++) free(s.sk[i].key);
+  free(s.sk);
   if (s.skipped)
     printf("%d passed, %d failed, %d skipped\n", s.passed, s.failed, s.skipped);
   else

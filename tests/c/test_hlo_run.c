@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <pthread.h>
+
 #include "compiler/program.h"
 
 static av_program *compile_file(const char *name, bool *unsupported) {
@@ -320,6 +322,133 @@ static void test_donate_runs(void **state) {
   av_program_free(p);
 }
 
+/* ---- a hand-encoded replicated program, the form PyTorch/XLA uses without SPMD ---- */
+
+typedef struct pbw {
+  unsigned char buf[1024];
+  size_t n;
+} pbw;
+
+static void w_varint(pbw *w, uint64_t v) {
+  do {
+    unsigned char b = v & 0x7f;
+    v >>= 7;
+    w->buf[w->n++] = (unsigned char)(b | (v ? 0x80 : 0));
+  } while (v);
+}
+static void w_int(pbw *w, uint32_t field, int64_t v) {
+  w_varint(w, (uint64_t)field << 3);
+  w_varint(w, (uint64_t)v);
+}
+static void w_bytes(pbw *w, uint32_t field, const void *p, size_t n) {
+  w_varint(w, (uint64_t)field << 3 | 2);
+  w_varint(w, n);
+  memcpy(w->buf + w->n, p, n);
+  w->n += n;
+}
+static void w_msg(pbw *w, uint32_t field, const pbw *sub) { w_bytes(w, field, sub->buf, sub->n); }
+static pbw shape(int type, int64_t dim) { /* dim < 0: scalar */
+  pbw s = {.n = 0};
+  w_int(&s, 2, type);
+  if (dim >= 0) w_int(&s, 3, dim);
+  return s;
+}
+static pbw instr(const char *name, const char *opcode, int64_t id, const pbw *shp, size_t nops,
+                 const int64_t *ops) {
+  pbw in = {.n = 0};
+  w_bytes(&in, 1, name, strlen(name));
+  w_bytes(&in, 2, opcode, strlen(opcode));
+  w_msg(&in, 3, shp);
+  w_int(&in, 35, id);
+  for (size_t i = 0; i < nops; i++) w_int(&in, 36, ops[i]);
+  return in;
+}
+
+/* main(x: f32[3]) = (all-reduce(x) with to_apply=add and no replica groups, replica-id()) */
+static pbw replicated_module(void) {
+  enum { F32 = 11, U32 = 8, TUPLE = 13 };
+  pbw f = shape(F32, -1), v3 = shape(F32, 3), u = shape(U32, -1);
+  pbw add = {.n = 0}, main_c = {.n = 0}, mod = {.n = 0}, tup = {.n = 0};
+  pbw a0 = instr("a", "parameter", 11, &f, 0, NULL), a1 = instr("b", "parameter", 12, &f, 0, NULL);
+  w_int(&a1, 9, 1);
+  const int64_t ab[] = {11, 12};
+  pbw sum = instr("sum", "add", 13, &f, 2, ab);
+  w_bytes(&add, 1, "add", 3);
+  w_msg(&add, 2, &a0);
+  w_msg(&add, 2, &a1);
+  w_msg(&add, 2, &sum);
+  w_int(&add, 5, 10);
+  w_int(&add, 6, 13);
+  pbw x = instr("x", "parameter", 1, &v3, 0, NULL);
+  const int64_t one = 1;
+  pbw ar = instr("ar", "all-reduce", 2, &v3, 1, &one);
+  w_int(&ar, 38, 10);
+  pbw rid = instr("rid", "replica-id", 3, &u, 0, NULL);
+  w_int(&tup, 2, TUPLE);
+  w_msg(&tup, 4, &v3);
+  w_msg(&tup, 4, &u);
+  const int64_t outs[] = {2, 3};
+  pbw root = instr("root", "tuple", 4, &tup, 2, outs);
+  w_bytes(&main_c, 1, "SyncTensorsGraph.5", 18);
+  w_msg(&main_c, 2, &x);
+  w_msg(&main_c, 2, &ar);
+  w_msg(&main_c, 2, &rid);
+  w_msg(&main_c, 2, &root);
+  w_int(&main_c, 5, 1);
+  w_int(&main_c, 6, 4);
+  w_msg(&mod, 3, &add);
+  w_msg(&mod, 3, &main_c);
+  w_int(&mod, 6, 1);
+  return mod;
+}
+
+typedef struct replica_run {
+  av_program *p;
+  int index;
+  float x[3];
+  av_tensor out[2];
+  av_code code;
+  av_diag d;
+} replica_run;
+
+static void *run_replica(void *arg) {
+  replica_run *r = arg;
+  const int64_t dims[] = {3};
+  av_tensor in = {.dtype = AV_DT_F32, .rank = 1, .dims = {dims[0]}};
+  in.storage = av_storage_alloc(sizeof r->x);
+  if (!in.storage) return NULL;
+  memcpy(in.storage->data, r->x, sizeof r->x);
+  av_diag_init(&r->d);
+  r->code = av_program_execute(r->p, r->index, &in, r->out, &r->d);
+  av_storage_release(in.storage);
+  return NULL;
+}
+
+static void test_replicated_all_reduce_runs(void **state) {
+  (void)state;
+  pbw mod = replicated_module();
+  av_compile_options opts = {.num_replicas = 2, .num_partitions = 1};
+  av_diag d;
+  av_diag_init(&d);
+  av_program *p = av_program_compile("hlo", 3, mod.buf, mod.n, &opts, &d);
+  if (!p && strstr(d.msg, "not supported")) skip();
+  if (!p) fail_msg("compile: %s", d.msg);
+  replica_run runs[2] = {{.p = p, .index = 0, .x = {1, 2, 3}},
+                         {.p = p, .index = 1, .x = {10, 20, 30}}};
+  pthread_t t[2];
+  for (int i = 0; i < 2; i++) assert_int_equal(pthread_create(&t[i], NULL, run_replica, &runs[i]), 0);
+  for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
+  const float want[] = {11, 22, 33};
+  for (int i = 0; i < 2; i++) {
+    if (runs[i].code != AV_OK) fail_msg("replica %d: %s", i, runs[i].d.msg);
+    expect_f32(&runs[i].out[0], 3, want);
+    assert_int_equal(runs[i].out[1].dtype, AV_DT_U32);
+    assert_int_equal(*(const uint32_t *)runs[i].out[1].storage->data, (uint32_t)i);
+    for (int k = 0; k < 2; k++) av_storage_release(runs[i].out[k].storage);
+  }
+  av_program_free(p);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_add_runs),     cmocka_unit_test(test_matmul_runs),
@@ -329,6 +458,7 @@ int main(void) {
       cmocka_unit_test(test_sort_runs),    cmocka_unit_test(test_reduce_window_runs),
       cmocka_unit_test(test_conv_runs),    cmocka_unit_test(test_constants_run),
       cmocka_unit_test(test_shapes_run),   cmocka_unit_test(test_donate_runs),
+      cmocka_unit_test(test_replicated_all_reduce_runs),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

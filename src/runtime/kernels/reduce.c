@@ -9,6 +9,8 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "runtime/kernels/reduce_elem.h"
+
 typedef struct red_shape {
   int rank;
   int64_t dims[AV_KMAX_RANK];
@@ -248,7 +250,7 @@ av_code av_kernel_reduce(const av_reduce_params *p, const av_view *inputs, const
     if (es > 16) return av_diag_set(d, AV_UNIMPLEMENTED, "reduce: element size %zu", es);
     int64_t on = av_view_num_elements(&outputs[k]);
     char *o = outputs[k].data;
-    for (int64_t i = 0; i < on; i++) memcpy(o + i * (int64_t)es, inits[k].data, es);
+    av_kel_fill(o, inits[k].data, es, on);
   }
   if (av_view_num_elements(&inputs[0]) == 0) return AV_OK;
   if (p->ninputs == 1 && p->body.simple != AV_OP_UNKNOWN && s.istride[s.rank - 1] == 1) {

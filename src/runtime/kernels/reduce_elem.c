@@ -307,3 +307,15 @@ int64_t av_kel_load_index(av_dtype t, const void *p) {
   if (av_dtype_is_unsigned_int(t) && v > (uint64_t)INT64_MAX) return INT64_MAX;
   return (int64_t)v;
 }
+
+void av_kel_fill(void *dst, const void *elem, size_t es, int64_t n) {
+  if (n <= 0 || es == 0) return;
+  char *d = dst;
+  memcpy(d, elem, es);
+  size_t done = es, total = (size_t)n * es;
+  while (done < total) {
+    size_t chunk = done < total - done ? done : total - done;
+    memcpy(d + done, d, chunk);
+    done += chunk;
+  }
+}

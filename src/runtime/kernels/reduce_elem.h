@@ -37,6 +37,9 @@ void av_kel_convert(av_dtype dt, void *dst, av_dtype st, const void *src);
 void av_kel_permute_copy(av_dtype dt, void *dst, av_dtype st, const void *src, int rank,
                          const int64_t *dims, const int *perm);
 
+/* Fills n elements of es bytes at dst with copies of *elem (doubling memcpy). */
+void av_kel_fill(void *dst, const void *elem, size_t es, int64_t n);
+
 /* An index element (any integer dtype) as int64; unsigned values above INT64_MAX saturate. */
 int64_t av_kel_load_index(av_dtype t, const void *p);
 #endif

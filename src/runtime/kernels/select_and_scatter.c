@@ -6,7 +6,10 @@
 #include "runtime/kernels/select_and_scatter.h"
 
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "runtime/kernels/reduce_elem.h"
 
 /* Fast select for a `simple` GE/GT/LE/LT compare on f32/f64 (FLOAT order: NaN compares
  * false) or 32/64-bit integers: 1..4 for the direction, 0 when the body must be called. */
@@ -127,7 +130,7 @@ av_code av_kernel_select_and_scatter(const av_select_and_scatter_params *p,
                          (long long)source->dims[i], (long long)expect);
   }
   int64_t on = av_view_num_elements(out);
-  for (int64_t i = 0; i < on; i++) memcpy((char *)out->data + i * (int64_t)es, init_value->data, es);
+  av_kel_fill(out->data, init_value->data, es, on);
   int64_t sn = av_view_num_elements(source), wn = 1, istr[AV_KMAX_RANK];
   for (int i = 0; i < r; i++) {
     if (p->window_dimensions[i] > 0 && wn > ((int64_t)1 << 40) / p->window_dimensions[i])
@@ -138,12 +141,45 @@ av_code av_kernel_select_and_scatter(const av_select_and_scatter_params *p,
     istr[i] = st;
     st *= operand->dims[i];
   }
+  /* With an inline select, windows wholly inside the operand use precomputed offsets. */
+  int64_t *woff = NULL;
+  if (smode && wn > 0 && wn <= ((int64_t)1 << 20)) {
+    woff = malloc((size_t)wn * sizeof *woff);
+    if (woff) {
+      int64_t widx[AV_KMAX_RANK] = {0};
+      for (int64_t w = 0; w < wn; w++) {
+        int64_t off = 0;
+        for (int i = 0; i < r; i++) off += widx[i] * istr[i];
+        woff[w] = off;
+        for (int i = r - 1; i >= 0; i--) {
+          if (++widx[i] < p->window_dimensions[i]) break;
+          widx[i] = 0;
+        }
+      }
+    }
+  }
   int64_t sidx[AV_KMAX_RANK] = {0};
   unsigned char pred = 0, tmp[16];
   for (int64_t si = 0; si < sn; si++) {
-    int64_t widx[AV_KMAX_RANK] = {0};
+    int64_t widx[AV_KMAX_RANK];
     int64_t sel = -1;
-    for (int64_t w = 0; w < wn; w++) {
+    bool inside = woff != NULL;
+    int64_t base = 0;
+    for (int i = 0; i < r && inside; i++) {
+      int64_t st = sidx[i] * p->window_strides[i] - p->padding_lo[i];
+      inside = st >= 0 && st + p->window_dimensions[i] - 1 < operand->dims[i];
+      base += st * istr[i];
+    }
+    if (inside) {
+      const char *od = (const char *)operand->data;
+      sel = base + woff[0];
+      for (int64_t w = 1; w < wn; w++) {
+        int64_t off = base + woff[w];
+        if (!fast_select(smode, operand->dtype, od + sel * (int64_t)oes, od + off * (int64_t)oes)) sel = off;
+      }
+    }
+    if (!inside) memset(widx, 0, sizeof(int64_t) * (size_t)r);
+    for (int64_t w = 0; w < wn && !inside; w++) {
       int64_t off = 0;
       bool pad = false;
       for (int i = 0; i < r; i++) {
@@ -166,7 +202,10 @@ av_code av_kernel_select_and_scatter(const av_select_and_scatter_params *p,
                                  (const char *)operand->data + off * (int64_t)oes};
           void *res[1] = {&pred};
           av_code c = p->select.call(p->select.ctx, args, res, d);
-          if (c) return c;
+          if (c) {
+            free(woff);
+            return c;
+          }
           if (!(pred & 1)) sel = off;
         }
       }
@@ -183,7 +222,10 @@ av_code av_kernel_select_and_scatter(const av_select_and_scatter_params *p,
       const void *args[2] = {dst, (const char *)source->data + si * (int64_t)es};
       void *res[1] = {tmp};
       av_code c = p->scatter.call(p->scatter.ctx, args, res, d);
-      if (c) return c;
+      if (c) {
+        free(woff);
+        return c;
+      }
       memcpy(dst, tmp, es);
     }
     for (int i = r - 1; i >= 0; i--) {
@@ -191,5 +233,6 @@ av_code av_kernel_select_and_scatter(const av_select_and_scatter_params *p,
       sidx[i] = 0;
     }
   }
+  free(woff);
   return AV_OK;
 }

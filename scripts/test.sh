@@ -23,6 +23,11 @@ if [ "${ANVIL_SKIP_SANITIZERS:-0}" != 1 ]; then
     run_ctest build/test-asan -DCMAKE_C_COMPILER=gcc -DCMAKE_BUILD_TYPE=Debug -DANVIL_SANITIZE=ON
 fi
 
+if [ "${ANVIL_SKIP_FUZZ:-0}" != 1 ]; then
+  echo "== Fuzzing the readers (bounded)"
+  FUZZ_SECONDS=${FUZZ_SECONDS:-30} bash scripts/fuzz.sh
+fi
+
 echo "== Python tests"
 .venv/bin/pip install -q --no-build-isolation .
 set +e

@@ -256,6 +256,7 @@ static bool finish_module(bc_reader *r) {
   }
   if (r->nextra_ops) memcpy(m->extra_ops, r->extra_ops, r->nextra_ops * sizeof *m->extra_ops);
   m->nfuncs = (uint32_t)r->nfuncs;
+  m->funcs_cap = m->nfuncs;
   m->nextra_ops = (uint32_t)r->nextra_ops;
   qsort(sorted, r->nfuncs, sizeof *sorted, cmp_func_names);
   for (size_t i = 1; i < r->nfuncs; i++)
@@ -571,6 +572,7 @@ static bool read_region(bc_reader *r, bc_cursor *c, av_region *out, op_ctx ctx) 
   if (!(out->blocks = av_arena_calloc(&r->m->arena, (size_t)nblocks, sizeof *out->blocks)))
     return bc_fail(r, NULL, "out of memory");
   out->nblocks = 0;
+  out->blocks_cap = (uint32_t)nblocks;
   region_state rs = {r->nvals, (size_t)nvalues, 0, r->nfixups};
   if (!grow((void **)&r->vals, &r->capvals, rs.base + rs.count + 1, sizeof *r->vals))
     return bc_fail(r, NULL, "out of memory");

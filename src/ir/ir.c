@@ -248,8 +248,7 @@ const av_attr *av_dict_get(const av_attr *dict, const char *name) {
 av_func *av_func_new(av_module *m, const char *name, const av_type *ftype) {
   if (!ftype || ftype->kind != AV_TYPE_FUNCTION) return NULL;
   av_func *f = av_arena_alloc(&m->arena, sizeof *f);
-  av_func **funcs = av_arena_calloc(&m->arena, (size_t)m->nfuncs + 1, sizeof *funcs);
-  if (!f || !funcs) return NULL;
+  if (!f) return NULL;
   f->name = av_arena_strdup(&m->arena, name);
   f->type = ftype;
   f->loc = "unknown";
@@ -257,10 +256,16 @@ av_func *av_func_new(av_module *m, const char *name, const av_type *ftype) {
   f->arg_attrs = av_arena_calloc(&m->arena, (size_t)nin + 1, sizeof *f->arg_attrs);
   f->res_attrs = av_arena_calloc(&m->arena, (size_t)nout + 1, sizeof *f->res_attrs);
   if (!f->name || !f->arg_attrs || !f->res_attrs) return NULL;
-  /* The function list grows by copying: modules have few functions. */
-  if (m->nfuncs) memcpy(funcs, m->funcs, m->nfuncs * sizeof *funcs);
-  funcs[m->nfuncs++] = f;
-  m->funcs = funcs;
+  if (m->nfuncs == m->funcs_cap) { /* grow by doubling: linear total cost */
+    if (m->funcs_cap > UINT32_MAX / 2) return NULL;
+    uint32_t cap = m->funcs_cap ? 2 * m->funcs_cap : 8;
+    av_func **funcs = av_arena_calloc(&m->arena, cap, sizeof *funcs);
+    if (!funcs) return NULL;
+    if (m->nfuncs) memcpy(funcs, m->funcs, m->nfuncs * sizeof *funcs);
+    m->funcs = funcs;
+    m->funcs_cap = cap;
+  }
+  m->funcs[m->nfuncs++] = f;
   return f;
 }
 
@@ -318,15 +323,21 @@ void av_block_remove(av_block *b, av_op *op) {
 
 av_block *av_region_add_block(av_module *m, av_region *r, uint32_t nargs,
                               const av_type *const *types) {
-  av_block *blocks = av_arena_calloc(&m->arena, (size_t)r->nblocks + 1, sizeof *blocks);
-  if (!blocks) return NULL;
-  /* Blocks move: re-point their ops and arguments at the new storage. */
-  for (uint32_t i = 0; i < r->nblocks; i++) {
-    blocks[i] = r->blocks[i];
-    for (av_op *op = blocks[i].first; op; op = op->next) op->parent = &blocks[i];
-    for (uint32_t j = 0; j < blocks[i].nargs; j++) blocks[i].args[j].owner = &blocks[i];
+  if (r->nblocks == r->blocks_cap) { /* grow by doubling: linear total cost */
+    if (r->blocks_cap > UINT32_MAX / 2) return NULL;
+    uint32_t cap = r->blocks_cap ? 2 * r->blocks_cap : 1;
+    av_block *blocks = av_arena_calloc(&m->arena, cap, sizeof *blocks);
+    if (!blocks) return NULL;
+    /* Blocks move: re-point their ops and arguments at the new storage. */
+    for (uint32_t i = 0; i < r->nblocks; i++) {
+      blocks[i] = r->blocks[i];
+      for (av_op *op = blocks[i].first; op; op = op->next) op->parent = &blocks[i];
+      for (uint32_t j = 0; j < blocks[i].nargs; j++) blocks[i].args[j].owner = &blocks[i];
+    }
+    r->blocks = blocks;
+    r->blocks_cap = cap;
   }
-  av_block *b = &blocks[r->nblocks];
+  av_block *b = &r->blocks[r->nblocks];
   b->parent = r;
   b->args = av_arena_calloc(&m->arena, (size_t)nargs + 1, sizeof *b->args);
   if (!b->args) return NULL;
@@ -337,7 +348,6 @@ av_block *av_region_add_block(av_module *m, av_region *r, uint32_t nargs,
     b->args[i].index = i;
     b->args[i].id = m->next_value_id++;
   }
-  r->blocks = blocks;
   r->nblocks++;
   return b;
 }

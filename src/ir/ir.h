@@ -137,6 +137,7 @@ typedef struct av_value {
 typedef struct av_region {
   av_block *blocks;
   uint32_t nblocks;
+  uint32_t blocks_cap; /* capacity of blocks (grows by doubling) */
 } av_region;
 
 struct av_block {
@@ -180,6 +181,7 @@ typedef struct av_module {
   const av_attr *attrs;   /* module attributes: DICT or NULL (mhlo.num_partitions, ...) */
   av_func **funcs;
   uint32_t nfuncs;
+  uint32_t funcs_cap;     /* capacity of funcs (grows by doubling) */
   av_op **extra_ops;      /* other top-level ops kept for reference (sdy.mesh ...) */
   uint32_t nextra_ops;
   uint32_t next_value_id;

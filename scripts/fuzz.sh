@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Runs each libFuzzer target for a bounded time (FUZZ_SECONDS each, default 20) seeded with
+# real inputs: golden/JAX artifacts for the bytecode reader, conformance .mlir files for the
+# text reader, JAX-made HloModuleProtos for the HLO reader. Any crash, leak or sanitizer report
+# fails the run. The seed corpora come from ../shared when present (else a small local seed).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SECONDS_EACH=${FUZZ_SECONDS:-20}
+SHARED=${ANVIL_SHARED_DIR:-../shared}
+BUILD=build/fuzz
+cmake -S . -B "$BUILD" -G Ninja -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug \
+      -DANVIL_FUZZ=ON -DANVIL_BUILD_TESTS=OFF -DANVIL_BUILD_TOOLS=OFF >/dev/null
+ninja -C "$BUILD" -j"${JOBS:-$(nproc)}" fuzz_bytecode fuzz_text fuzz_hlo >/dev/null
+
+seed_dir() { # name files...
+  local dir="$BUILD/corpus-$1"; shift
+  rm -rf "$dir"; mkdir -p "$dir"
+  for f in "$@"; do [ -f "$f" ] && cp "$f" "$dir/"; done
+  echo "$dir"
+}
+shopt -s nullglob
+bc=$(seed_dir bytecode "$SHARED"/conformance/stablehlo/tests/vhlo/*.mlir.bc "$SHARED"/conformance/jax-export/*.mlirbc)
+tx=$(seed_dir text $(ls "$SHARED"/conformance/stablehlo/testdata/*.mlir 2>/dev/null | head -300) tests/data/*.mlir)
+hl=$(seed_dir hlo tests/data/hlo/*)
+
+for t in bytecode:"$bc" text:"$tx" hlo:"$hl"; do
+  name=${t%%:*}; corpus=${t#*:}
+  echo "== fuzz_$name for ${SECONDS_EACH}s ($(ls "$corpus" | wc -l) seeds)"
+  "$BUILD/fuzz_$name" -max_total_time="$SECONDS_EACH" -max_len=1048576 -rss_limit_mb=4096 \
+      -print_final_stats=0 "$corpus" 2>&1 | tail -3
+done
+echo "fuzz: no crashes"

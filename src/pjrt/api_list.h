@@ -59,6 +59,7 @@
   X(Device_DefaultMemory)                                                                      \
   X(Device_GetAttributes)                                                                      \
   X(Device_MemoryStats)                                                                        \
+  X(Device_ClearMemoryStats)                                                                   \
   X(Memory_Id)                                                                                 \
   X(Memory_Kind)                                                                               \
   X(Memory_Kind_Id)                                                                            \
@@ -66,6 +67,8 @@
   X(Memory_ToString)                                                                           \
   X(Memory_AddressableByDevices)                                                               \
   X(TopologyDescription_Destroy)                                                               \
+  X(TopologyDescription_Create)                                                                \
+  X(TopologyDescription_Fingerprint)                                                           \
   X(TopologyDescription_PlatformName)                                                          \
   X(TopologyDescription_PlatformVersion)                                                       \
   X(TopologyDescription_GetDeviceDescriptions)                                                 \
@@ -75,6 +78,7 @@
   X(Executable_NumReplicas)                                                                    \
   X(Executable_NumPartitions)                                                                  \
   X(Executable_NumOutputs)                                                                     \
+  X(Executable_SizeOfGeneratedCodeInBytes)                                                     \
   X(Executable_OutputElementTypes)                                                             \
   X(Executable_OutputDimensions)                                                               \
   X(Executable_OutputMemoryKinds)                                                              \
@@ -124,21 +128,17 @@
   X(Buffer_OpaqueDeviceMemoryDataPointer)
 
 #define AV_PJRT_UNIMPLEMENTED(X)                                                               \
-  X(Device_ClearMemoryStats)                                                                   \
   X(Device_PoisonExecution)                                                                    \
   X(Device_CreateAsyncTrackingEvent)                                                           \
   X(AsyncTrackingEvent_Destroy)                                                                \
-  X(Executable_SizeOfGeneratedCodeInBytes)                                                     \
   X(Executable_GetCostAnalysis)                                                                \
   X(CopyToDeviceStream_Destroy)                                                                \
   X(CopyToDeviceStream_AddChunk)                                                               \
   X(CopyToDeviceStream_TotalBytes)                                                             \
   X(CopyToDeviceStream_GranuleSize)                                                            \
   X(CopyToDeviceStream_CurrentBytes)                                                           \
-  X(TopologyDescription_Create)                                                                \
   X(TopologyDescription_Serialize)                                                             \
   X(TopologyDescription_Deserialize)                                                           \
-  X(TopologyDescription_Fingerprint)                                                           \
   X(TopologyDescription_MakeCanonicalShapeForMemorySpace)                                      \
   X(TopologyDescription_GetMemorySpaceKindIds)                                                 \
   X(Client_UpdateGlobalProcessInfo)                                                            \

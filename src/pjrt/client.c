@@ -14,7 +14,7 @@ static bool name_is(const PJRT_NamedValue *v, const char *s) {
 }
 
 /* The default device count: 1, or ANVIL_DEVICE_COUNT when it is set. */
-static PJRT_Error *default_device_count(int64_t *out) {
+static PJRT_Error *default_device_count(const char *fn, int64_t *out) {
   *out = 1;
   const char *env = getenv("ANVIL_DEVICE_COUNT");
   if (!env || !*env) return NULL;
@@ -23,23 +23,23 @@ static PJRT_Error *default_device_count(int64_t *out) {
   long long v = strtoll(env, &end, 10);
   if (errno || *end || v < 1 || v > AV_MAX_DEVICES)
     return av_error_new(AV_INVALID_ARGUMENT,
-                        "PJRT_Client_Create: ANVIL_DEVICE_COUNT='%s' is not a valid device_count "
+                        "%s: ANVIL_DEVICE_COUNT='%s' is not a valid device_count "
                         "(an integer in [1, %d])",
-                        env, AV_MAX_DEVICES);
+                        fn, env, AV_MAX_DEVICES);
   *out = v;
   return NULL;
 }
 
-static PJRT_Error *parse_options(const PJRT_Client_Create_Args *args, int64_t *device_count) {
-  PJRT_Error *err = default_device_count(device_count);
+PJRT_Error *av_parse_device_count(const char *fn, const PJRT_NamedValue *opts, size_t n,
+                                  int64_t *device_count) {
+  PJRT_Error *err = default_device_count(fn, device_count);
   if (err) return err;
-  AV_REQUIRE(args->create_options || args->num_options == 0, AV_INVALID_ARGUMENT,
-             "PJRT_Client_Create: create_options is NULL but num_options is %zu",
-             args->num_options);
-  for (size_t i = 0; i < args->num_options; i++) {
-    const PJRT_NamedValue *v = &args->create_options[i];
+  AV_REQUIRE(opts || n == 0, AV_INVALID_ARGUMENT,
+             "%s: create_options is NULL but num_options is %zu", fn, n);
+  for (size_t i = 0; i < n; i++) {
+    const PJRT_NamedValue *v = &opts[i];
     AV_REQUIRE(v->name || v->name_size == 0, AV_INVALID_ARGUMENT,
-               "PJRT_Client_Create: create option %zu has a NULL name", i);
+               "%s: create option %zu has a NULL name", fn, i);
     int nlen = v->name_size > 200 ? 200 : (int)v->name_size;
     if (name_is(v, "device_count") || name_is(v, "cpu_device_count")) {
       /* jax_pjrt_client_create_options="device_count:4" arrives as a string. */
@@ -55,23 +55,23 @@ static PJRT_Error *parse_options(const PJRT_Client_Create_Args *args, int64_t *d
         errno = 0;
         value = strtoll(buf, &end, 10);
         AV_REQUIRE(!errno && *end == '\0', AV_INVALID_ARGUMENT,
-                   "PJRT_Client_Create: create option '%.*s' = '%s' is not an integer", nlen,
+                   "%s: create option '%.*s' = '%s' is not an integer", fn, nlen,
                    v->name, buf);
       } else {
         return av_error_new(AV_INVALID_ARGUMENT,
-                            "PJRT_Client_Create: create option '%.*s' must be an int64 (got "
+                            "%s: create option '%.*s' must be an int64 (got "
                             "NamedValue type %d)",
-                            nlen, v->name, (int)v->type);
+                            fn, nlen, v->name, (int)v->type);
       }
       AV_REQUIRE(value >= 1 && value <= AV_MAX_DEVICES, AV_INVALID_ARGUMENT,
-                 "PJRT_Client_Create: create option '%.*s' = %lld is out of range [1, %d]",
+                 "%s: create option '%.*s' = %lld is out of range [1, %d]", fn,
                  nlen, v->name, (long long)value, AV_MAX_DEVICES);
       *device_count = value;
     } else {
       return av_error_new(AV_INVALID_ARGUMENT,
-                          "PJRT_Client_Create: unknown create option '%.*s' (anvil accepts "
+                          "%s: unknown create option '%.*s' (anvil accepts "
                           "'device_count' and 'cpu_device_count')",
-                          nlen, v->name ? v->name : "");
+                          fn, nlen, v->name ? v->name : "");
     }
   }
   return NULL;
@@ -92,7 +92,8 @@ PJRT_Error *av_PJRT_Client_Create(PJRT_Client_Create_Args *args) {
   AV_ARGS(args, PJRT_Client_Create_Args);
   args->client = NULL;
   int64_t n = 1;
-  PJRT_Error *err = parse_options(args, &n);
+  PJRT_Error *err =
+      av_parse_device_count("PJRT_Client_Create", args->create_options, args->num_options, &n);
   if (err) return err;
   PJRT_Client *c = calloc(1, sizeof *c);
   if (!c) return av_error_new(AV_RESOURCE_EXHAUSTED, "anvil: out of memory (client)");

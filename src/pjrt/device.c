@@ -37,6 +37,28 @@ void av_mem_counter_add(av_mem_counter *m, long long bytes) {
   }
 }
 
+void av_device_description_init(PJRT_DeviceDescription *desc, int i) {
+  desc->id = i;
+  desc->process_index = 0;
+  snprintf(desc->kind, sizeof desc->kind, "anvil");
+  snprintf(desc->debug_string, sizeof desc->debug_string, "anvil:%d", i);
+  snprintf(desc->to_string, sizeof desc->to_string, "AnvilDevice(id=%d)", i);
+  desc->coords[0] = (int64_t)i;
+  /* Only string / int64 / int64-list attributes: the framework aborts on others. */
+  desc->attributes[0] = (PJRT_NamedValue){.struct_size = PJRT_NamedValue_STRUCT_SIZE,
+                                          .name = "coords",
+                                          .name_size = 6,
+                                          .type = PJRT_NamedValue_kInt64List,
+                                          .int64_array_value = desc->coords,
+                                          .value_size = 1};
+  desc->attributes[1] = (PJRT_NamedValue){.struct_size = PJRT_NamedValue_STRUCT_SIZE,
+                                          .name = "anvil_version",
+                                          .name_size = 13,
+                                          .type = PJRT_NamedValue_kString,
+                                          .string_value = ANVIL_VERSION_STRING,
+                                          .value_size = sizeof ANVIL_VERSION_STRING - 1};
+}
+
 PJRT_Error *av_devices_init(PJRT_Client *c, size_t n) {
   c->devices = calloc(n, sizeof *c->devices);
   c->device_ptrs = calloc(n, sizeof *c->device_ptrs);
@@ -49,26 +71,7 @@ PJRT_Error *av_devices_init(PJRT_Client *c, size_t n) {
     d->index = (int)i;
     d->mem_stats = av_mem_counter_new();
     if (!d->mem_stats) return av_error_new(AV_RESOURCE_EXHAUSTED, "anvil: out of memory (devices)");
-    PJRT_DeviceDescription *desc = &d->desc;
-    desc->id = (int)i;
-    desc->process_index = 0;
-    snprintf(desc->kind, sizeof desc->kind, "anvil");
-    snprintf(desc->debug_string, sizeof desc->debug_string, "anvil:%d", (int)i);
-    snprintf(desc->to_string, sizeof desc->to_string, "AnvilDevice(id=%d)", (int)i);
-    desc->coords[0] = (int64_t)i;
-    /* Only string / int64 / int64-list attributes: the framework aborts on others. */
-    desc->attributes[0] = (PJRT_NamedValue){.struct_size = PJRT_NamedValue_STRUCT_SIZE,
-                                            .name = "coords",
-                                            .name_size = 6,
-                                            .type = PJRT_NamedValue_kInt64List,
-                                            .int64_array_value = desc->coords,
-                                            .value_size = 1};
-    desc->attributes[1] = (PJRT_NamedValue){.struct_size = PJRT_NamedValue_STRUCT_SIZE,
-                                            .name = "anvil_version",
-                                            .name_size = 13,
-                                            .type = PJRT_NamedValue_kString,
-                                            .string_value = ANVIL_VERSION_STRING,
-                                            .value_size = sizeof ANVIL_VERSION_STRING - 1};
+    av_device_description_init(&d->desc, (int)i);
     c->device_ptrs[i] = d;
   }
   return NULL;
@@ -213,5 +216,14 @@ PJRT_Error *av_PJRT_Device_MemoryStats(PJRT_Device_MemoryStats_Args *args) {
   AV_UNSET(peak_pool_bytes)
   AV_UNSET(peak_allocated_bytes)
 #undef AV_UNSET
+  return NULL;
+}
+
+/* Forgets the peak (it restarts from what is in use now). */
+PJRT_Error *av_PJRT_Device_ClearMemoryStats(PJRT_Device_ClearMemoryStats_Args *args) {
+  AV_ARGS(args, PJRT_Device_ClearMemoryStats_Args);
+  AV_DEVICE(args, "PJRT_Device_ClearMemoryStats");
+  av_mem_counter *m = args->device->mem_stats;
+  atomic_store(&m->peak, atomic_load(&m->in_use));
   return NULL;
 }

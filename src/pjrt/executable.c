@@ -395,6 +395,14 @@ PJRT_Error *av_PJRT_Executable_ParameterMemoryKinds(
   return NULL;
 }
 
+PJRT_Error *av_PJRT_Executable_SizeOfGeneratedCodeInBytes(
+    PJRT_Executable_SizeOfGeneratedCodeInBytes_Args *args) {
+  AV_ARGS(args, PJRT_Executable_SizeOfGeneratedCodeInBytes_Args);
+  AV_EXE(args, "PJRT_Executable_SizeOfGeneratedCodeInBytes");
+  args->size_in_bytes = 0; /* anvil interprets an execution plan: no machine code */
+  return NULL;
+}
+
 /* Sizes of what one device's execution holds: arguments, outputs and the outputs that reuse
  * a donated argument. Intermediates are not counted (the runtime frees them as it goes). */
 PJRT_Error *av_PJRT_Executable_GetCompiledMemoryStats(

@@ -184,6 +184,7 @@ struct PJRT_Device {
 struct PJRT_TopologyDescription {
   bool owned_by_client;
   size_t num_devices;
+  PJRT_DeviceDescription *own_descs; /* standalone topologies only */
   PJRT_DeviceDescription **desc_ptrs;
 };
 
@@ -202,6 +203,10 @@ struct PJRT_Client {
 };
 
 PJRT_Error *av_devices_init(PJRT_Client *c, size_t n);
+void av_device_description_init(PJRT_DeviceDescription *desc, int id);
+/* device_count / cpu_device_count from a create-option list (default: ANVIL_DEVICE_COUNT or 1). */
+PJRT_Error *av_parse_device_count(const char *fn, const PJRT_NamedValue *opts, size_t n,
+                                  int64_t *device_count);
 void av_devices_free(PJRT_Client *c);
 PJRT_Error *av_memories_init(PJRT_Client *c);
 void av_memories_free(PJRT_Client *c);

@@ -1,14 +1,64 @@
 /* PJRT_TopologyDescription of a client: its device descriptions. The topology returned by
  * PJRT_Client_TopologyDescription belongs to the client; destroying it is a no-op. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "pjrt/pjrt_internal.h"
 
 #define AV_TOPO(args, fn) AV_REQUIRE((args)->topology, AV_INVALID_ARGUMENT, fn ": topology is NULL")
 
+/* A topology without a client (for ahead-of-time compilation): N anvil devices, N from the
+ * `device_count` option like PJRT_Client_Create. */
+PJRT_Error *av_PJRT_TopologyDescription_Create(PJRT_TopologyDescription_Create_Args *args) {
+  AV_ARGS(args, PJRT_TopologyDescription_Create_Args);
+  const char *fn = "PJRT_TopologyDescription_Create";
+  args->topology = NULL;
+  int64_t n;
+  PJRT_Error *err = av_parse_device_count(fn, args->create_options, args->num_options, &n);
+  if (err) return err;
+  PJRT_TopologyDescription *t = calloc(1, sizeof *t);
+  if (t) {
+    t->own_descs = calloc((size_t)n, sizeof *t->own_descs);
+    t->desc_ptrs = calloc((size_t)n, sizeof *t->desc_ptrs);
+  }
+  if (!t || !t->own_descs || !t->desc_ptrs) {
+    if (t) {
+      free(t->own_descs);
+      free(t->desc_ptrs);
+    }
+    free(t);
+    return av_error_new(AV_RESOURCE_EXHAUSTED, "anvil: out of memory (topology)");
+  }
+  t->num_devices = (size_t)n;
+  for (int64_t i = 0; i < n; i++) {
+    av_device_description_init(&t->own_descs[i], (int)i);
+    t->desc_ptrs[i] = &t->own_descs[i];
+  }
+  args->topology = t;
+  return NULL;
+}
+
+/* A client's own topology lives as long as the client: destroying it does nothing. */
 PJRT_Error *av_PJRT_TopologyDescription_Destroy(PJRT_TopologyDescription_Destroy_Args *args) {
   AV_ARGS(args, PJRT_TopologyDescription_Destroy_Args);
-  /* Only client-owned topologies exist (PJRT_TopologyDescription_Create is unimplemented). */
+  PJRT_TopologyDescription *t = args->topology;
+  if (!t || t->owned_by_client) return NULL;
+  free(t->own_descs);
+  free(t->desc_ptrs);
+  free(t);
+  return NULL;
+}
+
+/* Two topologies are the same when they have the same number of anvil devices. */
+PJRT_Error *av_PJRT_TopologyDescription_Fingerprint(PJRT_TopologyDescription_Fingerprint_Args *args) {
+  AV_ARGS(args, PJRT_TopologyDescription_Fingerprint_Args);
+  AV_TOPO(args, "PJRT_TopologyDescription_Fingerprint");
+  uint64_t h = 1469598103934665603ull; /* FNV-1a over "anvil" and the device count */
+  const char *name = ANVIL_PLATFORM_NAME;
+  for (const char *p = name; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ull;
+  uint64_t n = args->topology->num_devices;
+  for (int i = 0; i < 8; i++) h = (h ^ ((n >> (8 * i)) & 0xff)) * 1099511628211ull;
+  args->fingerprint = h;
   return NULL;
 }
 

@@ -765,6 +765,14 @@ static void test_memory_stats(void **state) {
   buffer_destroy(b);
   buffer_destroy(cp.dst_buffer);
   assert_int_equal(bytes_in_use(dev1, PJRT_Device_MemoryStats_Args_STRUCT_SIZE), base1);
+  /* Clearing restarts the peak from what is in use now. */
+  PJRT_Device_ClearMemoryStats_Args cl = {.struct_size = PJRT_Device_ClearMemoryStats_Args_STRUCT_SIZE,
+                                          .device = dev1};
+  CHECK_OK(api->PJRT_Device_ClearMemoryStats(&cl));
+  PJRT_Device_MemoryStats_Args st = {.struct_size = PJRT_Device_MemoryStats_Args_STRUCT_SIZE,
+                                     .device = dev1};
+  CHECK_OK(api->PJRT_Device_MemoryStats(&st));
+  assert_int_equal(st.peak_bytes_in_use, st.bytes_in_use);
   /* A 0.75 caller's struct ends at peak_pool_bytes_is_set: nothing after it is written. */
   _Alignas(16) unsigned char raw[sizeof(PJRT_Device_MemoryStats_Args) + 16];
   memset(raw, 0xAB, sizeof raw);

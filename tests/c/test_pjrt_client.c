@@ -371,6 +371,53 @@ static void test_topology(void **state) {
   destroy_client(c);
 }
 
+static void test_standalone_topology(void **state) {
+  (void)state;
+  PJRT_NamedValue opt = int_opt("device_count", 3);
+  PJRT_TopologyDescription_Create_Args tc = {
+      .struct_size = PJRT_TopologyDescription_Create_Args_STRUCT_SIZE,
+      .create_options = &opt,
+      .num_options = 1};
+  CHECK_OK(api->PJRT_TopologyDescription_Create(&tc));
+  PJRT_TopologyDescription_GetDeviceDescriptions_Args dd = {
+      .struct_size = PJRT_TopologyDescription_GetDeviceDescriptions_Args_STRUCT_SIZE,
+      .topology = tc.topology};
+  CHECK_OK(api->PJRT_TopologyDescription_GetDeviceDescriptions(&dd));
+  assert_int_equal(dd.num_descriptions, 3);
+  PJRT_DeviceDescription_Id_Args id = {.struct_size = PJRT_DeviceDescription_Id_Args_STRUCT_SIZE,
+                                       .device_description = dd.descriptions[2]};
+  CHECK_OK(api->PJRT_DeviceDescription_Id(&id));
+  assert_int_equal(id.id, 2);
+  /* Same fingerprint as a 3-device client's topology, another one for 2 devices. */
+  PJRT_TopologyDescription_Fingerprint_Args f1 = {
+      .struct_size = PJRT_TopologyDescription_Fingerprint_Args_STRUCT_SIZE, .topology = tc.topology};
+  CHECK_OK(api->PJRT_TopologyDescription_Fingerprint(&f1));
+  PJRT_Client *c3 = make_client(3), *c2 = make_client(2);
+  PJRT_Client_TopologyDescription_Args t3 = {
+      .struct_size = PJRT_Client_TopologyDescription_Args_STRUCT_SIZE, .client = c3};
+  PJRT_Client_TopologyDescription_Args t2 = {
+      .struct_size = PJRT_Client_TopologyDescription_Args_STRUCT_SIZE, .client = c2};
+  CHECK_OK(api->PJRT_Client_TopologyDescription(&t3));
+  CHECK_OK(api->PJRT_Client_TopologyDescription(&t2));
+  PJRT_TopologyDescription_Fingerprint_Args f3 = {
+      .struct_size = PJRT_TopologyDescription_Fingerprint_Args_STRUCT_SIZE, .topology = t3.topology};
+  PJRT_TopologyDescription_Fingerprint_Args f2 = {
+      .struct_size = PJRT_TopologyDescription_Fingerprint_Args_STRUCT_SIZE, .topology = t2.topology};
+  CHECK_OK(api->PJRT_TopologyDescription_Fingerprint(&f3));
+  CHECK_OK(api->PJRT_TopologyDescription_Fingerprint(&f2));
+  assert_true(f1.fingerprint == f3.fingerprint);
+  assert_true(f1.fingerprint != f2.fingerprint);
+  destroy_client(c3);
+  destroy_client(c2);
+  PJRT_TopologyDescription_Destroy_Args td = {
+      .struct_size = PJRT_TopologyDescription_Destroy_Args_STRUCT_SIZE, .topology = tc.topology};
+  CHECK_OK(api->PJRT_TopologyDescription_Destroy(&td));
+  PJRT_NamedValue bad = int_opt("chips", 3);
+  tc.create_options = &bad;
+  EXPECT_ERROR(api->PJRT_TopologyDescription_Create(&tc), PJRT_Error_Code_INVALID_ARGUMENT,
+               "PJRT_TopologyDescription_Create: unknown create option 'chips'");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_device_count_options),
@@ -380,6 +427,7 @@ int main(void) {
       cmocka_unit_test(test_memory_user_data),
       cmocka_unit_test(test_default_device_assignment),
       cmocka_unit_test(test_topology),
+      cmocka_unit_test(test_standalone_topology),
   };
   return cmocka_run_group_tests(tests, load_api, NULL);
 }

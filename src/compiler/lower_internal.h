@@ -78,6 +78,7 @@ bool av_lower_shape_op(av_lower *c, const av_op *op, bool *handled);
 bool av_lower_control_op(av_lower *c, const av_op *op, bool *handled);
 bool av_lower_kernel_op(av_lower *c, const av_op *op, bool *handled);
 bool av_lower_collective_op(av_lower *c, const av_op *op, bool *handled);
+bool av_lower_qr_custom_call(av_lower *c, const av_op *op, const char *target);
 
 /* Comparison attribute spellings. */
 bool av_parse_cmp_dir(const char *s, av_cmp_dir *dir);

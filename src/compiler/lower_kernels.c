@@ -513,6 +513,20 @@ static bool lower_top_k(av_lower *c, const av_op *op) {
   return av_emit_op(c, av_step_kernel, p) != NULL;
 }
 
+/* XLA's built-in QR custom calls (see runtime/kernels/householder.h). */
+bool av_lower_qr_custom_call(av_lower *c, const av_op *op, const char *target) {
+  bool qr = strcmp(target, "Qr") == 0;
+  if (op->noperands != (qr ? 1u : 2u) || op->nresults != (qr ? 2u : 1u))
+    return AV_INVALID(c, "bad operands for @%s", target);
+  if (!all_tensors(c, op)) return false;
+  av_kernel_params *p = new_params(c, qr ? AV_K_QR : AV_K_HOUSEHOLDER_PRODUCT);
+  if (!p) return false;
+  const av_slot_type *t = av_vtype(c, op->operands[0]);
+  if (t->dtype != AV_DT_F32 && t->dtype != AV_DT_F64)
+    return AV_UNSUPPORTED(c, "@%s on %s", target, av_dtype_mlir_name(t->dtype));
+  return av_emit_op(c, av_step_kernel, p) != NULL;
+}
+
 bool av_lower_kernel_op(av_lower *c, const av_op *op, bool *handled) {
   *handled = true;
   switch (op->code) {

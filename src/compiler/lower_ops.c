@@ -362,6 +362,8 @@ static bool lower_custom_call(av_lower *c, const av_op *op) {
   av_check_kind k;
   if (check_kind_of(target, &k)) return lower_check(c, op, k, false);
   if (is_identity_target(target)) return lower_identity(c, op);
+  if (strcmp(target, "Qr") == 0 || strcmp(target, "ProductOfElementaryHouseholderReflectors") == 0)
+    return av_lower_qr_custom_call(c, op, target);
   return AV_UNSUPPORTED(c, "custom_call target @%s is not supported", target);
 }
 

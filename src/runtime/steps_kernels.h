@@ -7,6 +7,7 @@
 #include "runtime/kernels/dot.h"
 #include "runtime/kernels/fft.h"
 #include "runtime/kernels/gather.h"
+#include "runtime/kernels/householder.h"
 #include "runtime/kernels/linalg.h"
 #include "runtime/kernels/reduce.h"
 #include "runtime/kernels/reduce_window.h"
@@ -33,6 +34,8 @@ typedef enum av_kernel_kind {
   AV_K_RNG_BIT_GENERATOR,
   AV_K_RNG,
   AV_K_TOP_K,
+  AV_K_QR,                /* custom_call @Qr */
+  AV_K_HOUSEHOLDER_PRODUCT, /* custom_call @ProductOfElementaryHouseholderReflectors */
   AV_K_MAP, /* stablehlo.map: the region applied element by element */
 } av_kernel_kind;
 

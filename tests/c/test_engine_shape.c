@@ -291,6 +291,38 @@ static void test_call_with_input(void **state) {
   av_program_free(prog);
 }
 
+/* A = [[3, 1], [4, 2]]: by hand, geqrf gives [[-5, -2.2], [0.5, 0.4]] with taus [1.6, 0],
+ * and Q = I - 1.6 v v^T with v = [1, 0.5] is [[-0.6, -0.8], [-0.8, 0.6]]. */
+static void test_qr_custom_calls(void **state) {
+  (void)state;
+  av_module *m = av_module_new();
+  const av_type *t22 = ty(m, AV_DT_F64, 2, 2, 2), *t2 = ty(m, AV_DT_F64, 1, 2);
+  const av_type *res[3] = {t22, t2, t22};
+  tb t = tb_new(m, 3, res);
+  double a[4] = {3, 1, 4, 2};
+  av_value *x = tb_const(&t, t22, a, sizeof a);
+  av_named_attr qr = {"call_target_name", av_attr_string(m, AV_ATTR_STRING, "Qr", 2)};
+  const av_type *qr_res[2] = {t22, t2};
+  av_op *q1 = tb_op(t.b, m, "stablehlo.custom_call", 1, &x, 2, qr_res, 1, &qr, 0);
+  av_named_attr hp = {"call_target_name",
+                      av_attr_string(m, AV_ATTR_STRING, "ProductOfElementaryHouseholderReflectors", 40)};
+  av_value *hin[2] = {&q1->results[0], &q1->results[1]};
+  av_op *q2 = tb_op(t.b, m, "stablehlo.custom_call", 2, hin, 1, &t22, 1, &hp, 0);
+  av_value *outs[3] = {&q1->results[0], &q1->results[1], &q2->results[0]};
+  tb_return(t.b, m, "func.return", 3, outs);
+  av_tensor out[3];
+  av_diag d;
+  if (tb_run(m, out, 3, &d) != AV_OK) fail_msg("%s", d.msg);
+  double want_a[4] = {-5, -2.2, 0.5, 0.4}, want_tau[2] = {1.6, 0}, want_q[4] = {-0.6, -0.8, -0.8, 0.6};
+  const double *ga = out[0].storage->data, *gt = out[1].storage->data, *gq = out[2].storage->data;
+  for (int i = 0; i < 4; i++) {
+    assert_true(fabs(ga[i] - want_a[i]) < 1e-12);
+    assert_true(fabs(gq[i] - want_q[i]) < 1e-12);
+  }
+  for (int i = 0; i < 2; i++) assert_true(fabs(gt[i] - want_tau[i]) < 1e-12);
+  for (int i = 0; i < 3; i++) av_storage_release(out[i].storage);
+}
+
 /* Malformed IR: @helper uses a value defined in @main; refused at compile time. */
 static void test_value_from_another_function_refused(void **state) {
   (void)state;
@@ -326,6 +358,7 @@ int main(void) {
       cmocka_unit_test(test_clamp_select_iota),
       cmocka_unit_test(test_call_with_input),
       cmocka_unit_test(test_value_from_another_function_refused),
+      cmocka_unit_test(test_qr_custom_calls),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -587,6 +587,7 @@ static const av_func_plan *lower_func(av_lower *c, const av_func *fn) {
   }
   const av_block *manual = fn == av_module_entry(c->m) ? manual_entry_block(fn) : NULL;
   lower_block(c, manual ? manual : &fn->body.blocks[0], &fp->body);
+  if (manual) c->plan->manual_entry = true;
   c->op = saved;
   av_slot_type *types = av_arena_calloc(c->a, (size_t)c->nslots + 1, sizeof *types);
   if (!types) {

@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "compiler/lower_internal.h"
+#include "compiler/sharding_lower.h"
 
 static bool same_shape(const av_slot_type *a, const av_slot_type *b) {
   if (a->rank != b->rank) return false;
@@ -337,6 +338,9 @@ static bool is_identity_target(const char *t) {
 }
 
 static bool lower_manual_computation(av_lower *c, const av_op *op) {
+  bool spmd = false; /* real mesh axes: one region run per device (sharding_lower.c) */
+  bool spmd_ok = av_lower_spmd_manual(c, op, &spmd);
+  if (spmd) return spmd_ok;
   if (op->nregions != 1 || op->regions[0].nblocks != 1) return AV_INVALID(c, "expected one region");
   const av_block *b = &op->regions[0].blocks[0];
   if (b->nargs != op->noperands) return AV_INVALID(c, "region arguments differ from operands");

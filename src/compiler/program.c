@@ -7,6 +7,7 @@
 
 #include "compiler/lower.h"
 #include "compiler/program_module.h"
+#include "compiler/sharding_lower.h"
 #include "ir/ir.h"
 #include "runtime/plan.h"
 
@@ -48,6 +49,7 @@ struct av_program {
   int ninputs, noutputs;
   out_info *outs;
   uint64_t fingerprint;
+  av_spmd_program *spmd; /* several devices: shardings, and the run-once-for-all state */
 };
 
 static uint64_t fnv1a(uint64_t h, const void *p, size_t n) {
@@ -98,6 +100,7 @@ static int module_int_attr(const av_module *m, const char *name, int dflt) {
 
 void av_program_free(av_program *p) {
   if (!p) return;
+  av_spmd_program_free(p->spmd);
   av_plan_free(p->plan);
   av_module_free(p->module);
   free(p->code);
@@ -191,6 +194,12 @@ static av_program *finish(av_program *p, const av_compile_options *options, av_d
   strcpy(p->name, nm);
   p->plan->num_replicas = p->num_replicas;
   p->plan->num_partitions = p->num_partitions;
+  if (av_spmd_program_build(p->module, p->plan, p->num_replicas, p->num_partitions, &p->spmd, d) !=
+      AV_OK)
+    goto fail;
+  if (p->spmd && p->spmd->run_global) /* the PJRT layer sees per-device shapes */
+    for (int i = 0; i < p->noutputs; i++)
+      memcpy(p->outs[i].dims, p->spmd->outs[i].ldims, sizeof p->outs[i].dims);
   return p;
 fail:
   av_program_free(p);
@@ -242,6 +251,12 @@ bool av_program_input_type(const av_program *p, int i, av_dtype *dtype, int *ran
   if (i < 0 || i >= p->ninputs) return false;
   const av_func_plan *e = p->plan->entry;
   const av_slot_type *t = &e->types[e->body.args[i]];
+  if (p->spmd && p->spmd->run_global) {
+    *dtype = t->dtype;
+    *rank = t->rank;
+    *dims = p->spmd->ins[i].ldims;
+    return true;
+  }
   *dtype = t->dtype;
   *rank = t->rank;
   *dims = t->dims;
@@ -250,6 +265,8 @@ bool av_program_input_type(const av_program *p, int i, av_dtype *dtype, int *ran
 
 av_code av_program_execute(av_program *p, int device_index, const av_tensor *inputs,
                            av_tensor *outputs, av_diag *d) {
+  if (p->spmd && p->spmd->run_global)
+    return av_spmd_execute_device(p->spmd, p->plan, device_index, inputs, outputs, d);
   const av_func_plan *e = p->plan->entry;
   uint32_t nin = e->body.nargs, nout = e->body.nresults;
   av_slot *buf = calloc((size_t)nin + nout + 1, sizeof *buf);
@@ -293,4 +310,23 @@ av_code av_program_execute(av_program *p, int device_index, const av_tensor *inp
   for (uint32_t i = 0; i < nout; i++) av_slot_release(&res[i]);
   free(buf);
   return c;
+}
+
+av_code av_program_execute_devices(av_program *p, int ndev, const av_tensor *const *inputs,
+                                   av_tensor *const *outputs, av_diag *d) {
+  int want = p->num_replicas * p->num_partitions;
+  if (ndev != want)
+    return av_diag_set(d, AV_INVALID_ARGUMENT, "'%s' runs on %d devices, got %d", p->name, want, ndev);
+  if (p->spmd && p->spmd->run_global) return av_spmd_run_all(p->spmd, p->plan, inputs, outputs, d);
+  return av_spmd_run_per_device(p, ndev, inputs, outputs, d);
+}
+
+bool av_program_shardings(const av_program *p, bool output, int *n, const char *const **protos,
+                          const size_t **sizes) {
+  const av_spmd_program *sp = p->spmd;
+  if (!sp) return false;
+  *n = (int)(output ? sp->nout : sp->nin);
+  *protos = (const char *const *)(output ? sp->out_proto : sp->in_proto);
+  *sizes = output ? sp->out_proto_size : sp->in_proto_size;
+  return true;
 }

@@ -76,4 +76,17 @@ char *av_program_text(const av_program *p);
 av_code av_program_execute(av_program *p, int device_index, const av_tensor *inputs,
                            av_tensor *outputs, av_diag *d);
 
+/* Runs one execution on all `ndev` devices of the assignment at once (ndev must be
+ * num_replicas * num_partitions): inputs[dev] holds device dev's num_inputs shards, outputs[dev]
+ * gets its num_outputs shards. Devices run in parallel where the program needs it
+ * (collectives). The PJRT layer may instead call av_program_execute once per device from
+ * concurrent threads: calls of a sharded program meet and run it once. */
+av_code av_program_execute_devices(av_program *p, int ndev, const av_tensor *const *inputs,
+                                   av_tensor *const *outputs, av_diag *d);
+/* Serialized xla.OpSharding of every input (output == false) or output of a multi-device
+ * program (an empty one: replicated): n entries, owned by the program. False for
+ * single-device programs. */
+bool av_program_shardings(const av_program *p, bool output, int *n, const char *const **protos,
+                          const size_t **sizes);
+
 #endif

@@ -94,6 +94,7 @@ typedef struct av_plan {
   int num_replicas, num_partitions; /* set by the program once options are known */
   struct av_rendezvous *rv;         /* collectives' meeting point (mutex-guarded); or NULL */
   int ncollectives;
+  bool manual_entry; /* the entry is the region of main's only sdy.manual_computation */
 } av_plan;
 
 /* Region bodies that kernels call per element (reduce, sort, scatter...). */

@@ -14,7 +14,10 @@ static void test_version_and_size(void **state) {
   assert_int_equal(api->pjrt_api_version.major_version, 0);
   assert_int_equal(api->pjrt_api_version.minor_version, 114);
   assert_int_equal(api->pjrt_api_version.struct_size, PJRT_Api_Version_STRUCT_SIZE);
-  assert_null(api->extension_start);
+  /* one extension: Shardings (multi-device executables' parameter/output shardings) */
+  assert_non_null(api->extension_start);
+  assert_int_equal(api->extension_start->type, PJRT_Extension_Type_Shardings);
+  assert_null(api->extension_start->next);
 }
 
 /* Every entry point up to struct_size must be callable: the framework calls many without a

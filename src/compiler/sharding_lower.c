@@ -1,0 +1,313 @@
+/* Lowering of multi-device programs: sdy.manual_computation over real mesh axes (a step that
+ * runs the region per device, runtime/spmd.c) and the per-device view of a program whose main
+ * takes sharded arguments (runtime/spmd_program.c). */
+#include "compiler/sharding_lower.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compiler/lower_internal.h"
+#include "runtime/spmd.h"
+
+static const char *attr_text(const av_attr *a) {
+  if (a && (a->kind == AV_ATTR_OPAQUE || a->kind == AV_ATTR_STRING)) return a->u.str.s;
+  return NULL;
+}
+
+/* Geometry of one value: global/local dims, each position's offsets and writer flag. */
+static bool fill_value(av_spmd_value *v, const av_sharding *s, uint32_t mask, const av_mesh *mesh,
+                       int npos, const av_slot_type *t, int64_t *offsets, bool *writer,
+                       const int *pos_of, char *why, size_t whylen) {
+  memset(v, 0, sizeof *v);
+  v->npos = npos;
+  v->offsets = offsets;
+  v->writer = writer;
+  if (t->token) {
+    v->token = true;
+    return true;
+  }
+  v->dtype = t->dtype;
+  v->rank = t->rank;
+  for (int k = 0; k < t->rank; k++) v->gdims[k] = t->dims[k];
+  if (!av_sharding_local_dims(s, mask, t->rank, v->gdims, v->ldims)) {
+    snprintf(why, whylen, "a dimension is not divisible by its number of shards (uneven "
+             "sharding is not supported)");
+    return false;
+  }
+  size_t es = av_dtype_size(t->dtype);
+  size_t ln = 1;
+  for (int k = 0; k < t->rank; k++) ln *= (size_t)v->ldims[k];
+  v->gbytes = t->nbytes;
+  v->lbytes = ln * es;
+  v->replicated = true;
+  for (int k = 0; k < t->rank; k++)
+    if (v->ldims[k] != v->gdims[k]) v->replicated = false;
+  for (int q = 0; q < npos; q++) {
+    int64_t pos = pos_of ? pos_of[q] : q;
+    av_sharding_offsets(s, mask, pos, v->ldims, offsets + (size_t)q * (size_t)(t->rank ? t->rank : 1));
+    writer[q] = s->mesh ? av_sharding_is_first_holder(s, mask, pos) : q == 0;
+  }
+  (void)mesh;
+  return true;
+}
+
+bool av_lower_spmd_manual(av_lower *c, const av_op *op, bool *handled) {
+  *handled = false;
+  const char *in_t = attr_text(av_op_attr(op, "in_shardings"));
+  const char *out_t = attr_text(av_op_attr(op, "out_shardings"));
+  const char *axes_t = attr_text(av_op_attr(op, "manual_axes"));
+  if (!in_t || !out_t || !axes_t || op->nregions != 1 || op->regions[0].nblocks != 1) return false;
+  av_mesh_table t;
+  av_mesh_table_init(&t);
+  av_diag local;
+  av_diag_init(&local);
+  bool ok = false;
+  uint32_t nin = op->noperands, nout = op->nresults;
+  av_sharding *sh = calloc((size_t)nin + nout + 1, sizeof *sh);
+  int *ranks = calloc((size_t)nin + nout + 1, sizeof *ranks);
+  if (!sh || !ranks) {
+    free(sh);
+    free(ranks);
+    return av_lower_fail(c, AV_RESOURCE_EXHAUSTED, "out of memory");
+  }
+  for (uint32_t i = 0; i < nin; i++) ranks[i] = op->operands[i]->type ? op->operands[i]->type->rank : 0;
+  for (uint32_t i = 0; i < nout; i++) ranks[nin + i] = op->results[i].type ? op->results[i].type->rank : 0;
+  if (av_mesh_table_load(&t, c->m, &local) != AV_OK ||
+      av_sharding_per_value_parse(in_t, (int)nin, ranks, &t, sh, &local) != AV_OK ||
+      av_sharding_per_value_parse(out_t, (int)nout, ranks + nin, &t, sh + nin, &local) != AV_OK) {
+    *handled = true;
+    av_lower_fail(c, local.code, "%s", local.msg);
+    goto done;
+  }
+  const av_mesh *mesh = NULL;
+  for (uint32_t i = 0; i < nin + nout && !mesh; i++) mesh = sh[i].mesh;
+  if (!mesh && t.n > 0) mesh = t.meshes[0];
+  uint32_t mask = 0;
+  if (!mesh || av_manual_axes_parse(axes_t, mesh, &mask, &local) != AV_OK) {
+    if (local.code != AV_OK) {
+      *handled = true;
+      av_lower_fail(c, local.code, "%s", local.msg);
+    }
+    goto done;
+  }
+  int64_t nmanual = 1;
+  for (int a = 0; a < mesh->naxes; a++)
+    if (mask >> a & 1u) nmanual *= mesh->sizes[a];
+  if (nmanual <= 1) goto done; /* one device: the region runs as it is */
+  *handled = true;
+  for (uint32_t i = 0; i < nin + nout; i++)
+    if (sh[i].mesh && sh[i].mesh != mesh && (sh[i].mesh->naxes != mesh->naxes ||
+                                             sh[i].mesh->ndevices != mesh->ndevices)) {
+      AV_UNSUPPORTED(c, "manual computation over several meshes");
+      goto done;
+    }
+  const av_block *b = &op->regions[0].blocks[0];
+  const av_op *term = b->last;
+  if (b->nargs != nin || !term || term->noperands != nout) {
+    AV_INVALID(c, "region arguments/results differ from the operands/results");
+    goto done;
+  }
+  int npos = (int)mesh->ndevices;
+  av_spmd_manual_params *p = av_lower_alloc(c, sizeof *p);
+  av_spmd_value *vals = av_lower_alloc(c, ((size_t)nin + nout + 1) * sizeof *vals);
+  int *devidx = av_lower_alloc(c, (size_t)npos * sizeof *devidx);
+  if (!p || !vals || !devidx) goto done;
+  for (int q = 0; q < npos; q++) devidx[q] = (int)av_mesh_device_id(mesh, q);
+  for (uint32_t i = 0; i < nin + nout; i++) {
+    const av_value *gv = i < nin ? op->operands[i] : &op->results[i - nin];
+    const av_value *lv = i < nin ? &b->args[i] : term->operands[i - nin];
+    const av_slot_type *st = av_vtype(c, gv);
+    if (!st && i < nin) {
+      AV_UNSUPPORTED(c, "manual computation operand %u is not a tensor", i);
+      goto done;
+    }
+    av_slot_type rt;
+    if (!st) { /* results get their slots when the op's results are assigned */
+      if (!av_slot_type_of(c, gv->type, &rt)) {
+        AV_UNSUPPORTED(c, "manual computation result %u is not a tensor", i - nin);
+        goto done;
+      }
+      st = &rt;
+    }
+    int rank = st->rank ? st->rank : 1;
+    int64_t *offs = av_lower_alloc(c, (size_t)npos * (size_t)rank * sizeof *offs);
+    bool *wr = av_lower_alloc(c, (size_t)npos * sizeof *wr);
+    if (!offs || !wr) goto done;
+    char why[160];
+    if (!fill_value(&vals[i], &sh[i], mask, mesh, npos, st, offs, wr, NULL, why, sizeof why)) {
+      AV_UNSUPPORTED(c, "manual computation %s %u: %s", i < nin ? "operand" : "result",
+                     i < nin ? i : i - nin, why);
+      goto done;
+    }
+    const av_type *lt = lv->type;
+    bool same = st->token || (lt && lt->kind == AV_TYPE_TENSOR && lt->rank == st->rank);
+    for (int k = 0; same && !st->token && k < st->rank; k++) same = lt->dims[k] == vals[i].ldims[k];
+    if (!same) {
+      AV_INVALID(c, "manual computation %s %u: the region's type does not match the sharding",
+                 i < nin ? "operand" : "result", i < nin ? i : i - nin);
+      goto done;
+    }
+  }
+  p->npos = npos;
+  p->device_index = devidx;
+  p->nin = nin;
+  p->nout = nout;
+  p->ins = vals;
+  p->outs = vals + nin;
+  p->block = av_lower_region(c, &op->regions[0]);
+  if (!p->block) goto done;
+  ok = av_emit_op(c, av_step_spmd_manual, p) != NULL;
+done:
+  free(sh);
+  free(ranks);
+  av_mesh_table_free(&t);
+  return ok;
+}
+
+/* ------------------------------------------------- whole sharded programs */
+
+/* The main that only wraps one manual computation (the plan runs its region per device). */
+static const av_op *wrapped_manual(const av_func *ef) {
+  if (!ef || ef->body.nblocks != 1) return NULL;
+  const av_op *mc = ef->body.blocks[0].first;
+  return mc && mc->code == AV_OP_SDY_MANUAL_COMPUTATION ? mc : NULL;
+}
+
+static av_code encode_protos(const av_sharding *sh, uint32_t n, char ***protos, size_t **sizes,
+                             av_diag *d) {
+  *protos = calloc((size_t)n + 1, sizeof **protos);
+  *sizes = calloc((size_t)n + 1, sizeof **sizes);
+  if (!*protos || !*sizes) return av_diag_set(d, AV_RESOURCE_EXHAUSTED, "out of memory");
+  for (uint32_t i = 0; i < n; i++) {
+    size_t need = av_sharding_to_op_sharding(&sh[i], NULL, 0);
+    if (need == (size_t)-1) return av_diag_set(d, AV_RESOURCE_EXHAUSTED, "out of memory");
+    (*protos)[i] = malloc(need + 1);
+    if (!(*protos)[i]) return av_diag_set(d, AV_RESOURCE_EXHAUSTED, "out of memory");
+    (*sizes)[i] = av_sharding_to_op_sharding(&sh[i], (uint8_t *)(*protos)[i], need);
+    if ((*sizes)[i] != need) return av_diag_set(d, AV_RESOURCE_EXHAUSTED, "out of memory");
+  }
+  return AV_OK;
+}
+
+/* Geometry of main's values for every device index 0..ndev-1. */
+static av_code build_values(const av_sharding *sh, const av_func_plan *e, const int32_t *slots,
+                            uint32_t n, int ndev, av_spmd_value **out, const char *what,
+                            av_diag *d) {
+  av_spmd_value *vals = calloc((size_t)n + 1, sizeof *vals);
+  *out = vals;
+  int *pos_of = calloc((size_t)ndev, sizeof *pos_of);
+  if (!vals || !pos_of) {
+    free(pos_of);
+    return av_diag_set(d, AV_RESOURCE_EXHAUSTED, "out of memory");
+  }
+  av_code c = AV_OK;
+  for (uint32_t i = 0; i < n && c == AV_OK; i++) {
+    const av_slot_type *t = &e->types[slots[i]];
+    const av_mesh *mesh = sh[i].mesh;
+    if (mesh && mesh->ndevices != ndev && !av_sharding_is_replicated(&sh[i])) {
+      c = av_diag_set(d, AV_UNIMPLEMENTED, "%s %u: sharded over a mesh of %lld devices, but the "
+                      "program runs on %d", what, i, (long long)mesh->ndevices, ndev);
+      break;
+    }
+    for (int q = 0; q < ndev; q++) {
+      int64_t p = mesh && mesh->ndevices == ndev ? av_mesh_position(mesh, q) : 0;
+      pos_of[q] = (int)(p < 0 ? 0 : p);
+    }
+    int rank = t->rank ? t->rank : 1;
+    int64_t *offs = calloc((size_t)ndev * (size_t)rank, sizeof *offs);
+    bool *wr = calloc((size_t)ndev, sizeof *wr);
+    vals[i].offsets = offs;
+    vals[i].writer = wr;
+    if (!offs || !wr) {
+      c = av_diag_set(d, AV_RESOURCE_EXHAUSTED, "out of memory");
+      break;
+    }
+    char why[160];
+    av_sharding rep;
+    av_sharding_replicated(&rep, t->rank);
+    const av_sharding *s = mesh && mesh->ndevices == ndev ? &sh[i] : &rep;
+    if (!fill_value(&vals[i], s, ~0u, mesh, ndev, t, offs, wr, pos_of, why, sizeof why))
+      c = av_diag_set(d, AV_UNIMPLEMENTED, "%s %u: %s", what, i, why);
+  }
+  free(pos_of);
+  return c;
+}
+
+static av_code parse_main_shardings(const av_func *ef, const av_func_plan *e, av_mesh_table *t,
+                                    av_sharding *sh, av_diag *d) {
+  uint32_t nin = e->body.nargs, nout = e->body.nresults;
+  for (uint32_t i = 0; i < nin + nout; i++) {
+    bool is_in = i < nin;
+    uint32_t k = is_in ? i : i - nin;
+    const av_slot_type *st = &e->types[is_in ? e->body.args[k] : e->body.results[k]];
+    const av_attr *dict = is_in ? (ef->arg_attrs ? ef->arg_attrs[k] : NULL)
+                                : (ef->res_attrs ? ef->res_attrs[k] : NULL);
+    const char *text = attr_text(av_dict_get(dict, "sdy.sharding"));
+    av_sharding_replicated(&sh[i], st->token ? 0 : st->rank);
+    if (!text || st->token) continue;
+    av_code c = av_sharding_parse(text, st->rank, t, &sh[i], d);
+    if (c != AV_OK) return av_diag_set(d, c, "  in the sharding of %s %u of @%s",
+                                       is_in ? "argument" : "result", k, ef->name);
+  }
+  return AV_OK;
+}
+
+av_code av_spmd_program_build(const av_module *m, const av_plan *plan, int num_replicas,
+                              int num_partitions, av_spmd_program **out, av_diag *d) {
+  *out = NULL;
+  int ndev = num_replicas * num_partitions;
+  const av_func *ef = av_module_entry(m);
+  const av_func_plan *e = plan->entry;
+  if (ndev <= 1 || !ef || !e) return AV_OK;
+  uint32_t nin = e->body.nargs, nout = e->body.nresults;
+  const av_op *mc = plan->manual_entry ? wrapped_manual(ef) : NULL;
+  bool run_global = !plan->manual_entry && num_replicas == 1;
+  /* tuples flattened into several leaves: keep the per-device path */
+  if ((uint32_t)ef->type->ninputs != nin || (uint32_t)(ef->type->nelems - ef->type->ninputs) != nout)
+    return AV_OK;
+  av_spmd_program *sp = calloc(1, sizeof *sp);
+  if (!sp) return av_diag_set(d, AV_RESOURCE_EXHAUSTED, "out of memory");
+  pthread_mutex_init(&sp->mu, NULL);
+  pthread_cond_init(&sp->cv, NULL);
+  sp->ndev = ndev;
+  sp->nin = nin;
+  sp->nout = nout;
+  sp->run_global = run_global;
+  av_mesh_table t;
+  av_mesh_table_init(&t);
+  av_sharding *sh = calloc((size_t)nin + nout + 1, sizeof *sh);
+  int *ranks = calloc((size_t)nin + nout + 1, sizeof *ranks);
+  sp->in_lists = calloc((size_t)ndev, sizeof *sp->in_lists);
+  sp->out_lists = calloc((size_t)ndev, sizeof *sp->out_lists);
+  av_code c = sh && ranks && sp->in_lists && sp->out_lists
+                  ? av_mesh_table_load(&t, m, d)
+                  : av_diag_set(d, AV_RESOURCE_EXHAUSTED, "out of memory");
+  if (c == AV_OK && mc && mc->noperands == nin && mc->nresults == nout) {
+    for (uint32_t i = 0; i < nin; i++) ranks[i] = mc->operands[i]->type ? mc->operands[i]->type->rank : 0;
+    for (uint32_t i = 0; i < nout; i++) ranks[nin + i] = mc->results[i].type ? mc->results[i].type->rank : 0;
+    const char *in_t = attr_text(av_op_attr(mc, "in_shardings"));
+    const char *out_t = attr_text(av_op_attr(mc, "out_shardings"));
+    if (in_t && out_t) {
+      c = av_sharding_per_value_parse(in_t, (int)nin, ranks, &t, sh, d);
+      if (c == AV_OK) c = av_sharding_per_value_parse(out_t, (int)nout, ranks + nin, &t, sh + nin, d);
+    }
+  } else if (c == AV_OK) {
+    c = parse_main_shardings(ef, e, &t, sh, d);
+  }
+  if (c == AV_OK) c = encode_protos(sh, nin, &sp->in_proto, &sp->in_proto_size, d);
+  if (c == AV_OK) c = encode_protos(sh + nin, nout, &sp->out_proto, &sp->out_proto_size, d);
+  if (c == AV_OK && run_global) {
+    c = build_values(sh, e, e->body.args, nin, ndev, &sp->ins, "argument", d);
+    if (c == AV_OK) c = build_values(sh + nin, e, e->body.results, nout, ndev, &sp->outs, "result", d);
+  }
+  free(sh);
+  free(ranks);
+  av_mesh_table_free(&t);
+  if (c != AV_OK) {
+    av_spmd_program_free(sp);
+    return c;
+  }
+  *out = sp;
+  return AV_OK;
+}

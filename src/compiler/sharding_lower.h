@@ -1,0 +1,26 @@
+/* Multi-device lowering entry points (sharding_lower.c, sharding_program.c). */
+#ifndef ANVIL_COMPILER_SHARDING_LOWER_H
+#define ANVIL_COMPILER_SHARDING_LOWER_H
+
+#include <stdbool.h>
+
+#include "compiler/sharding.h"
+#include "runtime/plan.h"
+#include "runtime/spmd.h"
+
+struct av_lower;
+
+/* sdy.manual_computation whose manual axes span more than one device: lowers it to a step
+ * that runs the region on every device in parallel. *handled stays false when the op is not
+ * such a computation (the single-device lowering then applies). */
+bool av_lower_spmd_manual(struct av_lower *c, const av_op *op, bool *handled);
+
+/* The per-device view of a program compiled for num_replicas * num_partitions devices: the
+ * shardings of main's arguments/results (sdy.sharding attributes; for a main that only wraps
+ * one manual computation, that computation's in/out shardings), their serialized OpShardings,
+ * and whether the program must run once for all devices (partitions > 1, not the wrapper
+ * form). *out is NULL for single-device programs. */
+av_code av_spmd_program_build(const av_module *m, const av_plan *plan, int num_replicas,
+                              int num_partitions, av_spmd_program **out, av_diag *d);
+
+#endif

@@ -1,0 +1,155 @@
+/* sdy.manual_computation across devices: split, run the region per device in parallel,
+ * assemble. */
+#include "runtime/spmd.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/kernels/shape.h"
+
+static void block_box(const av_spmd_value *v, int pos, bool to_local, av_box *b, int64_t *goff) {
+  int64_t gs[AV_BOX_MAX_RANK], ls[AV_BOX_MAX_RANK];
+  av_row_major_strides(v->rank, v->gdims, gs);
+  av_row_major_strides(v->rank, v->ldims, ls);
+  b->rank = v->rank;
+  *goff = 0;
+  for (int k = 0; k < v->rank; k++) {
+    b->dims[k] = v->ldims[k];
+    b->sstride[k] = to_local ? gs[k] : ls[k];
+    b->dstride[k] = to_local ? ls[k] : gs[k];
+    *goff += v->offsets[(size_t)pos * (size_t)v->rank + (size_t)k] * gs[k];
+  }
+}
+
+void av_spmd_slice(const av_spmd_value *v, int pos, const void *g, void *l) {
+  if (v->token || !v->lbytes) return;
+  if (v->replicated) {
+    memcpy(l, g, v->lbytes);
+    return;
+  }
+  av_box b;
+  int64_t goff;
+  block_box(v, pos, true, &b, &goff);
+  size_t es = av_dtype_size(v->dtype);
+  if (v->rank == 0) {
+    memcpy(l, g, es);
+    return;
+  }
+  av_box_copy(&b, (const char *)g + (size_t)goff * es, l, es);
+}
+
+void av_spmd_place(const av_spmd_value *v, int pos, const void *l, void *g) {
+  if (v->token || !v->lbytes) return;
+  if (v->replicated) {
+    memcpy(g, l, v->lbytes);
+    return;
+  }
+  av_box b;
+  int64_t goff;
+  block_box(v, pos, false, &b, &goff);
+  size_t es = av_dtype_size(v->dtype);
+  if (v->rank == 0) {
+    memcpy(g, l, es);
+    return;
+  }
+  av_box_copy(&b, l, (char *)g + (size_t)goff * es, es);
+}
+
+typedef struct dev_run {
+  const av_spmd_manual_params *p;
+  const av_frame *parent;
+  int pos;
+  av_slot *args, *res;
+  av_code code;
+  av_diag diag;
+  pthread_t thread;
+  bool started;
+} dev_run;
+
+static void *dev_main(void *arg) {
+  dev_run *r = arg;
+  const av_spmd_manual_params *p = r->p;
+  av_frame f;
+  f.fn = r->parent->fn;
+  f.plan = r->parent->plan;
+  f.device_index = p->device_index[r->pos];
+  f.depth = r->parent->depth + 1;
+  f.slots = calloc(f.fn->nslots ? f.fn->nslots : 1, sizeof *f.slots);
+  if (!f.slots) {
+    for (uint32_t i = 0; i < p->nin; i++) av_slot_release(&r->args[i]);
+    r->code = av_diag_set(&r->diag, AV_RESOURCE_EXHAUSTED, "out of memory (device frame)");
+    return NULL;
+  }
+  r->code = av_run_block(p->block, &f, r->args, r->res, &r->diag);
+  /* results must own their bytes before the frame goes */
+  for (uint32_t k = 0; r->code == AV_OK && k < p->nout; k++)
+    if (!r->res[k].st && r->res[k].data) {
+      av_slot owned;
+      r->code = av_slot_share(&r->res[k], p->outs[k].lbytes, &owned, &r->diag);
+      r->res[k] = owned;
+    }
+  for (uint32_t i = 0; i < f.fn->nslots; i++) av_slot_release(&f.slots[i]);
+  free(f.slots);
+  return NULL;
+}
+
+av_code av_step_spmd_manual(const av_step *s, av_frame *f, av_diag *d) {
+  const av_spmd_manual_params *p = s->params;
+  int n = p->npos;
+  dev_run *runs = calloc((size_t)n, sizeof *runs);
+  av_slot *slots = calloc((size_t)n * (p->nin + p->nout) + 1, sizeof *slots);
+  av_code c = runs && slots ? AV_OK : av_diag_set(d, AV_RESOURCE_EXHAUSTED, "out of memory");
+  for (int q = 0; c == AV_OK && q < n; q++) {
+    dev_run *r = &runs[q];
+    r->p = p;
+    r->parent = f;
+    r->pos = q;
+    r->args = slots + (size_t)q * (p->nin + p->nout);
+    r->res = r->args + p->nin;
+    av_diag_init(&r->diag);
+    for (uint32_t i = 0; i < p->nin; i++) {
+      const av_spmd_value *v = &p->ins[i];
+      if (v->token) continue;
+      av_storage *st = av_storage_alloc_uninit(v->lbytes ? v->lbytes : 1);
+      if (!st) {
+        c = av_diag_set(d, AV_RESOURCE_EXHAUSTED, "out of memory splitting operand %u", i);
+        break;
+      }
+      av_spmd_slice(v, q, av_in(s, f, i), st->data);
+      r->args[i].st = st;
+      r->args[i].data = st->data;
+    }
+  }
+  if (c != AV_OK) {
+    for (size_t i = 0; slots && i < (size_t)n * (p->nin + p->nout); i++) av_slot_release(&slots[i]);
+    free(slots);
+    free(runs);
+    return c;
+  }
+  /* every device on its own thread: collectives in the region wait for each other */
+  for (int q = 0; q < n; q++) {
+    runs[q].started = pthread_create(&runs[q].thread, NULL, dev_main, &runs[q]) == 0;
+    if (!runs[q].started) {
+      for (uint32_t i = 0; i < p->nin; i++) av_slot_release(&runs[q].args[i]);
+      runs[q].code = av_diag_set(&runs[q].diag, AV_RESOURCE_EXHAUSTED,
+                                 "cannot start the thread of device %d", q);
+    }
+  }
+  for (int q = 0; q < n; q++)
+    if (runs[q].started) pthread_join(runs[q].thread, NULL);
+  for (int q = 0; q < n && c == AV_OK; q++)
+    if (runs[q].code != AV_OK)
+      c = av_diag_set(d, runs[q].code, "%s\n  on device %d of sdy.manual_computation",
+                      runs[q].diag.msg, p->device_index[q]);
+  for (uint32_t k = 0; c == AV_OK && k < p->nout; k++) {
+    const av_spmd_value *v = &p->outs[k];
+    if (v->token) continue;
+    c = av_step_alloc_out(s, f, k, d);
+    for (int q = 0; c == AV_OK && q < n; q++)
+      if (v->writer[q] && runs[q].res[k].data) av_spmd_place(v, q, runs[q].res[k].data, av_out(s, f, k));
+  }
+  for (size_t i = 0; i < (size_t)n * (p->nin + p->nout); i++) av_slot_release(&slots[i]);
+  free(slots);
+  free(runs);
+  return c;
+}

@@ -1,0 +1,79 @@
+/* Several devices sharing host memory: splitting values into per-device shards and putting
+ * them back together.
+ *
+ *  - sdy.manual_computation inside a program that runs once for all devices: each operand is
+ *    split per its in_sharding, the region runs once per device, all devices in parallel (one
+ *    thread each, so collectives inside can meet), and the results are assembled per the
+ *    out_shardings (av_step_spmd_manual).
+ *  - a whole program with sharded arguments/results (jit with NamedSharding): the PJRT layer
+ *    hands each device's shards to av_program_execute from one thread per device; those calls
+ *    meet in av_spmd_execute_device, the last one to arrive assembles the global arguments,
+ *    runs the program once and slices every device's results (av_spmd_run_all). */
+#ifndef ANVIL_RUNTIME_SPMD_H
+#define ANVIL_RUNTIME_SPMD_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "compiler/program.h"
+#include "runtime/plan.h"
+
+/* Where each device's block of one value lies in the global array. */
+typedef struct av_spmd_value {
+  bool token;
+  av_dtype dtype;
+  int rank;
+  int64_t gdims[AV_MAX_RANK], ldims[AV_MAX_RANK];
+  size_t gbytes, lbytes;
+  int npos;
+  const int64_t *offsets; /* [npos * rank] element offsets of each position's block */
+  const bool *writer;     /* [npos] first holder of its block (assembles it) */
+  bool replicated;        /* every position holds the whole value */
+} av_spmd_value;
+
+typedef struct av_spmd_manual_params {
+  const av_block_plan *block;
+  int npos;
+  const int *device_index; /* [npos] frame device index (replica * partitions + partition) */
+  uint32_t nin, nout;
+  const av_spmd_value *ins, *outs;
+} av_spmd_manual_params;
+av_code av_step_spmd_manual(const av_step *s, av_frame *f, av_diag *d);
+
+/* Copies position `pos`'s block of the global array `g` into the local array `l`, or back. */
+void av_spmd_slice(const av_spmd_value *v, int pos, const void *g, void *l);
+void av_spmd_place(const av_spmd_value *v, int pos, const void *l, void *g);
+
+/* A whole program run once for `ndev` devices (positions = device indices). */
+typedef struct av_spmd_program {
+  int ndev;
+  bool run_global;  /* false: each device runs the plan itself (only shardings reported) */
+  uint32_t nin, nout;
+  av_spmd_value *ins, *outs;
+  /* serialized xla.OpSharding per input / output, for the PJRT layer */
+  char **in_proto, **out_proto;
+  size_t *in_proto_size, *out_proto_size;
+  /* the meeting point of the per-device calls */
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int arrived;
+  uint64_t gen;
+  const av_tensor **in_lists;
+  av_tensor **out_lists;
+  av_code result;
+  av_diag diag;
+} av_spmd_program;
+
+void av_spmd_program_free(av_spmd_program *sp);
+/* Runs the plan once on the global arrays assembled from inputs[dev][i]; fills outputs[dev][k]. */
+av_code av_spmd_run_all(av_spmd_program *sp, const av_plan *plan, const av_tensor *const *inputs,
+                        av_tensor *const *outputs, av_diag *d);
+/* One device's part of an execution: waits for the others, one of them runs everything. */
+av_code av_spmd_execute_device(av_spmd_program *sp, const av_plan *plan, int device_index,
+                               const av_tensor *inputs, av_tensor *outputs, av_diag *d);
+/* Every device runs the program itself (av_program_execute), one thread each, in parallel. */
+av_code av_spmd_run_per_device(av_program *p, int ndev, const av_tensor *const *inputs,
+                               av_tensor *const *outputs, av_diag *d);
+
+#endif

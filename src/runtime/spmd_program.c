@@ -1,0 +1,213 @@
+/* A sharded program run once for all its devices (see spmd.h). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "runtime/spmd.h"
+
+enum { SPMD_TIMEOUT_S = 120 };
+
+void av_spmd_program_free(av_spmd_program *sp) {
+  if (!sp) return;
+  for (uint32_t i = 0; sp->in_proto && i < sp->nin; i++) free(sp->in_proto[i]);
+  for (uint32_t i = 0; sp->out_proto && i < sp->nout; i++) free(sp->out_proto[i]);
+  free(sp->in_proto);
+  free(sp->out_proto);
+  free(sp->in_proto_size);
+  free(sp->out_proto_size);
+  for (uint32_t i = 0; sp->ins && i < sp->nin; i++) {
+    free((void *)sp->ins[i].offsets);
+    free((void *)sp->ins[i].writer);
+  }
+  for (uint32_t i = 0; sp->outs && i < sp->nout; i++) {
+    free((void *)sp->outs[i].offsets);
+    free((void *)sp->outs[i].writer);
+  }
+  free(sp->ins);
+  free(sp->outs);
+  free(sp->in_lists);
+  free(sp->out_lists);
+  pthread_cond_destroy(&sp->cv);
+  pthread_mutex_destroy(&sp->mu);
+  free(sp);
+}
+
+static bool tensor_matches(const av_tensor *t, const av_spmd_value *v) {
+  if (!t->storage || t->dtype != v->dtype || t->rank != v->rank || t->storage->size < v->lbytes)
+    return false;
+  for (int k = 0; k < v->rank; k++)
+    if (t->dims[k] != v->ldims[k]) return false;
+  return true;
+}
+
+av_code av_spmd_run_all(av_spmd_program *sp, const av_plan *plan, const av_tensor *const *inputs,
+                        av_tensor *const *outputs, av_diag *d) {
+  const av_func_plan *e = plan->entry;
+  uint32_t nin = sp->nin, nout = sp->nout;
+  if (e->body.nargs != nin || e->body.nresults != nout)
+    return av_diag_set(d, AV_INTERNAL, "sharded program signature differs from its plan");
+  av_slot *buf = calloc((size_t)nin + nout + 1, sizeof *buf);
+  if (!buf) return av_diag_set(d, AV_RESOURCE_EXHAUSTED, "out of memory");
+  av_slot *args = buf, *res = buf + nin;
+  av_code c = AV_OK;
+  /* global arguments from every device's shard */
+  for (uint32_t i = 0; i < nin && c == AV_OK; i++) {
+    const av_spmd_value *v = &sp->ins[i];
+    if (v->token) continue;
+    for (int dev = 0; dev < sp->ndev && c == AV_OK; dev++)
+      if (!tensor_matches(&inputs[dev][i], v))
+        c = av_diag_set(d, AV_INVALID_ARGUMENT,
+                        "input %u of device %d does not match the program's per-device parameter "
+                        "(%s, rank %d)", i, dev, av_dtype_mlir_name(v->dtype), v->rank);
+    if (c != AV_OK) break;
+    if (v->replicated) { /* every device holds it all: use device 0's copy */
+      args[i].st = av_storage_retain(inputs[0][i].storage);
+      args[i].data = args[i].st->data;
+      continue;
+    }
+    av_storage *st = av_storage_alloc_uninit(v->gbytes ? v->gbytes : 1);
+    if (!st) {
+      c = av_diag_set(d, AV_RESOURCE_EXHAUSTED, "out of memory assembling input %u", i);
+      break;
+    }
+    for (int dev = 0; dev < sp->ndev; dev++)
+      if (v->writer[dev]) av_spmd_place(v, dev, inputs[dev][i].storage->data, st->data);
+    args[i].st = st;
+    args[i].data = st->data;
+  }
+  if (c != AV_OK) {
+    for (uint32_t i = 0; i < nin; i++) av_slot_release(&args[i]);
+    free(buf);
+    return c;
+  }
+  c = av_run_func(plan, e, 0, 0, args, res, d);
+  /* every device's block of every result */
+  for (int dev = 0; dev < sp->ndev; dev++)
+    for (uint32_t k = 0; k < nout; k++) memset(&outputs[dev][k], 0, sizeof outputs[dev][k]);
+  for (uint32_t k = 0; k < nout && c == AV_OK; k++) {
+    const av_spmd_value *v = &sp->outs[k];
+    for (int dev = 0; dev < sp->ndev && c == AV_OK; dev++) {
+      av_tensor *o = &outputs[dev][k];
+      o->dtype = v->token ? AV_DT_PRED : v->dtype;
+      o->rank = v->rank;
+      memcpy(o->dims, v->ldims, sizeof o->dims);
+      if (v->token || !res[k].st) {
+        o->storage = av_storage_alloc(1);
+      } else if (v->replicated) {
+        o->storage = av_storage_retain(res[k].st);
+      } else {
+        o->storage = av_storage_alloc_uninit(v->lbytes ? v->lbytes : 1);
+        if (o->storage) av_spmd_slice(v, dev, res[k].data, o->storage->data);
+      }
+      if (!o->storage) c = av_diag_set(d, AV_RESOURCE_EXHAUSTED, "out of memory slicing output %u", k);
+    }
+  }
+  if (c != AV_OK)
+    for (int dev = 0; dev < sp->ndev; dev++)
+      for (uint32_t k = 0; k < nout; k++) {
+        av_storage_release(outputs[dev][k].storage);
+        outputs[dev][k].storage = NULL;
+      }
+  for (uint32_t k = 0; k < nout; k++) av_slot_release(&res[k]);
+  free(buf);
+  return c;
+}
+
+av_code av_spmd_execute_device(av_spmd_program *sp, const av_plan *plan, int device_index,
+                               const av_tensor *inputs, av_tensor *outputs, av_diag *d) {
+  if (device_index < 0 || device_index >= sp->ndev)
+    return av_diag_set(d, AV_INVALID_ARGUMENT, "device index %d outside the program's %d devices",
+                       device_index, sp->ndev);
+  struct timespec deadline;
+  clock_gettime(CLOCK_REALTIME, &deadline);
+  deadline.tv_sec += SPMD_TIMEOUT_S;
+  int rc = 0;
+  pthread_mutex_lock(&sp->mu);
+  /* our seat may still be taken by a round that has not finished */
+  while (rc != ETIMEDOUT && sp->in_lists[device_index])
+    rc = pthread_cond_timedwait(&sp->cv, &sp->mu, &deadline);
+  if (rc == ETIMEDOUT) {
+    pthread_mutex_unlock(&sp->mu);
+    return av_diag_set(d, AV_DEADLINE_EXCEEDED, "sharded program: device %d is already running it",
+                       device_index);
+  }
+  sp->in_lists[device_index] = inputs;
+  sp->out_lists[device_index] = outputs;
+  uint64_t gen = sp->gen;
+  if (++sp->arrived == sp->ndev) {
+    /* last to arrive: run for everyone (the others wait, holding no lock) */
+    pthread_mutex_unlock(&sp->mu);
+    av_diag_init(&sp->diag);
+    av_code c = av_spmd_run_all(sp, plan, sp->in_lists, sp->out_lists, &sp->diag);
+    pthread_mutex_lock(&sp->mu);
+    sp->result = c;
+    sp->arrived = 0;
+    memset(sp->in_lists, 0, (size_t)sp->ndev * sizeof *sp->in_lists);
+    memset(sp->out_lists, 0, (size_t)sp->ndev * sizeof *sp->out_lists);
+    sp->gen++;
+    pthread_cond_broadcast(&sp->cv);
+  } else {
+    while (rc != ETIMEDOUT && sp->gen == gen) rc = pthread_cond_timedwait(&sp->cv, &sp->mu, &deadline);
+    if (sp->gen == gen) {
+      sp->in_lists[device_index] = NULL;
+      sp->out_lists[device_index] = NULL;
+      sp->arrived--;
+      int missing = sp->ndev - sp->arrived - 1;
+      pthread_mutex_unlock(&sp->mu);
+      return av_diag_set(d, AV_DEADLINE_EXCEEDED,
+                         "sharded program: timed out after %d s waiting for %d more of its %d "
+                         "devices (every device of the assignment must execute it)",
+                         SPMD_TIMEOUT_S, missing, sp->ndev);
+    }
+  }
+  av_code c = sp->result;
+  if (c != AV_OK) av_diag_set(d, c, "%s", sp->diag.msg);
+  pthread_mutex_unlock(&sp->mu);
+  return c;
+}
+
+typedef struct per_dev {
+  av_program *p;
+  int dev;
+  const av_tensor *in;
+  av_tensor *out;
+  av_code code;
+  av_diag diag;
+  pthread_t thread;
+  bool started;
+} per_dev;
+
+static void *per_dev_main(void *arg) {
+  per_dev *r = arg;
+  r->code = av_program_execute(r->p, r->dev, r->in, r->out, &r->diag);
+  return NULL;
+}
+
+av_code av_spmd_run_per_device(av_program *p, int ndev, const av_tensor *const *inputs,
+                               av_tensor *const *outputs, av_diag *d) {
+  per_dev *runs = calloc((size_t)ndev + 1, sizeof *runs);
+  if (!runs) return av_diag_set(d, AV_RESOURCE_EXHAUSTED, "out of memory");
+  for (int q = 0; q < ndev; q++) {
+    runs[q] = (per_dev){.p = p, .dev = q, .in = inputs[q], .out = outputs[q]};
+    av_diag_init(&runs[q].diag);
+    runs[q].started = pthread_create(&runs[q].thread, NULL, per_dev_main, &runs[q]) == 0;
+    if (!runs[q].started)
+      runs[q].code = av_diag_set(&runs[q].diag, AV_RESOURCE_EXHAUSTED, "cannot start a thread");
+  }
+  av_code c = AV_OK;
+  for (int q = 0; q < ndev; q++) {
+    if (runs[q].started) pthread_join(runs[q].thread, NULL);
+    if (runs[q].code != AV_OK && c == AV_OK)
+      c = av_diag_set(d, runs[q].code, "%s\n  on device %d", runs[q].diag.msg, q);
+  }
+  if (c != AV_OK) /* all or nothing */
+    for (int q = 0; q < ndev; q++)
+      if (runs[q].code == AV_OK)
+        for (int k = 0; k < av_program_num_outputs(p); k++) {
+          av_storage_release(outputs[q][k].storage);
+          outputs[q][k].storage = NULL;
+        }
+  free(runs);
+  return c;
+}

@@ -109,7 +109,8 @@ static bool array_result(hlo_scope *s, const hlo_instr *in) {
 
 static bool set(hlo_scope *s, const hlo_instr *in, av_op *op, uint32_t i, const char *name,
                 const av_attr *a) {
-  if (!a) return hlo_fail(s, in, "out of memory");
+  /* A builder that failed may have said why already. */
+  if (!a) return s->ctx->d->code != AV_OK ? false : hlo_fail(s, in, "out of memory");
   op->attrs[i].name = name;
   op->attrs[i].value = a;
   return true;
@@ -182,12 +183,17 @@ static bool window(hlo_scope *s, const hlo_instr *in, window_attrs *w) {
   return true;
 }
 
+enum { kMaxGroupEntries = 1 << 24 };
+
 /* Replica groups as a G x S tensor, short groups padded with -1 (StableHLO's convention). */
 static const av_attr *a_groups(hlo_scope *s, const hlo_instr *in) {
   size_t g = in->ngroups, width = 0;
   for (size_t i = 0; i < g; i++)
     if (in->replica_groups[i].n > width) width = in->replica_groups[i].n;
-  if (g && width > SIZE_MAX / sizeof(int64_t) / g) return NULL;
+  if (g && width > kMaxGroupEntries / g) {
+    hlo_fail(s, in, "replica groups too large (%zu groups, up to %zu ids each)", g, width);
+    return NULL;
+  }
   int64_t *v = scratch_i64(s, g * width);
   if (!v) return NULL;
   for (size_t i = 0; i < g; i++)

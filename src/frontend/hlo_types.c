@@ -205,6 +205,14 @@ static bool literal_leaf(av_module *m, av_arena *scratch, const hlo_shape *shape
   }
   size_t total = (size_t)n * comps; /* scalar values expected in the field */
   size_t size = (size_t)n * esz;
+  /* Each value takes at least this many input bytes: reject short literals before
+   * allocating room for a huge declared shape. */
+  size_t min_bytes = enc == ENC_BYTES ? size : enc == ENC_VARINT ? total
+                     : enc == ENC_F32 ? total * 4 : total * 8;
+  if (min_bytes > lit.n) {
+    *err = "literal has fewer values than its shape";
+    return false;
+  }
   uint8_t *data = av_arena_alloc(scratch, size ? size : 1);
   if (!data) {
     *err = "out of memory";

@@ -853,6 +853,14 @@ static void test_literal_encodings(void **state) {
   assert_null(av_load_hlo_proto(mod.buf, mod.n, &d));
   assert_non_null(strstr(d.msg, "'c' (constant)"));
   assert_non_null(strstr(d.msg, "fewer values"));
+
+  /* A huge declared shape with a tiny literal is rejected before any allocation. */
+  static const int64_t huge[] = {1000000, 1000000};
+  shapes[0] = shape(PT_F32, 2, huge);
+  mod = constants_module(1, shapes, lits);
+  av_diag_init(&d);
+  assert_null(av_load_hlo_proto(mod.buf, mod.n, &d));
+  assert_non_null(strstr(d.msg, "fewer values"));
 }
 
 /* Token ops: after-all, infeed ((data), token) and outfeed(data, token). */

@@ -33,6 +33,25 @@ static bool fast_combine(av_opcode op, av_dtype t, void *dst, const void *upd) {
     memcpy(dst, &a, 4);
     return true;
   }
+  if (t == AV_DT_F64) {
+    double a, b;
+    memcpy(&a, dst, 8);
+    memcpy(&b, upd, 8);
+    if (op == AV_OP_ADD) a += b;
+    else if (op == AV_OP_MULTIPLY) a *= b;
+    else return false;
+    memcpy(dst, &a, 8);
+    return true;
+  }
+  if (t == AV_DT_S64 || t == AV_DT_U64) {
+    uint64_t a, b;
+    memcpy(&a, dst, 8);
+    memcpy(&b, upd, 8);
+    if (op == AV_OP_ADD) a += b;
+    else return false;
+    memcpy(dst, &a, 8);
+    return true;
+  }
   if (t == AV_DT_S32 || t == AV_DT_U32) {
     uint32_t a, b;
     memcpy(&a, dst, 4);

@@ -8,29 +8,10 @@
 #include "compiler/lower.h"
 #include "compiler/program_module.h"
 #include "compiler/sharding_lower.h"
+#include "frontend/load.h"
 #include "ir/ir.h"
-#include "runtime/plan.h"
-
-/* Frontends are wired in as they land. */
-#if defined(__has_include)
-#if __has_include("frontend/bytecode.h")
-#include "frontend/bytecode.h"
-#define ANVIL_HAVE_BYTECODE 1
-#endif
-#if __has_include("frontend/hlo.h")
-#include "frontend/hlo.h"
-#define ANVIL_HAVE_HLO 1
-#endif
-#if __has_include("ir/printer.h")
 #include "ir/printer.h"
-#define ANVIL_HAVE_PRINTER 1
-#endif
-#if __has_include("frontend/mlir_text.h")
-#include "frontend/mlir_text.h"
-#define ANVIL_HAVE_TEXT 1
-#endif
-#endif
-
+#include "runtime/plan.h"
 
 typedef struct out_info {
   av_dtype dtype;
@@ -59,37 +40,6 @@ static uint64_t fnv1a(uint64_t h, const void *p, size_t n) {
     h *= 0x100000001b3ull;
   }
   return h;
-}
-
-static av_module *load_module(const char *format, size_t format_size, const void *code,
-                              size_t size, av_diag *d) {
-  if (format_size == 4 && memcmp(format, "mlir", 4) == 0) {
-    if (size >= 4 && memcmp(code, "ML\xEFR", 4) == 0) {
-#ifdef ANVIL_HAVE_BYTECODE
-      return av_load_mlir_bytecode(code, size, d);
-#else
-      av_diag_set(d, AV_UNIMPLEMENTED, "anvil: the MLIR bytecode reader is not built in yet");
-      return NULL;
-#endif
-    }
-#ifdef ANVIL_HAVE_TEXT
-    return av_load_mlir_text(code, size, d);
-#else
-    av_diag_set(d, AV_UNIMPLEMENTED, "anvil: the MLIR text reader is not built in yet");
-    return NULL;
-#endif
-  }
-  if (format_size == 3 && memcmp(format, "hlo", 3) == 0) {
-#ifdef ANVIL_HAVE_HLO
-    return av_load_hlo_proto(code, size, d);
-#else
-    av_diag_set(d, AV_UNIMPLEMENTED, "anvil: HLO module protos are not supported yet");
-    return NULL;
-#endif
-  }
-  av_diag_set(d, AV_INVALID_ARGUMENT, "anvil: unknown program format '%.*s' (expected mlir or hlo)",
-              (int)(format_size > 64 ? 64 : format_size), format);
-  return NULL;
 }
 
 static int module_int_attr(const av_module *m, const char *name, int dflt) {
@@ -132,7 +82,7 @@ av_program *av_program_compile(const char *format, size_t format_size, const voi
   h = fnv1a(h, format, format_size);
   h = fnv1a(h, code, code_size);
   p->fingerprint = h;
-  p->module = load_module(format, format_size, p->code, code_size, d);
+  p->module = av_load_module(format, format_size, p->code, code_size, d);
   if (!p->module) {
     av_program_free(p);
     return NULL;
@@ -226,25 +176,7 @@ int av_program_output_alias(const av_program *p, int i) {
 }
 uint64_t av_program_fingerprint(const av_program *p) { return p->fingerprint; }
 
-char *av_program_text(const av_program *p) {
-#ifdef ANVIL_HAVE_PRINTER
-  char *printed = av_module_print(p->module);
-  if (printed) return printed;
-#endif
-  if (!p->code) return NULL;
-  bool is_text = p->code_size < 4 || memcmp(p->code, "ML\xEFR", 4) != 0;
-  if (is_text) {
-    char *s = malloc(p->code_size + 1);
-    if (s) memcpy(s, p->code, p->code_size + 1);
-    return s;
-  }
-  size_t cap = strlen(p->name) + 128;
-  char *s = malloc(cap);
-  if (s)
-    snprintf(s, cap, "// anvil program '%s': %d inputs, %d outputs (bytecode)\n", p->name,
-             p->ninputs, p->noutputs);
-  return s;
-}
+char *av_program_text(const av_program *p) { return av_module_print(p->module); }
 
 bool av_program_input_type(const av_program *p, int i, av_dtype *dtype, int *rank,
                            const int64_t **dims) {

@@ -1,0 +1,91 @@
+/* anvil-check FILE...: "will this program run here?"
+ *
+ * Loads each .mlir (text), .mlirbc / .mlir.bc (bytecode) or .pb / .hlo (HloModuleProto) file
+ * and lists, all at once and with locations, every op and type anvil cannot execute yet.
+ * Exit status: 0 every file loads and is fully supported; 1 some file loads but uses
+ * unsupported features (listed); 2 some file cannot be loaded (the reason is printed). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compiler/check.h"
+#include "frontend/load.h"
+#include "ir/ir.h"
+#include "util/diag.h"
+
+static void *read_file(const char *path, size_t *size) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  char *buf = NULL;
+  size_t cap = 0, n = 0;
+  for (;;) {
+    if (n == cap) {
+      size_t ncap = cap ? 2 * cap : 1 << 16;
+      char *nb = realloc(buf, ncap + 1);
+      if (!nb) {
+        free(buf);
+        fclose(f);
+        return NULL;
+      }
+      buf = nb;
+      cap = ncap;
+    }
+    size_t got = fread(buf + n, 1, cap - n, f);
+    n += got;
+    if (got == 0) break;
+  }
+  fclose(f);
+  buf[n] = '\0';
+  *size = n;
+  return buf;
+}
+
+static int ends_with(const char *s, const char *suffix) {
+  size_t a = strlen(s), b = strlen(suffix);
+  return a >= b && strcmp(s + a - b, suffix) == 0;
+}
+
+/* Returns the exit status for one file. */
+static int check_file(const char *path) {
+  size_t size = 0;
+  void *data = read_file(path, &size);
+  if (!data) {
+    fprintf(stderr, "%s: cannot read file\n", path);
+    return 2;
+  }
+  const char *format = (ends_with(path, ".pb") || ends_with(path, ".hlo")) ? "hlo" : "mlir";
+  av_diag d;
+  av_diag_init(&d);
+  av_module *m = av_load_module(format, strlen(format), data, size, &d);
+  int status;
+  if (!m) {
+    printf("%s: cannot be loaded: %s: %s\n", path, av_code_name(d.code), d.msg);
+    status = 2;
+  } else if (av_check_module(m, &d) != AV_OK) {
+    printf("%s: loads, but uses features anvil does not run yet:\n%s\n", path, d.msg);
+    if (d.dropped) printf("  ... and %zu more\n", d.dropped);
+    status = 1;
+  } else {
+    printf("%s: supported\n", path);
+    status = 0;
+  }
+  av_module_free(m);
+  free(data);
+  return status;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+    fprintf(stderr,
+            "usage: anvil-check FILE...\n"
+            "  FILE: .mlir (StableHLO text), .mlirbc (portable artifact), .pb/.hlo (HloModuleProto)\n"
+            "exit status: 0 supported, 1 loads but uses unsupported features, 2 cannot be loaded\n");
+    return argc < 2 ? 2 : 0;
+  }
+  int worst = 0;
+  for (int i = 1; i < argc; i++) {
+    int s = check_file(argv[i]);
+    if (s > worst) worst = s;
+  }
+  return worst;
+}

@@ -308,11 +308,50 @@ static void sb_put(sbuf *b, const char *s, size_t n) {
   b->n += n;
 }
 
+static uint32_t hash_name(const char *s, size_t n);
+
+static int map_get(const mt_map *mp, const char *k, size_t n) {
+  if (!mp->cap) return -1;
+  for (uint32_t i = hash_name(k, n) & (mp->cap - 1);; i = (i + 1) & (mp->cap - 1)) {
+    const mt_slot *sl = &mp->slots[i];
+    if (!sl->key) return -1;
+    if (sl->len == n && memcmp(sl->key, k, n) == 0) return sl->val;
+  }
+}
+
+static bool map_put(mt_parser *p, mt_map *mp, const char *k, size_t n, int val) {
+  if ((mp->n + 1) * 2 > mp->cap) {
+    uint32_t nc = mp->cap ? mp->cap * 2 : 64;
+    mt_slot *ns = calloc(nc, sizeof *ns);
+    if (!ns) return mt_fail(p, "out of memory");
+    for (uint32_t i = 0; i < mp->cap; i++) {
+      const mt_slot *sl = &mp->slots[i];
+      if (!sl->key) continue;
+      uint32_t j = hash_name(sl->key, sl->len) & (nc - 1);
+      while (ns[j].key) j = (j + 1) & (nc - 1);
+      ns[j] = *sl;
+    }
+    free(mp->slots);
+    mp->slots = ns;
+    mp->cap = nc;
+  }
+  uint32_t i = hash_name(k, n) & (mp->cap - 1);
+  while (mp->slots[i].key && !(mp->slots[i].len == n && memcmp(mp->slots[i].key, k, n) == 0))
+    i = (i + 1) & (mp->cap - 1);
+  if (!mp->slots[i].key) mp->n++;
+  mp->slots[i].key = k;
+  mp->slots[i].len = n;
+  mp->slots[i].val = val;
+  return true;
+}
+
+const mt_alias *mt_find_alias(mt_parser *p, const char *name, size_t len) {
+  int i = map_get(&p->alias_map, name, len);
+  return i >= 0 ? &p->aliases[i] : NULL;
+}
+
 static const mt_alias *find_alias(mt_parser *p, const char *name, size_t len) {
-  for (int i = 0; i < p->naliases; i++)
-    if (p->aliases[i].len == len && memcmp(p->aliases[i].name, name, len) == 0)
-      return &p->aliases[i];
-  return NULL;
+  return mt_find_alias(p, name, len);
 }
 
 static void resolve_into(mt_parser *p, const char *s, sbuf *b, int depth) {
@@ -420,6 +459,9 @@ static bool parse_block_label(mt_parser *p, av_region *r) {
     if (!mt_expect(p, MT_RPAREN, "')' after block arguments")) return false;
   }
   if (!mt_expect(p, MT_COLON, "':' after block label")) return false;
+  /* StableHLO regions have one block; the bound also keeps av_region_add_block's copying of
+   * the block array (quadratic) small on hostile input */
+  if (r->nblocks >= 256) return mt_fail(p, "too many blocks in one region");
   av_block *b = av_region_add_block(p->m, r, n, types);
   if (!b) return mt_fail(p, "out of memory");
   for (uint32_t i = 0; i < n; i++)
@@ -427,8 +469,8 @@ static bool parse_block_label(mt_parser *p, av_region *r) {
   return parse_ops_until_block_end(p, &r->blocks[r->nblocks - 1]);
 }
 
-bool mt_parse_region(mt_parser *p, av_region *r, uint32_t nargs, const mt_tok *names,
-                     const av_type *const *types) {
+bool mt_parse_region(mt_parser *p, av_region *r, bool implicit_entry, uint32_t nargs,
+                     const mt_tok *names, const av_type *const *types) {
   if (!mt_expect(p, MT_LBRACE, "'{' starting a region")) return false;
   if (!mt_enter(p)) return false;
   int old = mt_scope_mark(p);
@@ -438,7 +480,7 @@ bool mt_parse_region(mt_parser *p, av_region *r, uint32_t nargs, const mt_tok *n
       av_block *b = av_region_add_block(p->m, r, nargs, types);
       if (!b) ok = mt_fail(p, "out of memory");
     }
-  } else if (p->tok.kind != MT_CARET) {
+  } else if (implicit_entry || p->tok.kind != MT_CARET) {
     av_block *b = av_region_add_block(p->m, r, nargs, types);
     if (!b) {
       ok = mt_fail(p, "out of memory");
@@ -479,7 +521,7 @@ static bool parse_generic_op(mt_parser *p, mt_opb *b) {
   if (mt_accept(p, MT_LPAREN)) {
     do {
       av_region *r = mt_opb_region(p, b);
-      if (!r || !mt_parse_region(p, r, 0, NULL, NULL)) return false;
+      if (!r || !mt_parse_region(p, r, false, 0, NULL, NULL)) return false;
     } while (mt_accept(p, MT_COMMA));
     if (!mt_expect(p, MT_RPAREN, "')' after regions")) return false;
   }
@@ -606,6 +648,31 @@ bool mt_parse_op(mt_parser *p, av_block *block, av_op **out) {
 
 /* ------------------------------------------------------------ functions */
 
+/* Like av_func_new, but the function list grows by doubling here (av_func_new copies the
+ * whole list per function, quadratic for inputs with many functions). */
+static av_func *new_func(mt_parser *p, const char *name, const av_type *ft) {
+  av_arena *a = &p->m->arena;
+  av_func *f = av_arena_alloc(a, sizeof *f);
+  if (!f) {
+    mt_fail(p, "out of memory");
+    return NULL;
+  }
+  f->name = name;
+  f->type = ft;
+  f->loc = "unknown";
+  int nin = ft->ninputs, nout = ft->nelems - ft->ninputs;
+  f->arg_attrs = av_arena_calloc(a, (size_t)nin + 1, sizeof *f->arg_attrs);
+  f->res_attrs = av_arena_calloc(a, (size_t)nout + 1, sizeof *f->res_attrs);
+  if (!f->arg_attrs || !f->res_attrs ||
+      !mt_grow(p, (void **)&p->funcs, &p->capfuncs, p->nfuncs + 1, sizeof *p->funcs)) {
+    mt_fail(p, "out of memory");
+    return NULL;
+  }
+  if (!map_put(p, &p->func_map, name, strlen(name), (int)p->nfuncs)) return NULL;
+  p->funcs[p->nfuncs++] = f;
+  return f;
+}
+
 static bool parse_func(mt_parser *p) {
   mt_next(p); /* func.func */
   bool is_public = true;
@@ -691,16 +758,17 @@ static bool parse_func(mt_parser *p) {
   }
   const av_type *ft = av_type_function(p->m, (int)nin, in, (int)nout, outs);
   if (!ft) return mt_fail(p, "out of memory");
-  if (av_module_find_func(p->m, name)) return mt_fail(p, "redefinition of function @%s", name);
-  av_func *f = av_func_new(p->m, name, ft);
-  if (!f) return mt_fail(p, "out of memory");
+  if (map_get(&p->func_map, name, strlen(name)) >= 0)
+    return mt_fail(p, "redefinition of function @%s", name);
+  av_func *f = new_func(p, name, ft);
+  if (!f) return false;
   f->is_public = is_public;
   f->attrs = fattrs;
   for (uint32_t i = 0; i < nin; i++) f->arg_attrs[i] = argattrs[i];
   for (uint32_t i = 0; i < nout; i++) f->res_attrs[i] = resattrs[i];
   if (p->tok.kind == MT_LBRACE) {
     if (!named && nin) return mt_fail(p, "function with a body needs named arguments");
-    if (!mt_parse_region(p, &f->body, nin, argnames, in)) return false;
+    if (!mt_parse_region(p, &f->body, true, nin, argnames, in)) return false;
   }
   const char *loc = NULL;
   if (!mt_parse_opt_loc(p, &loc)) return false;
@@ -721,6 +789,8 @@ static bool parse_alias_def(mt_parser *p) {
     p->aliases = n;
     p->capaliases = nc;
   }
+  if (map_get(&p->alias_map, nt.p, nt.len) >= 0)
+    return mt_fail(p, "redefinition of alias %.*s", (int)(nt.len > 64 ? 64 : nt.len), nt.p);
   mt_alias a = {nt.p, nt.len, NULL, NULL, NULL};
   if (nt.kind == MT_BANG) {
     a.type = mt_parse_type(p);
@@ -731,6 +801,7 @@ static bool parse_alias_def(mt_parser *p) {
     a.attr = mt_parse_attr(p);
     if (!a.attr) return false;
   }
+  if (!map_put(p, &p->alias_map, nt.p, nt.len, p->naliases)) return false;
   p->aliases[p->naliases++] = a;
   return true;
 }
@@ -759,7 +830,7 @@ static bool parse_top_items(mt_parser *p, av_block *extra, bool in_module) {
       mt_next(p);
     } else if (mt_tok_is(&t, "module")) {
       if (in_module) return mt_fail(p, "nested modules are not supported");
-      if (p->m->nfuncs || extra->nops) return mt_fail(p, "module after top-level operations");
+      if (p->nfuncs || extra->nops) return mt_fail(p, "module after top-level operations");
       mt_next(p);
       if (p->tok.kind == MT_AT) {
         char *nm = av_arena_alloc(&p->m->arena, p->tok.len + 1);
@@ -811,6 +882,10 @@ av_module *av_load_mlir_text(const char *text, size_t len, av_diag *d) {
     mt_next(&p);
     ok = parse_top_items(&p, extra, false) && !p.failed;
   }
+  if (ok) {
+    m->funcs = p.funcs;
+    m->nfuncs = p.nfuncs;
+  }
   if (ok && extra->nops) {
     m->extra_ops = av_arena_calloc(&m->arena, extra->nops, sizeof *m->extra_ops);
     if (!m->extra_ops) ok = mt_fail(&p, "out of memory");
@@ -829,6 +904,8 @@ av_module *av_load_mlir_text(const char *text, size_t len, av_diag *d) {
   free(p.ents);
   free(p.buckets);
   free(p.aliases);
+  free(p.alias_map.slots);
+  free(p.func_map.slots);
   if (!ok) {
     av_module_free(m);
     return NULL;

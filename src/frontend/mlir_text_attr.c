@@ -265,12 +265,10 @@ static const av_type *parse_type_inner(mt_parser *p) {
       mt_next(p);
       return av_type_token(p->m);
     }
-    for (int i = 0; i < p->naliases; i++) {
-      mt_alias *a = &p->aliases[i];
-      if (a->type && a->len == t.len && memcmp(a->name, t.p, t.len) == 0) {
-        mt_next(p);
-        return a->type;
-      }
+    const mt_alias *al = mt_find_alias(p, t.p, t.len);
+    if (al && al->type) {
+      mt_next(p);
+      return al->type;
     }
     /* dialect type, maybe with a <...> body: keep as text */
     const char *start = t.p;
@@ -498,10 +496,8 @@ static const av_attr *parse_hash_attr(mt_parser *p) {
   mt_next(p);
   bool angle = p->tok.kind == MT_LESS && p->tok.p == t.p + t.len;
   if (!angle) {
-    for (int i = 0; i < p->naliases; i++) {
-      mt_alias *a = &p->aliases[i];
-      if (a->attr && a->len == t.len && memcmp(a->name, t.p, t.len) == 0) return a->attr;
-    }
+    const mt_alias *al = mt_find_alias(p, t.p, t.len);
+    if (al && al->attr) return al->attr;
     mt_fail(p, "unknown attribute alias %.*s", (int)t.len, t.p);
     return NULL;
   }

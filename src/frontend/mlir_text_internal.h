@@ -32,6 +32,18 @@ typedef struct mt_alias {
   const char *loc; /* content of loc(...) */
 } mt_alias;
 
+/* String-keyed hash map (open addressing) from names to indices. */
+typedef struct mt_slot {
+  const char *key;
+  size_t len;
+  int val;
+} mt_slot;
+
+typedef struct mt_map {
+  mt_slot *slots; /* malloc'd; cap is a power of two */
+  uint32_t cap, n;
+} mt_map;
+
 typedef struct mt_parser {
   mt_lexer lx;
   mt_tok tok; /* current token */
@@ -48,6 +60,11 @@ typedef struct mt_parser {
   /* aliases */
   mt_alias *aliases;
   int naliases, capaliases;
+  mt_map alias_map;
+  /* functions, collected here and handed to the module at the end */
+  av_func **funcs;
+  uint32_t nfuncs, capfuncs;
+  mt_map func_map;
   /* cached bare scalar types (`i64` in `1 : i64`) */
   const av_type *scalar[AV_DT_COUNT];
 } mt_parser;
@@ -65,6 +82,9 @@ bool mt_accept_word(mt_parser *p, const char *word);
 bool mt_enter(mt_parser *p); /* recursion guard; pair with mt_leave */
 void mt_leave(mt_parser *p);
 char *mt_strndup(mt_parser *p, const char *s, size_t n);
+
+/* `#name` / `!name` alias definition, or NULL. */
+const mt_alias *mt_find_alias(mt_parser *p, const char *name, size_t len);
 
 /* ---- types and attributes (mlir_text_attr.c) */
 const av_type *mt_parse_type(mt_parser *p);
@@ -118,10 +138,11 @@ av_value *mt_parse_operand(mt_parser *p);
 bool mt_bind(mt_parser *p, const char *name, size_t len, av_value *vals, uint32_t count);
 int mt_scope_mark(mt_parser *p);
 void mt_scope_pop(mt_parser *p, int mark);
-/* A region `{ ... }`; when the entry block has no `^bb` label its arguments are the given
- * names/types (pretty forms: func bodies, while cond/do, reducer). */
-bool mt_parse_region(mt_parser *p, av_region *r, uint32_t nargs, const mt_tok *names,
-                     const av_type *const *types);
+/* A region `{ ... }`. With `implicit_entry` (func bodies, while cond/do, reducer...) the
+ * entry block is never labelled and takes the given names/types as arguments; otherwise an
+ * unlabelled entry block has no arguments and `^bb0(...):` may label it. */
+bool mt_parse_region(mt_parser *p, av_region *r, bool implicit_entry, uint32_t nargs,
+                     const mt_tok *names, const av_type *const *types);
 /* Copies a region parsed into temporary storage into its op (fixing block back-pointers). */
 void mt_move_region(av_region *dst, const av_region *src);
 /* Parses one op into `block` (appended). */

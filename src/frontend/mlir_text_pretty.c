@@ -478,7 +478,7 @@ static bool reducer(mt_parser *p, pretty *pr) {
   }
   pr->nr = 0;
   av_region *r = mt_opb_region(p, pr->b);
-  return r && mt_parse_region(p, r, 2 * n, names, types);
+  return r && mt_parse_region(p, r, true, 2 * n, names, types);
 }
 
 /* `applies stablehlo.add`: the reducer body is that one op on (lhs..., rhs...). */
@@ -511,7 +511,7 @@ static bool while_region(mt_parser *p, pretty *pr) {
   if (pr->niters != pr->nsig || pr->sig_functional)
     return mt_fail(p, "while: %u loop values but %u types", pr->niters, pr->nsig);
   av_region *r = mt_opb_region(p, pr->b);
-  return r && mt_parse_region(p, r, pr->niters, pr->iters, pr->sig);
+  return r && mt_parse_region(p, r, true, pr->niters, pr->iters, pr->sig);
 }
 
 /* ------------------------------------------------------------ finishing */
@@ -622,7 +622,7 @@ bool mt_parse_pretty_op(mt_parser *p, mt_opb *b, uint32_t nnamed) {
       case MT_LBRACE:
         if (pr.nr || at_region(p)) {
           av_region *r = mt_opb_region(p, b);
-          if (!r || !mt_parse_region(p, r, pr.nr, pr.rnames, pr.rtypes)) return false;
+          if (!r || !mt_parse_region(p, r, pr.nr > 0, pr.nr, pr.rnames, pr.rtypes)) return false;
           pr.nr = 0;
         } else if (!mt_parse_attr_dict(p, &b->attrs, &b->nattrs, &b->capattrs)) {
           return false;

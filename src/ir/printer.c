@@ -427,7 +427,7 @@ static void print_region(out *o, const av_region *r, int depth) {
   puts_(o, "{\n");
   for (uint32_t i = 0; i < r->nblocks; i++) {
     const av_block *b = &r->blocks[i];
-    if (i > 0 || b->nargs > 0) {
+    if (i > 0 || b->nargs > 0 || r->nblocks > 1) {
       indent(o, depth);
       putf(o, "^bb%u", i);
       if (b->nargs) {

@@ -530,6 +530,65 @@ static void test_long_location_chain(void **s) {
   assert_int_equal(check_one("long loc", text, strlen(text)), 0);
 }
 
+/* Several blocks (not StableHLO, but MLIR allows them) round-trip; hostile counts are bounded. */
+static void test_blocks_and_many_functions(void **s) {
+  (void)s;
+  const char *multi =
+      "func.func @f(%a: tensor<f32>) {\n"
+      "^bb1:\n"
+      "  \"x.op\"() ({\n"
+      "  ^bb0:\n"
+      "  ^bb1(%q: tensor<f32>):\n"
+      "    \"x.end\"(%q) : (tensor<f32>) -> ()\n"
+      "  }) : () -> ()\n"
+      "  func.return\n"
+      "}\n";
+  av_module *m = load(multi);
+  assert_non_null(m);
+  assert_int_equal(m->funcs[0]->body.nblocks, 2); /* implicit entry block + ^bb1 */
+  assert_int_equal(m->funcs[0]->body.blocks[0].nargs, 1);
+  const av_op *x = m->funcs[0]->body.blocks[1].first;
+  assert_int_equal(x->regions[0].nblocks, 2);
+  /* print -> parse -> print (no verify: the entry block has no terminator) */
+  char *t1 = av_module_print(m);
+  av_module_free(m);
+  m = load(t1);
+  assert_non_null(m);
+  assert_int_equal(m->funcs[0]->body.nblocks, 2);
+  char *t2 = av_module_print(m);
+  assert_string_equal(t1, t2);
+  free(t1);
+  free(t2);
+  av_module_free(m);
+
+  size_t cap = 300 * 16 + 128, n = 0;
+  char *many = malloc(cap);
+  n += (size_t)snprintf(many + n, cap - n, "func.func @f() {\n");
+  for (int i = 0; i < 300; i++) n += (size_t)snprintf(many + n, cap - n, "^b%d:\n", i);
+  n += (size_t)snprintf(many + n, cap - n, "}\n");
+  av_diag d;
+  av_diag_init(&d);
+  assert_null(av_load_mlir_text(many, n, &d));
+  assert_non_null(strstr(d.msg, "too many blocks"));
+  free(many);
+
+  /* 20,000 functions load in linear time (was quadratic) */
+  cap = 20000 * 48;
+  n = 0;
+  many = malloc(cap);
+  for (int i = 0; i < 20000; i++)
+    n += (size_t)snprintf(many + n, cap - n, "func.func private @f%d() {\n  func.return\n}\n", i);
+  av_diag_init(&d);
+  m = av_load_mlir_text(many, n, &d);
+  assert_non_null(m);
+  assert_int_equal(m->nfuncs, 20000);
+  assert_string_equal(av_module_find_func(m, "f19999")->name, "f19999");
+  av_module_free(m);
+  free(many);
+  expect_error("func.func @g() {\n}\nfunc.func @g() {\n}\n", "3:", "redefinition of function @g");
+  expect_error("#a = 1\n#a = 2\n", "2:", "redefinition of alias #a");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_pretty_ops),
@@ -537,6 +596,7 @@ int main(void) {
       cmocka_unit_test(test_structured_attrs),
       cmocka_unit_test(test_bytecode_alignment),
       cmocka_unit_test(test_long_location_chain),
+      cmocka_unit_test(test_blocks_and_many_functions),
       cmocka_unit_test(test_errors),
       cmocka_unit_test(test_empty_and_odd_inputs),
       cmocka_unit_test(test_corpus_testdata),

@@ -1,7 +1,8 @@
 /* stablehlo.convolution: every dimension-number layout, window strides, padding (negative
  * allowed), lhs (base) and rhs (window) dilation, window reversal, feature_group_count and
- * batch_group_count. f32 takes an im2col + GEMM path; other dtypes a reference loop that
- * accumulates in f32 (narrow floats), f64, complex or wrapping integers of the result type. */
+ * batch_group_count. Every dtype goes through im2col + GEMM in a compute type: f32 (f32 and
+ * narrower floats), f64, c64, c128 (BLAS GEMM, or a sequential loop for small products, as in
+ * dot.h) or wrapping 64-bit integers (pred: or-of-ands). */
 #ifndef ANVIL_RUNTIME_KERNELS_CONV_H
 #define ANVIL_RUNTIME_KERNELS_CONV_H
 

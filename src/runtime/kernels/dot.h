@@ -4,8 +4,10 @@
  * Result layout (StableHLO): batch dims (in lhs_batch order), then the lhs free dims in
  * order, then the rhs free dims in order. The result dtype is the output view's dtype
  * (preferred_element_type semantics): inputs are converted to it, then multiplied and
- * accumulated; floats narrower than f32 accumulate in f32, integers wrap in the result type.
- * f32/f64/c64/c128 take a BLAS (OpenBLAS) GEMM path. */
+ * accumulated; floats narrower than f32 accumulate in f32, integers wrap in the result type,
+ * pred is or-of-ands. Small products (M*N*K <= 65536) sum each element sequentially in the
+ * result precision (XLA's order, so results match its bit for bit); larger f32/f64/c64/c128
+ * products go to OpenBLAS GEMM (operands already in a GEMM layout are not copied). */
 #ifndef ANVIL_RUNTIME_KERNELS_DOT_H
 #define ANVIL_RUNTIME_KERNELS_DOT_H
 

@@ -1,5 +1,6 @@
 /* stablehlo.fft over the last fft_length.size() (1..3) dimensions, any length (mixed radix
- * 2/3/5 + Bluestein for other factors).
+ * for prime factors up to 61, four-step split for long lengths, Bluestein otherwise), computed
+ * in double precision for both f32 and f64 data.
  *  FFT / IFFT: complex -> complex of the same shape; IFFT scales by 1/N.
  *  RFFT: real (f32/f64) -> complex; the last dim becomes fft_length[-1]/2 + 1.
  *  IRFFT: complex -> real; the last dim of the input is fft_length[-1]/2 + 1, of the result

@@ -1,7 +1,7 @@
 /* stablehlo.reduce_window (variadic): windows over the (base-dilated, padded) inputs,
- * each reduced with body(acc..., x...) starting from the init values. Padding and dilation
- * holes contribute nothing (the spec pads with the init value, which is the same for a
- * proper identity; we follow the spec and feed the init value for them). */
+ * each reduced with body(acc..., x...) starting from the init values. Padding and
+ * base-dilation holes read the init value, as the spec's pad() defines (the same as skipping
+ * them when init is the body's identity). Fast paths: simple add/mul/max/min on f32/f64. */
 #ifndef ANVIL_RUNTIME_KERNELS_REDUCE_WINDOW_H
 #define ANVIL_RUNTIME_KERNELS_REDUCE_WINDOW_H
 

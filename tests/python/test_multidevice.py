@@ -1,0 +1,166 @@
+"""Several anvil devices (ANVIL_DEVICE_COUNT=4): pmap, shard_map and sharded jit with
+collectives, checked against numpy and against JAX's CPU backend forced to 4 devices.
+
+Each check runs JAX in a subprocess (the device count is fixed when the backend starts)."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+CASES = r"""
+import json, sys
+import numpy as np
+import jax, jax.numpy as jnp
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+from jax import shard_map
+
+def cases(platform):
+    devs = jax.devices(platform)
+    assert len(devs) == 4, devs
+    out = {}
+    def rec(name, fn):
+        try:
+            out[name] = np.asarray(fn()).tolist()
+        except Exception as e:  # recorded, the test reports it
+            out[name] = "ERROR: " + type(e).__name__ + ": " + str(e)[:400]
+    x = np.arange(8, dtype=np.float32).reshape(4, 2)
+    pm = lambda f: jax.pmap(f, axis_name='i', devices=devs)
+    rec("psum", lambda: pm(lambda v: v + jax.lax.psum(v, 'i'))(x))
+    rec("pmean", lambda: pm(lambda v: jax.lax.pmean(v, 'i'))(x))
+    rec("pmax", lambda: pm(lambda v: jax.lax.pmax(v, 'i'))(x))
+    rec("all_gather", lambda: pm(lambda v: jax.lax.all_gather(v, 'i'))(x))
+    rec("ppermute", lambda: pm(lambda v: jax.lax.ppermute(v, 'i', [(k, (k + 1) % 4) for k in range(4)]))(x))
+    rec("axis_index", lambda: pm(lambda v: v * jax.lax.axis_index('i'))(x))
+    rec("psum_scatter", lambda: pm(lambda v: jax.lax.psum_scatter(jnp.tile(v, 2), 'i', tiled=True))(x))
+    rec("all_to_all", lambda: pm(lambda v: jax.lax.all_to_all(jnp.arange(4.0) + 10 * v[0], 'i', 0, 0, tiled=True))(x))
+    mesh = Mesh(np.array(devs).reshape(2, 2), ('x', 'y'))
+    a = np.arange(16, dtype=np.float32).reshape(4, 4)
+    sm = shard_map(lambda t: jax.lax.psum(t, 'y'), mesh=mesh, in_specs=P('x', 'y'), out_specs=P('x', None))
+    rec("shard_map_psum_y", lambda: jax.jit(sm)(a))
+    sm2 = shard_map(lambda t: jax.lax.psum(t, 'x') * 2, mesh=mesh, in_specs=P('x', 'y'), out_specs=P(None, 'y'))
+    rec("jit_around_shard_map", lambda: jax.jit(lambda v: jnp.sin(sm2(v * 3) + 1))(a))
+    m1 = Mesh(np.array(devs), ('d',))
+    b = np.arange(32, dtype=np.float32).reshape(8, 4) / 7
+    c = np.arange(16, dtype=np.float32).reshape(4, 4) / 5
+    xb = jax.device_put(b, NamedSharding(m1, P('d', None)))
+    xc = jax.device_put(c, NamedSharding(m1, P()))
+    r = jax.jit(lambda u, w: jnp.tanh(u @ w))(xb, xc)
+    out["matmul"] = np.asarray(r).tolist()
+    span = lambda idx, dims: [[sl.start or 0, dims[k] if sl.stop is None else sl.stop] for k, sl in enumerate(idx)]
+    out["matmul_shards"] = [[s.device.id, span(s.index, r.shape), np.asarray(s.data).tolist()]
+                            for s in r.addressable_shards]
+    ys = jax.device_put(a, NamedSharding(mesh, P('x', 'y')))
+    rec("sharded_reduce", lambda: jax.jit(lambda v: (v * v).sum(axis=0))(ys))
+    r2 = jax.jit(lambda v: v + 1, out_shardings=NamedSharding(mesh, P('y', 'x')))(ys)
+    out["resharded_shards"] = [[s.device.id, np.asarray(s.data).tolist()] for s in r2.addressable_shards]
+    moved = jax.device_put(a, devs[2])
+    out["device_put"] = [sorted(d.id for d in moved.devices()), np.asarray(moved * 2).tolist()]
+    out["device_get"] = np.asarray(jax.device_get(ys)).tolist()
+    return out
+
+print(json.dumps({p: cases(p) for p in sys.argv[1:]}))
+"""
+
+
+def _env():
+    env = dict(os.environ)
+    env.update({"ANVIL_DEVICE_COUNT": "4", "JAX_PLATFORMS": "anvil,cpu",
+                "XLA_FLAGS": (env.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=4").strip()})
+    return env
+
+
+@pytest.fixture(scope="module")
+def results():
+    out = subprocess.run([sys.executable, "-c", CASES, "anvil", "cpu"], env=_env(),
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-4000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_seed_pmap_psum_prints_exactly():
+    code = ("import jax, jax.numpy as jnp; arr=jnp.arange(jax.device_count()); "
+            "print(jax.pmap(lambda x: x + jax.lax.psum(x, 'i'), axis_name='i')(arr))")
+    env = dict(os.environ, ANVIL_DEVICE_COUNT="4", JAX_PLATFORMS="anvil")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr[-4000:]
+    assert out.stdout.strip().splitlines()[-1] == "[6 7 8 9]"
+
+
+X = np.arange(8, dtype=np.float32).reshape(4, 2)
+A = np.arange(16, dtype=np.float32).reshape(4, 4)
+
+
+def _numpy_expected():
+    e = {}
+    total = X.sum(axis=0)
+    e["psum"] = X + total
+    e["pmean"] = np.tile(X.mean(axis=0), (4, 1))
+    e["pmax"] = np.tile(X.max(axis=0), (4, 1))
+    e["all_gather"] = np.stack([X] * 4)
+    e["ppermute"] = np.roll(X, 1, axis=0)
+    e["axis_index"] = X * np.arange(4)[:, None]
+    tiled = np.tile(X, (1, 2)).sum(axis=0)  # device k keeps element k
+    e["psum_scatter"] = tiled[:, None]
+    src = np.arange(4.0)[None, :] + 10 * X[:, :1]  # device i's vector
+    e["all_to_all"] = src.T
+    blocks = A.reshape(2, 2, 2, 2)  # (x, r, y, c)
+    e["shard_map_psum_y"] = blocks.sum(axis=2).reshape(4, 2)
+    e["jit_around_shard_map"] = np.sin((3 * A).reshape(2, 2, 4).sum(axis=0) * 2 + 1)
+    b = np.arange(32, dtype=np.float32).reshape(8, 4) / 7
+    c = np.arange(16, dtype=np.float32).reshape(4, 4) / 5
+    e["matmul"] = np.tanh(b @ c)
+    e["sharded_reduce"] = (A * A).sum(axis=0)
+    return e
+
+
+EXPECTED = _numpy_expected()
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_against_numpy(results, name):
+    got = results["anvil"][name]
+    assert not isinstance(got, str), got
+    np.testing.assert_allclose(np.array(got), EXPECTED[name], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_against_jax_cpu(results, name):
+    cpu = results["cpu"][name]
+    if isinstance(cpu, str):
+        pytest.skip("JAX CPU cannot run this case: " + cpu)
+    got = results["anvil"][name]
+    assert not isinstance(got, str), got
+    np.testing.assert_allclose(np.array(got), np.array(cpu), rtol=1e-5, atol=1e-5)
+
+
+def test_sharded_matmul_shards_live_on_their_devices(results):
+    full = EXPECTED["matmul"]
+    shards = results["anvil"]["matmul_shards"]
+    assert sorted(d for d, _, _ in shards) == [0, 1, 2, 3]
+    for dev, span, data in shards:  # each device holds the block its sharding says
+        block = full[tuple(slice(a, b) for a, b in span)]
+        np.testing.assert_allclose(np.array(data), block, rtol=1e-5, atol=1e-6)
+
+
+def test_output_sharding_requested_by_jit(results):
+    # P('y', 'x') on the (x, y) = 2x2 mesh: device (x, y) = 2x + y holds rows 2y.., cols 2x..
+    shards = dict((d, np.array(v)) for d, v in results["anvil"]["resharded_shards"])
+    assert sorted(shards) == [0, 1, 2, 3]
+    for dev, data in shards.items():
+        x, y = divmod(dev, 2)
+        np.testing.assert_array_equal(data, A[2 * y:2 * y + 2, 2 * x:2 * x + 2] + 1)
+    cpu = dict((d, np.array(v)) for d, v in results["cpu"]["resharded_shards"])
+    for dev in shards:
+        np.testing.assert_array_equal(shards[dev], cpu[dev])
+
+
+def test_device_put_and_get(results):
+    ids, data = results["anvil"]["device_put"]
+    assert ids == [2]
+    np.testing.assert_array_equal(np.array(data), A * 2)
+    np.testing.assert_array_equal(np.array(results["anvil"]["device_get"]), A)

@@ -171,6 +171,11 @@ static bool lower_reduce(av_lower *c, const av_op *op, bool window) {
     if (w->window_dimensions[k] < 1 || w->window_strides[k] < 1 || w->base_dilations[k] < 1 ||
         w->window_dilations[k] < 1)
       return AV_INVALID(c, "window sizes, strides and dilations must be positive");
+    if (w->window_dimensions[k] > INT32_MAX || w->window_strides[k] > INT32_MAX ||
+        w->base_dilations[k] > INT32_MAX || w->window_dilations[k] > INT32_MAX ||
+        w->padding_lo[k] > INT32_MAX || w->padding_lo[k] < -INT32_MAX ||
+        w->padding_hi[k] > INT32_MAX || w->padding_hi[k] < -INT32_MAX || t0->dims[k] > INT32_MAX)
+      return AV_INVALID(c, "window attributes out of range");
     int64_t padded = (t0->dims[k] - 1) * w->base_dilations[k] + 1 + w->padding_lo[k] + w->padding_hi[k];
     if (t0->dims[k] == 0) padded = w->padding_lo[k] + w->padding_hi[k];
     int64_t win = (w->window_dimensions[k] - 1) * w->window_dilations[k] + 1;
@@ -312,6 +317,12 @@ static bool lower_conv(av_lower *c, const av_op *op) {
   for (int i = 0; i < ns; i++) {
     if (cp->window_strides[i] < 1 || cp->lhs_dilation[i] < 1 || cp->rhs_dilation[i] < 1)
       return AV_INVALID(c, "strides and dilations must be positive");
+    if (cp->window_strides[i] > INT32_MAX || cp->lhs_dilation[i] > INT32_MAX ||
+        cp->rhs_dilation[i] > INT32_MAX || cp->padding_lo[i] > INT32_MAX ||
+        cp->padding_lo[i] < -INT32_MAX || cp->padding_hi[i] > INT32_MAX ||
+        cp->padding_hi[i] < -INT32_MAX || l->dims[cp->input_spatial_dimensions[i]] > INT32_MAX ||
+        k->dims[cp->kernel_spatial_dimensions[i]] > INT32_MAX)
+      return AV_INVALID(c, "convolution attributes out of range");
     int64_t in = l->dims[cp->input_spatial_dimensions[i]];
     int64_t kw = k->dims[cp->kernel_spatial_dimensions[i]];
     int64_t padded = (in > 0 ? (in - 1) * cp->lhs_dilation[i] + 1 : 0) + cp->padding_lo[i] + cp->padding_hi[i];

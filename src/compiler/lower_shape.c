@@ -94,10 +94,13 @@ static bool lower_slice(av_lower *c, const av_op *op) {
   for (int k = 0; k < r; k++) {
     if (strides[k] < 1 || start[k] < 0 || limit[k] < start[k] || limit[k] > t.in->dims[k])
       return AV_INVALID(c, "slice bounds out of range in dimension %d", k);
-    int64_t len = (limit[k] - start[k] + strides[k] - 1) / strides[k];
+    int64_t span = limit[k] - start[k];
+    int64_t len = span == 0 ? 0 : (span - 1) / strides[k] + 1;
     if (len != t.out->dims[k]) return AV_INVALID(c, "result shape does not match the slice");
+    /* a stride beyond the dimension only ever takes one element */
+    int64_t step = strides[k] < t.in->dims[k] ? strides[k] : (t.in->dims[k] > 0 ? t.in->dims[k] : 1);
     p->soff += start[k] * istr[k];
-    p->box.sstride[k] = istr[k] * strides[k];
+    p->box.sstride[k] = istr[k] * step;
   }
   return av_emit_op(c, av_step_box, p) != NULL;
 }
@@ -186,6 +189,10 @@ static bool lower_pad(av_lower *c, const av_op *op) {
   for (int k = 0; k < r; k++) {
     int64_t d = t.in->dims[k];
     if (in[k] < 0) return AV_INVALID(c, "negative interior padding");
+    /* bounded so the arithmetic below cannot overflow */
+    if (in[k] > INT32_MAX || lo[k] > INT32_MAX || lo[k] < -INT32_MAX || hi[k] > INT32_MAX ||
+        hi[k] < -INT32_MAX || d > INT32_MAX)
+      return AV_INVALID(c, "padding out of range");
     int64_t full = d == 0 ? 0 : d + (d - 1) * in[k];
     if (lo[k] + full + hi[k] != t.out->dims[k]) return AV_INVALID(c, "result shape does not match the padding");
     /* input element i lands at lo + i * (interior + 1); keep those inside [0, out) */

@@ -69,6 +69,9 @@
   X(TopologyDescription_Destroy)                                                               \
   X(TopologyDescription_Create)                                                                \
   X(TopologyDescription_Fingerprint)                                                           \
+  X(TopologyDescription_GetMemorySpaceKindIds)                                                 \
+  X(TopologyDescription_Serialize)                                                             \
+  X(TopologyDescription_Deserialize)                                                           \
   X(TopologyDescription_PlatformName)                                                          \
   X(TopologyDescription_PlatformVersion)                                                       \
   X(TopologyDescription_GetDeviceDescriptions)                                                 \
@@ -137,10 +140,7 @@
   X(CopyToDeviceStream_TotalBytes)                                                             \
   X(CopyToDeviceStream_GranuleSize)                                                            \
   X(CopyToDeviceStream_CurrentBytes)                                                           \
-  X(TopologyDescription_Serialize)                                                             \
-  X(TopologyDescription_Deserialize)                                                           \
   X(TopologyDescription_MakeCanonicalShapeForMemorySpace)                                      \
-  X(TopologyDescription_GetMemorySpaceKindIds)                                                 \
   X(Client_UpdateGlobalProcessInfo)                                                            \
   X(Client_CreateAliasBuffer)                                                                  \
   X(Client_FulfillAliasBuffer)                                                                 \

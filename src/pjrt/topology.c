@@ -97,3 +97,60 @@ PJRT_Error *av_PJRT_TopologyDescription_Attributes(PJRT_TopologyDescription_Attr
   args->num_attributes = 0;
   return NULL;
 }
+
+static const int memory_kind_ids[2] = {AV_MEMORY_KIND_DEVICE, AV_MEMORY_KIND_PINNED_HOST};
+
+PJRT_Error *av_PJRT_TopologyDescription_GetMemorySpaceKindIds(
+    PJRT_TopologyDescription_GetMemorySpaceKindIds_Args *args) {
+  AV_ARGS(args, PJRT_TopologyDescription_GetMemorySpaceKindIds_Args);
+  AV_TOPO(args, "PJRT_TopologyDescription_GetMemorySpaceKindIds");
+  args->memory_space_kind_ids = memory_kind_ids;
+  args->num_memory_space_kind_ids = 2;
+  return NULL;
+}
+
+/* Serialized topology: "ANVILTP1" and the device count (u32, little endian). */
+static const char topo_magic[8] = {'A', 'N', 'V', 'I', 'L', 'T', 'P', '1'};
+
+static void free_serialized_topology(PJRT_SerializedTopology *t) { free(t); }
+
+PJRT_Error *av_PJRT_TopologyDescription_Serialize(PJRT_TopologyDescription_Serialize_Args *args) {
+  AV_ARGS(args, PJRT_TopologyDescription_Serialize_Args);
+  AV_TOPO(args, "PJRT_TopologyDescription_Serialize");
+  unsigned char *buf = malloc(12);
+  AV_REQUIRE(buf, AV_RESOURCE_EXHAUSTED, "anvil: out of memory (topology)");
+  memcpy(buf, topo_magic, 8);
+  uint32_t n = (uint32_t)args->topology->num_devices;
+  for (int i = 0; i < 4; i++) buf[8 + i] = (unsigned char)(n >> (8 * i));
+  args->serialized_bytes = (const char *)buf;
+  args->serialized_bytes_size = 12;
+  args->serialized_topology = (PJRT_SerializedTopology *)buf;
+  args->serialized_topology_deleter = free_serialized_topology;
+  return NULL;
+}
+
+PJRT_Error *av_PJRT_TopologyDescription_Deserialize(
+    PJRT_TopologyDescription_Deserialize_Args *args) {
+  AV_ARGS(args, PJRT_TopologyDescription_Deserialize_Args);
+  const char *fn = "PJRT_TopologyDescription_Deserialize";
+  args->topology = NULL;
+  const unsigned char *p = (const unsigned char *)args->serialized_topology;
+  AV_REQUIRE(p && args->serialized_topology_size == 12 && memcmp(p, topo_magic, 8) == 0,
+             AV_INVALID_ARGUMENT, "%s: not a serialized anvil topology (%zu bytes)", fn,
+             args->serialized_topology_size);
+  uint32_t n = 0;
+  for (int i = 0; i < 4; i++) n |= (uint32_t)p[8 + i] << (8 * i);
+  PJRT_NamedValue opt = {.struct_size = PJRT_NamedValue_STRUCT_SIZE,
+                         .name = "device_count",
+                         .name_size = 12,
+                         .type = PJRT_NamedValue_kInt64,
+                         .int64_value = n,
+                         .value_size = 1};
+  PJRT_TopologyDescription_Create_Args c = {.struct_size = PJRT_TopologyDescription_Create_Args_STRUCT_SIZE,
+                                            .create_options = &opt,
+                                            .num_options = 1};
+  PJRT_Error *err = av_PJRT_TopologyDescription_Create(&c);
+  if (err) return err;
+  args->topology = c.topology;
+  return NULL;
+}

@@ -361,9 +361,34 @@ static void test_topology(void **state) {
   PJRT_TopologyDescription_Attributes_Args at = {
       .struct_size = PJRT_TopologyDescription_Attributes_Args_STRUCT_SIZE, .topology = t.topology};
   CHECK_OK(api->PJRT_TopologyDescription_Attributes(&at));
+  /* Serialize and read back: same device count. */
   PJRT_TopologyDescription_Serialize_Args ser = {
       .struct_size = PJRT_TopologyDescription_Serialize_Args_STRUCT_SIZE, .topology = t.topology};
-  EXPECT_ERROR(api->PJRT_TopologyDescription_Serialize(&ser), PJRT_Error_Code_UNIMPLEMENTED, NULL);
+  CHECK_OK(api->PJRT_TopologyDescription_Serialize(&ser));
+  PJRT_TopologyDescription_Deserialize_Args de = {
+      .struct_size = PJRT_TopologyDescription_Deserialize_Args_STRUCT_SIZE,
+      .serialized_topology = ser.serialized_bytes,
+      .serialized_topology_size = ser.serialized_bytes_size};
+  CHECK_OK(api->PJRT_TopologyDescription_Deserialize(&de));
+  ser.serialized_topology_deleter(ser.serialized_topology);
+  PJRT_TopologyDescription_GetDeviceDescriptions_Args dd2 = {
+      .struct_size = PJRT_TopologyDescription_GetDeviceDescriptions_Args_STRUCT_SIZE,
+      .topology = de.topology};
+  CHECK_OK(api->PJRT_TopologyDescription_GetDeviceDescriptions(&dd2));
+  assert_int_equal(dd2.num_descriptions, 3);
+  PJRT_TopologyDescription_Destroy_Args dd2d = {
+      .struct_size = PJRT_TopologyDescription_Destroy_Args_STRUCT_SIZE, .topology = de.topology};
+  CHECK_OK(api->PJRT_TopologyDescription_Destroy(&dd2d));
+  de.serialized_topology = "garbage";
+  de.serialized_topology_size = 7;
+  EXPECT_ERROR(api->PJRT_TopologyDescription_Deserialize(&de), PJRT_Error_Code_INVALID_ARGUMENT,
+               "not a serialized anvil topology");
+  PJRT_TopologyDescription_GetMemorySpaceKindIds_Args kinds = {
+      .struct_size = PJRT_TopologyDescription_GetMemorySpaceKindIds_Args_STRUCT_SIZE,
+      .topology = t.topology};
+  CHECK_OK(api->PJRT_TopologyDescription_GetMemorySpaceKindIds(&kinds));
+  assert_int_equal(kinds.num_memory_space_kind_ids, 2);
+  assert_int_not_equal(kinds.memory_space_kind_ids[0], kinds.memory_space_kind_ids[1]);
   /* Client-owned: destroying it is harmless. */
   PJRT_TopologyDescription_Destroy_Args td = {
       .struct_size = PJRT_TopologyDescription_Destroy_Args_STRUCT_SIZE, .topology = t.topology};

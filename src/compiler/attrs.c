@@ -136,6 +136,11 @@ bool av_attr_get_enum(const av_op *op, const char *name, char *buf, size_t cap) 
   return n > 0;
 }
 
+bool av_const_operand_ints(const av_value *v, int64_t *out, size_t cap, size_t *n) {
+  if (!v->def || v->def->code != AV_OP_CONSTANT) return false;
+  return av_attr_ints_of(av_op_attr(v->def, "value"), out, cap, n);
+}
+
 const char *av_attr_get_str(const av_op *op, const char *name) {
   const av_attr *a = av_op_attr(op, name);
   if (!a) return NULL;

@@ -3,6 +3,7 @@
 #define ANVIL_COMPILER_LOWER_INTERNAL_H
 
 #include "compiler/attrs.h"
+#include "runtime/kernels/elementwise.h"
 #include "compiler/lower.h"
 #include "runtime/steps.h"
 
@@ -79,6 +80,10 @@ bool av_lower_control_op(av_lower *c, const av_op *op, bool *handled);
 bool av_lower_kernel_op(av_lower *c, const av_op *op, bool *handled);
 bool av_lower_collective_op(av_lower *c, const av_op *op, bool *handled);
 bool av_lower_qr_custom_call(av_lower *c, const av_op *op, const char *target);
+
+/* Integer list held by operand v when it is defined by a stablehlo.constant (the static
+ * case of the dynamic_* ops); false otherwise. */
+bool av_const_operand_ints(const av_value *v, int64_t *out, size_t cap, size_t *n);
 
 /* Comparison attribute spellings. */
 bool av_parse_cmp_dir(const char *s, av_cmp_dir *dir);

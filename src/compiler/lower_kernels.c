@@ -260,7 +260,8 @@ static bool lower_dot(av_lower *c, const av_op *op) {
 }
 
 static bool lower_conv(av_lower *c, const av_op *op) {
-  if (op->noperands != 2 || op->nresults != 1) return AV_INVALID(c, "bad operands");
+  bool dyn = op->code == AV_OP_DYNAMIC_CONV;
+  if (op->noperands != (dyn ? 3u : 2u) || op->nresults != 1) return AV_INVALID(c, "bad operands");
   if (!all_tensors(c, op)) return false;
   const av_slot_type *l = operand(c, op, 0), *k = operand(c, op, 1);
   av_kernel_params *p = new_params(c, AV_K_CONV);
@@ -284,9 +285,21 @@ static bool lower_conv(av_lower *c, const av_op *op) {
   if (n1 != ns || n2 != ns || n3 != ns) return AV_INVALID(c, "spatial dimension lists have the wrong length");
   if (!ints_or(c, op, "window_strides", cp->window_strides, ns, 1, false) ||
       !ints_or(c, op, "lhs_dilation", cp->lhs_dilation, ns, 1, false) ||
-      !ints_or(c, op, "rhs_dilation", cp->rhs_dilation, ns, 1, false) ||
-      !padding_attr(c, op, ns, cp->padding_lo, cp->padding_hi))
+      !ints_or(c, op, "rhs_dilation", cp->rhs_dilation, ns, 1, false))
     return false;
+  if (dyn) {
+    int64_t flat[2 * AV_KMAX_RANK];
+    size_t n;
+    if (!av_const_operand_ints(op->operands[2], flat, 2 * AV_KMAX_RANK, &n))
+      return AV_UNSUPPORTED(c, "padding that is not a constant");
+    if (n != (size_t)(2 * ns)) return AV_INVALID(c, "padding must have %d pairs", ns);
+    for (int i = 0; i < ns; i++) {
+      cp->padding_lo[i] = flat[2 * i];
+      cp->padding_hi[i] = flat[2 * i + 1];
+    }
+  } else if (!padding_attr(c, op, ns, cp->padding_lo, cp->padding_hi)) {
+    return false;
+  }
   if (av_op_attr(op, "window_reversal")) {
     size_t nr;
     if (!av_attr_get_bools(op, "window_reversal", cp->window_reversal, AV_KMAX_RANK, &nr) ||
@@ -339,7 +352,8 @@ static bool lower_conv(av_lower *c, const av_op *op) {
 }
 
 static bool lower_gather(av_lower *c, const av_op *op) {
-  if (op->noperands != 2 || op->nresults != 1) return AV_INVALID(c, "bad operands");
+  bool dyn = op->code == AV_OP_DYNAMIC_GATHER;
+  if (op->noperands != (dyn ? 3u : 2u) || op->nresults != 1) return AV_INVALID(c, "bad operands");
   if (!all_tensors(c, op)) return false;
   const av_slot_type *t0 = operand(c, op, 0);
   av_kernel_params *p = new_params(c, AV_K_GATHER);
@@ -352,9 +366,16 @@ static bool lower_gather(av_lower *c, const av_op *op) {
       !ints_any(c, op, "start_indices_batching_dims", g->start_indices_batching_dims,
                 &g->n_start_indices_batching_dims) ||
       !ints_any(c, op, "start_index_map", g->start_index_map, &g->n_start_index_map) ||
-      !int_attr(c, op, "index_vector_dim", &g->index_vector_dim) ||
-      !ints_any(c, op, "slice_sizes", g->slice_sizes, &nss))
+      !int_attr(c, op, "index_vector_dim", &g->index_vector_dim))
     return false;
+  if (dyn) {
+    size_t n;
+    if (!av_const_operand_ints(op->operands[2], g->slice_sizes, AV_KMAX_RANK, &n))
+      return AV_UNSUPPORTED(c, "slice sizes that are not constants");
+    nss = (int)n;
+  } else if (!ints_any(c, op, "slice_sizes", g->slice_sizes, &nss)) {
+    return false;
+  }
   if (nss != t0->rank) return AV_INVALID(c, "slice_sizes must have one entry per operand dimension");
   av_attr_get_bool(op, "indices_are_sorted", &g->indices_are_sorted);
   return av_emit_op(c, av_step_kernel, p) != NULL;
@@ -545,8 +566,8 @@ bool av_lower_kernel_op(av_lower *c, const av_op *op, bool *handled) {
     case AV_OP_REDUCE_WINDOW: return lower_reduce(c, op, true);
     case AV_OP_SELECT_AND_SCATTER: return lower_select_and_scatter(c, op);
     case AV_OP_DOT: case AV_OP_DOT_GENERAL: return lower_dot(c, op);
-    case AV_OP_CONVOLUTION: return lower_conv(c, op);
-    case AV_OP_GATHER: return lower_gather(c, op);
+    case AV_OP_CONVOLUTION: case AV_OP_DYNAMIC_CONV: return lower_conv(c, op);
+    case AV_OP_GATHER: case AV_OP_DYNAMIC_GATHER: return lower_gather(c, op);
     case AV_OP_SCATTER: return lower_scatter(c, op);
     case AV_OP_SORT: return lower_sort(c, op);
     case AV_OP_FFT: return lower_fft(c, op);

@@ -167,17 +167,23 @@ static bool lower_concatenate(av_lower *c, const av_op *op) {
 
 static bool lower_pad(av_lower *c, const av_op *op) {
   io t;
-  if (op->noperands != 2 || !unary_io(c, op, &t)) return op->noperands == 2 ? false : AV_INVALID(c, "expected 2 operands");
+  bool dyn = op->code == AV_OP_DYNAMIC_PAD;
+  uint32_t want = dyn ? 5 : 2;
+  if (op->noperands != want || !unary_io(c, op, &t)) return op->noperands == want ? false : AV_INVALID(c, "expected %u operands", want);
   const av_slot_type *vt = av_tensor_of(c, op->operands[1], "padding_value");
   if (!vt) return false;
   if (vt->rank != 0 || vt->dtype != t.in->dtype) return AV_INVALID(c, "padding_value must be a scalar of the operand type");
   int r = t.in->rank;
   int64_t lo[AV_BOX_MAX_RANK], hi[AV_BOX_MAX_RANK], in[AV_BOX_MAX_RANK];
   size_t nlo, nhi, nin;
-  if (!av_attr_get_ints(op, "edge_padding_low", lo, AV_BOX_MAX_RANK, &nlo) ||
-      !av_attr_get_ints(op, "edge_padding_high", hi, AV_BOX_MAX_RANK, &nhi) ||
-      !av_attr_get_ints(op, "interior_padding", in, AV_BOX_MAX_RANK, &nin) || nlo != (size_t)r ||
-      nhi != (size_t)r || nin != (size_t)r || t.out->rank != r)
+  bool got = dyn ? av_const_operand_ints(op->operands[2], lo, AV_BOX_MAX_RANK, &nlo) &&
+                       av_const_operand_ints(op->operands[3], hi, AV_BOX_MAX_RANK, &nhi) &&
+                       av_const_operand_ints(op->operands[4], in, AV_BOX_MAX_RANK, &nin)
+                 : av_attr_get_ints(op, "edge_padding_low", lo, AV_BOX_MAX_RANK, &nlo) &&
+                       av_attr_get_ints(op, "edge_padding_high", hi, AV_BOX_MAX_RANK, &nhi) &&
+                       av_attr_get_ints(op, "interior_padding", in, AV_BOX_MAX_RANK, &nin);
+  if (dyn && !got) return AV_UNSUPPORTED(c, "padding amounts that are not constants");
+  if (!got || nlo != (size_t)r || nhi != (size_t)r || nin != (size_t)r || t.out->rank != r)
     return AV_INVALID(c, "bad padding attributes");
   av_pad_params *p = av_lower_alloc(c, sizeof *p);
   if (!p) return false;
@@ -314,7 +320,7 @@ bool av_lower_shape_op(av_lower *c, const av_op *op, bool *handled) {
     case AV_OP_SLICE: return lower_slice(c, op);
     case AV_OP_REVERSE: return lower_reverse(c, op);
     case AV_OP_CONCATENATE: return lower_concatenate(c, op);
-    case AV_OP_PAD: return lower_pad(c, op);
+    case AV_OP_PAD: case AV_OP_DYNAMIC_PAD: return lower_pad(c, op);
     case AV_OP_DYNAMIC_SLICE: return lower_dynamic_slice(c, op, false);
     case AV_OP_DYNAMIC_UPDATE_SLICE: return lower_dynamic_slice(c, op, true);
     case AV_OP_GET_TUPLE_ELEMENT: return lower_get_tuple_element(c, op);

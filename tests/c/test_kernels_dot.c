@@ -110,6 +110,20 @@ static void test_int_wrap_and_widening(void **state) {
   assert_int_equal(r32, 200 * 200 + 255 * 255);
 }
 
+/* s4 (one byte per element, sign-extended): [7, 7] . [7, 1] = 56, which wraps in 4 bits to
+ * 56 - 64 = -8 (by hand). */
+static void test_sub_byte_int_wraps(void **state) {
+  (void)state;
+  int8_t a[2] = {7, 7}, b[2] = {7, 1}, c = 0;
+  int64_t vd[1] = {2};
+  av_view A = tk_view(a, AV_DT_S4, 1, vd), B = tk_view(b, AV_DT_S4, 1, vd), C = tk_view(&c, AV_DT_S4, 0, NULL);
+  av_dot_params p = {.ncontract = 1, .lhs_contract = {0}, .rhs_contract = {0}};
+  av_diag d;
+  av_diag_init(&d);
+  assert_int_equal(av_kernel_dot_general(&p, &A, &B, &C, &d), AV_OK);
+  assert_int_equal(c, -8);
+}
+
 static void test_pred_is_or_of_and(void **state) {
   (void)state;
   uint8_t a[3] = {1, 1, 0}, b[3] = {0, 1, 1}, c;
@@ -240,6 +254,7 @@ int main(void) {
       cmocka_unit_test(test_plain_matmul_f32),     cmocka_unit_test(test_batched_all_types),
       cmocka_unit_test(test_two_contracting_f64),  cmocka_unit_test(test_transposed_lhs_f32),
       cmocka_unit_test(test_int_wrap_and_widening), cmocka_unit_test(test_pred_is_or_of_and),
+      cmocka_unit_test(test_sub_byte_int_wraps),
       cmocka_unit_test(test_complex_f32),          cmocka_unit_test(test_empty_contraction_gives_zeros),
       cmocka_unit_test(test_bad_dimension_numbers), cmocka_unit_test(test_blas_paths_with_transposes),
       cmocka_unit_test(test_matmul_1024_speed),

@@ -104,6 +104,21 @@ static void test_long_row_in_place(void **state) {
   for (int i = 0; i < N; i++) assert_true(x[i] == (float)i); /* 7919 is coprime with 1000 */
 }
 
+/* bf16 keys (bit patterns: 1.0 = 0x3f80, -2.0 = 0xc000, 0.5 = 0x3f00, -0.0 = 0x8000, +0 = 0),
+ * TOTALORDER GT: 1.0, 0.5, +0, -0, -2.0. */
+static void test_bf16_totalorder_descending(void **state) {
+  (void)state;
+  uint16_t x[5] = {0x3f00, 0x8000, 0xc000, 0x3f80, 0x0000}, out[5];
+  int64_t xd[1] = {5};
+  av_view X = tk_view(x, AV_DT_BF16, 1, xd), O = tk_view(out, AV_DT_BF16, 1, xd);
+  av_sort_params p = {.ninputs = 1, .dimension = 0, .comparator = simple_cmp("GT", "TOTALORDER", NULL)};
+  av_diag d;
+  av_diag_init(&d);
+  assert_int_equal(av_kernel_sort(&p, &X, &O, &d), AV_OK);
+  static const uint16_t e[5] = {0x3f80, 0x3f00, 0x0000, 0x8000, 0xc000};
+  for (int i = 0; i < 5; i++) assert_int_equal(out[i], e[i]);
+}
+
 static void test_sort_rejects_bad_dimension(void **state) {
   (void)state;
   float x[2] = {0, 1};
@@ -121,6 +136,7 @@ int main(void) {
       cmocka_unit_test(test_stable_multi_operand_descending),
       cmocka_unit_test(test_custom_comparator_along_dim0),
       cmocka_unit_test(test_long_row_in_place),
+      cmocka_unit_test(test_bf16_totalorder_descending),
       cmocka_unit_test(test_sort_rejects_bad_dimension),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -144,8 +144,78 @@ static void test_all_reduce_across_devices(void **state) {
   av_program_free(p);
 }
 
+/* all_gather and collective_permute over 4 replicas; device d holds [d]:
+ * all_gather gives [0, 1, 2, 3] everywhere, permute (i -> i+1 mod 4) gives [(d + 3) % 4]. */
+typedef struct gp_job {
+  av_program *p;
+  int device;
+  float out[5];
+  av_code code;
+} gp_job;
+
+static void *gp_worker(void *arg) {
+  gp_job *j = arg;
+  float in[1] = {(float)j->device};
+  av_tensor x = {av_storage_alloc(sizeof in), AV_DT_F32, 1, {1}};
+  memcpy(x.storage->data, in, sizeof in);
+  av_tensor out[2];
+  av_diag d;
+  av_diag_init(&d);
+  j->code = av_program_execute(j->p, j->device, &x, out, &d);
+  if (j->code == AV_OK) {
+    memcpy(j->out, out[0].storage->data, 4 * sizeof(float));
+    memcpy(j->out + 4, out[1].storage->data, sizeof(float));
+    av_storage_release(out[0].storage);
+    av_storage_release(out[1].storage);
+  }
+  av_storage_release(x.storage);
+  return NULL;
+}
+
+static void test_all_gather_and_permute(void **state) {
+  (void)state;
+  av_module *m = av_module_new();
+  const av_type *t1 = ty(m, AV_DT_F32, 1, 1), *t4 = ty(m, AV_DT_F32, 1, 4);
+  const av_type *res[2] = {t4, t1};
+  const av_type *ft = av_type_function(m, 1, &t1, 2, res);
+  av_func *fn = av_func_new(m, "main", ft);
+  fn->is_public = true;
+  av_block *b = av_region_add_block(m, &fn->body, 1, &t1);
+  av_value *x = &b->args[0];
+  av_named_attr ga = {"all_gather_dim", av_attr_int(m, 0, NULL)};
+  av_value *g = &tb_op(b, m, "stablehlo.all_gather", 1, &x, 1, &t4, 1, &ga, 0)->results[0];
+  int64_t pairs[8] = {0, 1, 1, 2, 2, 3, 3, 0};
+  int64_t pdims[2] = {4, 2};
+  const av_type *pt = av_type_tensor(m, AV_DT_S64, 2, pdims);
+  av_named_attr pa = {"source_target_pairs", av_attr_dense(m, pt, pairs, sizeof pairs, false, false)};
+  av_value *pm = &tb_op(b, m, "stablehlo.collective_permute", 1, &x, 1, &t1, 1, &pa, 0)->results[0];
+  av_value *outs[2] = {g, pm};
+  tb_return(b, m, "func.return", 2, outs);
+  av_compile_options o = {.num_replicas = 4, .num_partitions = 1};
+  av_diag d;
+  av_diag_init(&d);
+  av_program *p = av_program_from_module(m, &o, &d);
+  if (!p) fail_msg("%s", d.msg);
+  for (int round = 0; round < 10; round++) {
+    pthread_t th[4];
+    gp_job jobs[4];
+    for (int i = 0; i < 4; i++) {
+      jobs[i] = (gp_job){p, i, {0}, AV_UNKNOWN};
+      assert_int_equal(pthread_create(&th[i], NULL, gp_worker, &jobs[i]), 0);
+    }
+    for (int i = 0; i < 4; i++) {
+      pthread_join(th[i], NULL);
+      assert_int_equal(jobs[i].code, AV_OK);
+      for (int k = 0; k < 4; k++) assert_true(jobs[i].out[k] == (float)k);
+      assert_true(jobs[i].out[4] == (float)((i + 3) % 4));
+    }
+  }
+  av_program_free(p);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_concurrent_runs),
-                                     cmocka_unit_test(test_all_reduce_across_devices)};
+                                     cmocka_unit_test(test_all_reduce_across_devices),
+                                     cmocka_unit_test(test_all_gather_and_permute)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

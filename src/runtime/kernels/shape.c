@@ -23,6 +23,10 @@ static void copy_row(const char *sp, int64_t ss, char *dp, int64_t ds, int64_t n
     memmove(dp, sp, (size_t)n * esize);
     return;
   }
+  if (ss == 0 && ds == 1) { /* broadcasting one element along the row */
+    av_fill(dp, n, sp, esize);
+    return;
+  }
   switch (esize) {
     case 1: INNER_COPY(uint8_t)
     case 2: INNER_COPY(uint16_t)

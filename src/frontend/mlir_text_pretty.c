@@ -569,7 +569,7 @@ static bool result_types(mt_parser *p, pretty *pr, uint32_t nnamed) {
     for (uint32_t i = 0; i < nnamed; i++) {
       const av_type *t;
       if (nnamed <= pr->nsig) t = pr->sig[pr->nsig - nnamed + i];
-      else if (pr->nsig == 1) t = pr->sig[0];
+      else if (pr->nsig == 1 && nnamed <= b->noperands) t = pr->sig[0]; /* one type for all */
       else return mt_fail(p, "%s: %u results but %u types", b->name, nnamed, pr->nsig);
       if (!mt_opb_rtype(p, b, t)) return false;
     }

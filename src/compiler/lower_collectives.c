@@ -55,6 +55,7 @@ bool av_lower_collective_op(av_lower *c, const av_op *op, bool *handled) {
     case AV_OP_REDUCE_SCATTER: p->kind = AV_COLL_REDUCE_SCATTER; break;
     case AV_OP_COLLECTIVE_PERMUTE: p->kind = AV_COLL_PERMUTE; break;
     case AV_OP_ALL_TO_ALL: p->kind = AV_COLL_ALL_TO_ALL; break;
+    case AV_OP_COLLECTIVE_BROADCAST: p->kind = AV_COLL_BROADCAST; break;
     default: *handled = false; return false;
   }
   if (op->noperands < 1 || op->noperands != op->nresults) return AV_INVALID(c, "operand and result counts differ");
@@ -67,7 +68,7 @@ bool av_lower_collective_op(av_lower *c, const av_op *op, bool *handled) {
   if (!av_attr_get_int(op, "channel_id", &channel) && av_op_attr(op, "channel_handle")) {
     if (!av_attr_get_int(op, "channel_handle", &channel)) channel = 1;
   }
-  if (p->kind == AV_COLL_PERMUTE || p->kind == AV_COLL_ALL_TO_ALL)
+  if (p->kind == AV_COLL_PERMUTE || p->kind == AV_COLL_ALL_TO_ALL || p->kind == AV_COLL_BROADCAST)
     p->mode = channel > 0 ? AV_COLL_CROSS_PARTITION : AV_COLL_CROSS_REPLICA;
   else if (global)
     p->mode = AV_COLL_FLATTENED_IDS;

@@ -234,6 +234,47 @@ static av_code build_values(const av_sharding *sh, const av_func_plan *e, const 
   return c;
 }
 
+/* A result without a sharding of its own takes the one its value was constrained to
+ * (sdy.sharding_constraint / sdy.reshard), produced with (a manual computation's
+ * out_sharding) or passed in with (an argument); otherwise it stays replicated. */
+static av_code result_sharding_from_producer(const av_func *ef, uint32_t k, int rank,
+                                             av_mesh_table *t, av_sharding *out, av_diag *d) {
+  const av_op *ret = ef->body.nblocks == 1 ? ef->body.blocks[0].last : NULL;
+  if (!ret || k >= ret->noperands) return AV_OK;
+  const av_value *v = ret->operands[k];
+  av_diag ignored; /* a sharding we cannot read here only costs the propagation */
+  av_diag_init(&ignored);
+  av_sharding s;
+  if (!v->def) {
+    const av_attr *dict = ef->arg_attrs && v->owner == &ef->body.blocks[0] ? ef->arg_attrs[v->index] : NULL;
+    const char *text = attr_text(av_dict_get(dict, "sdy.sharding"));
+    if (text && av_sharding_parse(text, rank, t, &s, &ignored) == AV_OK) *out = s;
+    return AV_OK;
+  }
+  const av_op *op = v->def;
+  if (op->code == AV_OP_SDY_SHARDING_CONSTRAINT || op->code == AV_OP_SDY_RESHARD) {
+    const char *text = attr_text(av_op_attr(op, "sharding"));
+    if (text && av_sharding_parse(text, rank, t, &s, &ignored) == AV_OK) *out = s;
+  } else if (op->code == AV_OP_SDY_MANUAL_COMPUTATION && v->index < op->nresults) {
+    const char *text = attr_text(av_op_attr(op, "out_shardings"));
+    av_sharding *all = calloc(op->nresults, sizeof *all);
+    int *ranks = calloc(op->nresults, sizeof *ranks);
+    if (!all || !ranks) {
+      free(all);
+      free(ranks);
+      return av_diag_set(d, AV_RESOURCE_EXHAUSTED, "out of memory");
+    }
+    for (uint32_t r = 0; r < op->nresults; r++)
+      ranks[r] = op->results[r].type ? op->results[r].type->rank : 0;
+    if (text && av_sharding_per_value_parse(text, (int)op->nresults, ranks, t, all, &ignored) == AV_OK &&
+        all[v->index].rank == rank)
+      *out = all[v->index];
+    free(all);
+    free(ranks);
+  }
+  return AV_OK;
+}
+
 static av_code parse_main_shardings(const av_func *ef, const av_func_plan *e, av_mesh_table *t,
                                     av_sharding *sh, av_diag *d) {
   uint32_t nin = e->body.nargs, nout = e->body.nresults;
@@ -245,7 +286,13 @@ static av_code parse_main_shardings(const av_func *ef, const av_func_plan *e, av
                                 : (ef->res_attrs ? ef->res_attrs[k] : NULL);
     const char *text = attr_text(av_dict_get(dict, "sdy.sharding"));
     av_sharding_replicated(&sh[i], st->token ? 0 : st->rank);
-    if (!text || st->token) continue;
+    if (st->token) continue;
+    if (!text && !is_in) { /* what XLA's propagation would keep: the producer's sharding */
+      av_code c = result_sharding_from_producer(ef, k, st->rank, t, &sh[i], d);
+      if (c != AV_OK) return c;
+      continue;
+    }
+    if (!text) continue;
     av_code c = av_sharding_parse(text, st->rank, t, &sh[i], d);
     if (c != AV_OK) return av_diag_set(d, c, "  in the sharding of %s %u of @%s",
                                        is_in ? "argument" : "result", k, ef->name);

@@ -157,6 +157,14 @@ av_code av_step_collective(const av_step *s, av_frame *f, av_diag *d) {
           rank = i;
           key = (int64_t)g * (nrep * npart + 1) + fixed;
         }
+    if (rank < 0 && p->kind == AV_COLL_BROADCAST) { /* outside every group: zeros */
+      for (uint32_t k = 0; k < s->nout; k++) {
+        av_code c = av_step_alloc_out(s, f, k, d);
+        if (c != AV_OK) return c;
+        memset(av_out(s, f, k), 0, av_out_type(s, f, k)->nbytes);
+      }
+      return AV_OK;
+    }
     if (rank < 0)
       return av_diag_set(d, AV_INVALID_ARGUMENT, "collective: device %d is in no replica group", dev);
   }
@@ -238,6 +246,9 @@ av_code av_step_collective(const av_step *s, av_frame *f, av_diag *d) {
       }
       break;
     }
+    case AV_COLL_BROADCAST:
+      for (uint32_t k = 0; k < s->nout; k++) memcpy(av_out(s, f, k), ins[0][k], av_out_type(s, f, k)->nbytes);
+      break;
     case AV_COLL_ALL_TO_ALL:
       for (uint32_t k = 0; k < s->nout; k++) {
         const av_slot_type *it = av_in_type(s, f, k), *ot = av_out_type(s, f, k);

@@ -33,6 +33,7 @@ typedef enum av_coll_kind {
   AV_COLL_REDUCE_SCATTER,
   AV_COLL_PERMUTE,
   AV_COLL_ALL_TO_ALL,
+  AV_COLL_BROADCAST, /* collective_broadcast: the group's first member's operand */
 } av_coll_kind;
 
 /* StableHLO's process grouping modes (from channel_id and use_global_device_ids). */

@@ -369,6 +369,42 @@ static void test_mesh_2x2_psum_over_one_axis(void **state) {
   av_program_free(p);
 }
 
+/* collective_broadcast with groups [[1, 0]]: devices 1 and 0 get device 1's operand [11];
+ * devices 2 and 3 are in no group and get zeros. Local x = [10 d + 1]. */
+static const char *kBroadcast =
+    "module @m attributes {mhlo.num_partitions = 4 : i32, mhlo.num_replicas = 1 : i32} {\n"
+    "  sdy.mesh @mesh = <[\"i\"=4]>\n"
+    "  func.func public @main(%arg0: tensor<4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{\"i\"}]>}) -> "
+    "(tensor<4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{\"i\"}]>}) {\n"
+    "    %0 = sdy.manual_computation(%arg0) in_shardings=[<@mesh, [{\"i\"}]>] out_shardings=[<@mesh, [{\"i\"}]>] "
+    "manual_axes={\"i\"} (%x: tensor<1xf32>) {\n"
+    "      %b = \"stablehlo.collective_broadcast\"(%x) <{channel_handle = #stablehlo.channel_handle<handle = 1, type = 1>, "
+    "replica_groups = dense<[[1, 0]]> : tensor<1x2xi64>}> : (tensor<1xf32>) -> tensor<1xf32>\n"
+    "      sdy.return %b : tensor<1xf32>\n"
+    "    } : (tensor<4xf32>) -> tensor<4xf32>\n"
+    "    return %0 : tensor<4xf32>\n"
+    "  }\n"
+    "}\n";
+
+static void test_collective_broadcast(void **state) {
+  (void)state;
+  av_program *p = compile(kBroadcast, 1, NDEV);
+  av_tensor in[NDEV][MAXOUT];
+  int64_t one = 1;
+  for (int q = 0; q < NDEV; q++) {
+    float v = (float)(10 * q + 1);
+    in[q][0] = f32_tensor(1, &one, &v);
+  }
+  run_result r;
+  av_diag d;
+  assert_int_equal(run_devices(p, NDEV, in, &r, &d), AV_OK);
+  static const float want[NDEV] = {11, 11, 0, 0};
+  for (int q = 0; q < NDEV; q++) expect_f32(&r.out[q][0], 1, &want[q]);
+  release_all(r.out, NDEV, 1);
+  release_all(in, NDEV, 1);
+  av_program_free(p);
+}
+
 /* ------------------------------------------------- whole sharded programs */
 
 /* C = A @ B with A (4x2) sharded by rows over x and B (2x4) by columns over y, on a 2x2 mesh
@@ -575,6 +611,7 @@ int main(void) {
       cmocka_unit_test(test_manual_computation_collectives),
       cmocka_unit_test(test_permute_all_to_all_reduce_scatter),
       cmocka_unit_test(test_mesh_2x2_psum_over_one_axis),
+      cmocka_unit_test(test_collective_broadcast),
       cmocka_unit_test(test_sharded_program_runs_once),
       cmocka_unit_test(test_sharded_program_from_device_threads),
       cmocka_unit_test(test_replicas_with_collectives),

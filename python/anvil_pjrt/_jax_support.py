@@ -9,6 +9,8 @@ a JAX version that moved things still gets a working (if less capable) backend.
 
 import logging
 
+from . import _jax_lowerings
+
 logger = logging.getLogger(__name__)
 
 PLATFORM = "anvil"
@@ -19,6 +21,7 @@ def register(library_path, options):
 
     xb.register_plugin(PLATFORM, priority=400, library_path=library_path, options=options)
     _enable_donation()
+    _jax_lowerings.register(PLATFORM)
 
 
 def _enable_donation():

@@ -80,6 +80,9 @@ bool av_lower_control_op(av_lower *c, const av_op *op, bool *handled);
 bool av_lower_kernel_op(av_lower *c, const av_op *op, bool *handled);
 bool av_lower_collective_op(av_lower *c, const av_op *op, bool *handled);
 bool av_lower_qr_custom_call(av_lower *c, const av_op *op, const char *target);
+/* JAX's CPU LAPACK custom calls (lower_lapack.c). */
+bool av_is_lapack_target(const char *target);
+bool av_lower_lapack(av_lower *c, const av_op *op, const char *target);
 
 /* Integer list held by operand v when it is defined by a stablehlo.constant (the static
  * case of the dynamic_* ops); false otherwise. */

@@ -368,6 +368,7 @@ static bool lower_custom_call(av_lower *c, const av_op *op) {
   if (is_identity_target(target)) return lower_identity(c, op);
   if (strcmp(target, "Qr") == 0 || strcmp(target, "ProductOfElementaryHouseholderReflectors") == 0)
     return av_lower_qr_custom_call(c, op, target);
+  if (av_is_lapack_target(target)) return av_lower_lapack(c, op, target);
   return AV_UNSUPPORTED(c, "custom_call target @%s is not supported", target);
 }
 

@@ -182,8 +182,8 @@ static bool matrix(checker *k, const av_lapack_arg *a, const char *what, av_dtyp
   int64_t b = 1;
   for (int i = 0; i < *nb; i++) b *= a->dims[i];
   k->call->batch = b;
-  /* LAPACK takes 32-bit sizes */
-  if (*m > INT32_MAX / 2 || *n > INT32_MAX / 2)
+  /* LAPACK takes 32-bit sizes and indexes a matrix with 32-bit offsets */
+  if (*m > INT32_MAX / 2 || *n > INT32_MAX / 2 || *m * *n > INT32_MAX)
     return fail(k, AV_UNIMPLEMENTED, "%s is too large for LAPACK's 32-bit sizes", what);
   return true;
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "compiler/program_module.h"
+#include "frontend/hlo_config.h"
 #include "pjrt/buffer_copy.h"
 #include "pjrt/pjrt_internal.h"
 
@@ -38,7 +39,7 @@ void av_exec_core_release(av_exec_core *c) {
   free(c->source_format);
   free(c->source_code);
   free(c->source_options);
-  free(c->text);
+  free(c->optimized);
   pthread_mutex_destroy(&c->mu);
   free(c);
 }
@@ -453,6 +454,43 @@ PJRT_Error *av_PJRT_Executable_GetCompiledMemoryStats(
 }
 
 /* Two-call protocol: code == NULL asks for code_size; then the caller passes a buffer. */
+/* What the framework reads back as "the optimized program". anvil compiles to its own plan, not
+ * to HLO, so the faithful answer is the program it was given, in a form the framework parses:
+ * JAX parses "mlir" (the portable artifact or text it sent); PyTorch/XLA accepts only
+ * "hlo_with_config" for HLO programs (it aborts otherwise). Called with c->mu held. */
+static PJRT_Error *make_optimized_program(av_exec_core *c) {
+  const char *format;
+  const void *code;
+  size_t size;
+  av_program_source(c->program, &format, &code, &size);
+  if (format && strcmp(format, "hlo") == 0) {
+    av_diag d;
+    av_diag_init(&d);
+    if (av_hlo_module_with_config(code, size, av_program_num_replicas(c->program),
+                                  av_program_num_partitions(c->program), &c->optimized,
+                                  &c->optimized_size, &d) != AV_OK)
+      return av_error_from_diag(&d);
+    c->optimized_format = "hlo_with_config";
+    return NULL;
+  }
+  if (format) {
+    c->optimized = malloc(size ? size : 1);
+    if (!c->optimized) return av_error_new(AV_RESOURCE_EXHAUSTED, "out of memory");
+    if (size) memcpy(c->optimized, code, size);
+    c->optimized_size = size;
+    c->optimized_format = "mlir";
+    return NULL;
+  }
+  /* Built from an in-memory module: its printed text. */
+  char *text = av_program_text(c->program);
+  if (!text)
+    return av_error_new(AV_UNIMPLEMENTED, "PJRT_Executable_OptimizedProgram: no program text");
+  c->optimized = (uint8_t *)text;
+  c->optimized_size = strlen(text);
+  c->optimized_format = "mlir";
+  return NULL;
+}
+
 PJRT_Error *av_PJRT_Executable_OptimizedProgram(PJRT_Executable_OptimizedProgram_Args *args) {
   AV_ARGS(args, PJRT_Executable_OptimizedProgram_Args);
   const char *fn = "PJRT_Executable_OptimizedProgram";
@@ -460,24 +498,23 @@ PJRT_Error *av_PJRT_Executable_OptimizedProgram(PJRT_Executable_OptimizedProgram
   AV_REQUIRE(args->program, AV_INVALID_ARGUMENT, "%s: program is NULL", fn);
   PJRT_Program *prog = args->program;
   AV_ARGS_MIN(prog, PJRT_Program, (size_t)PJRT_Program_STRUCT_SIZE);
-  /* The framework asks several times per compile; print once. */
+  /* The framework asks several times per compile; build the answer once. */
   av_exec_core *c = args->executable->core;
   pthread_mutex_lock(&c->mu);
-  if (!c->text) c->text = av_program_text(c->program);
-  const char *text = c->text;
+  PJRT_Error *err = c->optimized ? NULL : make_optimized_program(c);
   pthread_mutex_unlock(&c->mu);
-  AV_REQUIRE(text, AV_UNIMPLEMENTED, "%s: the program text is not available", fn);
-  size_t len = strlen(text);
-  prog->format = "mlir";
-  prog->format_size = 4;
+  if (err) return err;
+  prog->format = c->optimized_format;
+  prog->format_size = strlen(c->optimized_format);
   if (!prog->code) {
-    prog->code_size = len;
+    prog->code_size = c->optimized_size;
     return NULL;
   }
-  AV_REQUIRE(prog->code_size >= len, AV_INVALID_ARGUMENT,
-             "%s: code_size %zu is smaller than the program (%zu bytes)", fn, prog->code_size, len);
-  memcpy(prog->code, text, len);
-  prog->code_size = len;
+  AV_REQUIRE(prog->code_size >= c->optimized_size, AV_INVALID_ARGUMENT,
+             "%s: code_size %zu is smaller than the program (%zu bytes)", fn, prog->code_size,
+             c->optimized_size);
+  memcpy(prog->code, c->optimized, c->optimized_size);
+  prog->code_size = c->optimized_size;
   return NULL;
 }
 

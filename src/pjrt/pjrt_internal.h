@@ -272,7 +272,10 @@ typedef struct av_exec_core {
   size_t source_code_size;
   char *source_options;
   size_t source_options_size;
-  char *text; /* av_program_text, computed on first use (guarded by mu) */
+  /* PJRT_Executable_OptimizedProgram's answer, made on first use (guarded by mu). */
+  uint8_t *optimized;
+  size_t optimized_size;
+  const char *optimized_format;
 } av_exec_core;
 
 struct PJRT_Executable {

@@ -160,3 +160,11 @@ def test_compiled_text_and_repeated_calls():
     x = jax.device_put(f32(4, 3), jax.devices("anvil")[0])
     for _ in range(3):
         np.testing.assert_allclose(np.asarray(fn(x)), np.asarray(x).sum(0), rtol=1e-6)
+
+
+def test_compiled_as_text_parses():
+    # JAX parses PJRT_Executable_OptimizedProgram's answer; anvil returns the program it got.
+    x = jax.device_put(f32(2, 3), jax.devices("anvil")[0])
+    y = jax.device_put(f32(3, 4), jax.devices("anvil")[0])
+    text = jax.jit(lambda a, b: a @ b).lower(x, y).compile().as_text()
+    assert "dot" in text and "f32[2,3]" in text

@@ -116,11 +116,39 @@ static void test_rng_uniform_range_and_state(void **state) {
   for (int i = 0; i < 100; i++) assert_true(io[i] >= 5 && io[i] < 8);
 }
 
+/* NORMAL(mu = 3, sigma = 2) over 20000 draws: sample mean within 0.1 (4.5 standard errors)
+ * and standard deviation within 0.1 of the parameters. */
+static void test_rng_normal_moments(void **state) {
+  (void)state;
+  enum { N = 20000 };
+  static double out[N];
+  double a = 3.0, b = 2.0;
+  int64_t od[1] = {N};
+  uint64_t counter = 7;
+  av_view A = tk_view(&a, AV_DT_F64, 0, NULL), B = tk_view(&b, AV_DT_F64, 0, NULL), O = tk_view(out, AV_DT_F64, 1, od);
+  av_rng_params p = {AV_RNG_NORMAL, &counter};
+  av_diag d;
+  av_diag_init(&d);
+  assert_int_equal(av_kernel_rng(&p, &A, &B, &O, &d), AV_OK);
+  double sum = 0, sq = 0;
+  for (int i = 0; i < N; i++) {
+    assert_true(isfinite(out[i]));
+    sum += out[i];
+  }
+  double mean = sum / N;
+  for (int i = 0; i < N; i++) sq += (out[i] - mean) * (out[i] - mean);
+  double sd = sqrt(sq / (N - 1));
+  assert_true(fabs(mean - 3.0) < 0.1);
+  assert_true(fabs(sd - 2.0) < 0.1);
+  assert_true(counter == 7 + N);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_against_xla),
       cmocka_unit_test(test_philox_three_word_state),
       cmocka_unit_test(test_rng_uniform_range_and_state),
+      cmocka_unit_test(test_rng_normal_moments),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -197,7 +197,9 @@ av_code av_kernel_rng(const av_rng_params *p, const av_view *a, const av_view *b
       double u = (double)(bits >> 11) * 0x1.0p-53; /* [0, 1) */
       double v;
       if (p->distribution == AV_RNG_NORMAL) {
-        double u2 = (double)(w[0] >> 8) * 0x1.0p-24;
+        uint32_t w2[2]; /* an independent block for the angle */
+        threefry2x32((uint32_t)key, (uint32_t)(key >> 32), (uint32_t)c, (uint32_t)(c >> 32) ^ 0x9E3779B9u, w2);
+        double u2 = (double)(((uint64_t)w2[0] << 21) ^ w2[1]) * 0x1.0p-53;
         double u1 = u > 1e-300 ? u : 1e-300;
         v = fa + fb * sqrt(-2.0 * log(u1)) * cos(2.0 * 3.14159265358979323846 * u2);
       } else {

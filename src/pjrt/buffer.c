@@ -9,7 +9,7 @@
 
 PJRT_Buffer *av_buffer_new_pending(PJRT_Device *dev, av_memory *mem, av_dtype dt, int rank,
                                    const int64_t *dims) {
-  size_t nbytes;
+  size_t nbytes = 0;
   if (rank < 0 || rank > AV_MAX_RANK || !av_shape_bytes(dt, rank, dims, &nbytes)) return NULL;
   PJRT_Buffer *b = calloc(1, sizeof *b);
   if (!b) return NULL;
@@ -180,8 +180,8 @@ PJRT_Error *av_PJRT_Client_BufferFromHostBuffer(PJRT_Client_BufferFromHostBuffer
   args->buffer = NULL;
   args->done_with_host_buffer = NULL;
   AV_REQUIRE(args->client, AV_INVALID_ARGUMENT, "%s: client is NULL", fn);
-  av_dtype dt;
-  size_t nbytes;
+  av_dtype dt = AV_DT_INVALID;
+  size_t nbytes = 0;
   PJRT_Error *err = check_shape(args->type, args->dims, args->num_dims, fn, &dt, &nbytes);
   if (err) return err;
   int rank = (int)args->num_dims;
@@ -210,8 +210,8 @@ PJRT_Error *av_PJRT_Client_BufferFromHostBuffer(PJRT_Client_BufferFromHostBuffer
              sem == PJRT_HostBufferSemantics_kMutableZeroCopy ? AV_UNIMPLEMENTED
                                                                : AV_INVALID_ARGUMENT,
              "%s: host_buffer_semantics %d is not supported", fn, (int)sem);
-  PJRT_Device *dev;
-  av_memory *mem;
+  PJRT_Device *dev = NULL;
+  av_memory *mem = NULL;
   err = resolve_target(args->client, args->device, args->memory, fn, &dev, &mem);
   if (err) return err;
 
@@ -261,13 +261,13 @@ PJRT_Error *av_PJRT_Client_CreateUninitializedBuffer(
   const char *fn = "PJRT_Client_CreateUninitializedBuffer";
   args->buffer = NULL;
   AV_REQUIRE(args->client, AV_INVALID_ARGUMENT, "%s: client is NULL", fn);
-  av_dtype dt;
-  size_t nbytes;
+  av_dtype dt = AV_DT_INVALID;
+  size_t nbytes = 0;
   PJRT_Error *err =
       check_shape(args->shape_element_type, args->shape_dims, args->shape_num_dims, fn, &dt, &nbytes);
   if (!err) err = check_device_layout(args->shape_layout, args->shape_num_dims, fn);
-  PJRT_Device *dev;
-  av_memory *mem;
+  PJRT_Device *dev = NULL;
+  av_memory *mem = NULL;
   if (!err) err = resolve_target(args->client, args->device, args->memory, fn, &dev, &mem);
   if (err) return err;
   PJRT_Buffer *b = av_buffer_new_pending(dev, mem, dt, (int)args->shape_num_dims, args->shape_dims);
@@ -293,13 +293,13 @@ PJRT_Error *av_PJRT_Client_CreateErrorBuffer(PJRT_Client_CreateErrorBuffer_Args 
              AV_INVALID_ARGUMENT, "%s: error_code %d is not an error", fn, (int)args->error_code);
   AV_REQUIRE(args->error_message || args->error_message_size == 0, AV_INVALID_ARGUMENT,
              "%s: error_message is NULL", fn);
-  av_dtype dt;
-  size_t nbytes;
+  av_dtype dt = AV_DT_INVALID;
+  size_t nbytes = 0;
   PJRT_Error *err =
       check_shape(args->shape_element_type, args->shape_dims, args->shape_num_dims, fn, &dt, &nbytes);
   if (!err) err = check_device_layout(args->shape_layout, args->shape_num_dims, fn);
-  PJRT_Device *dev;
-  av_memory *mem;
+  PJRT_Device *dev = NULL;
+  av_memory *mem = NULL;
   if (!err) err = resolve_target(args->client, NULL, args->memory, fn, &dev, &mem);
   if (err) return err;
   PJRT_Buffer *b = av_buffer_new_pending(dev, mem, dt, (int)args->shape_num_dims, args->shape_dims);
@@ -511,8 +511,8 @@ PJRT_Error *av_PJRT_Buffer_CopyToDevice(PJRT_Buffer_CopyToDevice_Args *args) {
   args->dst_buffer = NULL;
   AV_BUF(args, buffer, "PJRT_Buffer_CopyToDevice");
   AV_REQUIRE(args->dst_device, AV_INVALID_ARGUMENT, "%s: dst_device is NULL", fn);
-  PJRT_Device *dev;
-  av_memory *mem;
+  PJRT_Device *dev = NULL;
+  av_memory *mem = NULL;
   PJRT_Error *err = resolve_target(args->buffer->client, args->dst_device, NULL, fn, &dev, &mem);
   if (err) return err;
   return copy_buffer(args->buffer, dev, mem, fn, &args->dst_buffer);
@@ -524,8 +524,8 @@ PJRT_Error *av_PJRT_Buffer_CopyToMemory(PJRT_Buffer_CopyToMemory_Args *args) {
   args->dst_buffer = NULL;
   AV_BUF(args, buffer, "PJRT_Buffer_CopyToMemory");
   AV_REQUIRE(args->dst_memory, AV_INVALID_ARGUMENT, "%s: dst_memory is NULL", fn);
-  PJRT_Device *dev;
-  av_memory *mem;
+  PJRT_Device *dev = NULL;
+  av_memory *mem = NULL;
   PJRT_Error *err = resolve_target(args->buffer->client, NULL, args->dst_memory, fn, &dev, &mem);
   if (err) return err;
   /* A memory shared by several devices (pinned host) keeps the source's device. */

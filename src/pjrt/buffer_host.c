@@ -121,7 +121,7 @@ PJRT_Error *av_PJRT_Buffer_ToHostBuffer(PJRT_Buffer_ToHostBuffer_Args *args) {
   AV_REQUIRE(args->src, AV_INVALID_ARGUMENT, "%s: src is NULL", fn);
   PJRT_Buffer *b = args->src;
   int64_t strides[AV_MAX_RANK];
-  size_t span;
+  size_t span = 0;
   PJRT_Error *err = host_strides(b, args->host_layout, strides, &span);
   if (err) return err;
   if (!args->dst) { /* size query */

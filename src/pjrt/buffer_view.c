@@ -29,7 +29,7 @@ PJRT_Error *av_PJRT_Client_CreateViewOfDeviceBuffer(PJRT_Client_CreateViewOfDevi
              (int)args->element_type);
   AV_REQUIRE(args->num_dims <= AV_MAX_RANK && (args->dims || args->num_dims == 0),
              AV_INVALID_ARGUMENT, "%s: bad dims (rank %zu)", fn, args->num_dims);
-  size_t nbytes;
+  size_t nbytes = 0;
   AV_REQUIRE(av_shape_bytes(dt, (int)args->num_dims, args->dims, &nbytes), AV_INVALID_ARGUMENT,
              "%s: negative or overflowing dimensions", fn);
   AV_REQUIRE(args->device_buffer_ptr, AV_INVALID_ARGUMENT, "%s: device_buffer_ptr is NULL", fn);
@@ -89,7 +89,7 @@ PJRT_Error *av_PJRT_Buffer_Bitcast(PJRT_Buffer_Bitcast_Args *args) {
              (int)args->element_type);
   AV_REQUIRE(args->num_dims <= AV_MAX_RANK && (args->dims || args->num_dims == 0),
              AV_INVALID_ARGUMENT, "%s: bad dims (rank %zu)", fn, args->num_dims);
-  size_t nbytes;
+  size_t nbytes = 0;
   AV_REQUIRE(av_shape_bytes(dt, (int)args->num_dims, args->dims, &nbytes), AV_INVALID_ARGUMENT,
              "%s: negative or overflowing dimensions", fn);
   AV_REQUIRE(nbytes == src->nbytes, AV_INVALID_ARGUMENT,

@@ -184,7 +184,7 @@ static PJRT_Error *compile_core(const char *fn, size_t num_devices, const char *
     if (d.code == AV_OK) av_diag_set(&d, AV_INTERNAL, "%s: compilation failed without a message", fn);
     return av_error_from_diag(&d);
   }
-  av_exec_core *c;
+  av_exec_core *c = NULL;
   err = core_new(p, &opts, &c);
   if (err) {
     av_program_free(p);

@@ -172,7 +172,7 @@ static void type_str(char *buf, size_t n, av_dtype dt, int rank, const int64_t *
 /* The argument must have the type the program was compiled for (per-device shapes). */
 static PJRT_Error *check_argument_type(const av_exec_core *core, const PJRT_Buffer *b, size_t i,
                                        size_t d, const char *fn) {
-  av_dtype dt;
+  av_dtype dt = AV_DT_INVALID;
   int rank;
   const int64_t *dims;
   if (!av_program_input_type(core->program, (int)i, &dt, &rank, &dims) || dt == AV_DT_INVALID)

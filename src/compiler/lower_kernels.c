@@ -559,6 +559,33 @@ bool av_lower_qr_custom_call(av_lower *c, const av_op *op, const char *target) {
   return av_emit_op(c, av_step_kernel, p) != NULL;
 }
 
+static bool lower_batch_norm(av_lower *c, const av_op *op) {
+  av_batch_norm_kind kind = op->code == AV_OP_BATCH_NORM_INFERENCE ? AV_BN_INFERENCE
+                            : op->code == AV_OP_BATCH_NORM_TRAINING ? AV_BN_TRAINING : AV_BN_GRAD;
+  uint32_t nin = kind == AV_BN_TRAINING ? 3 : 5, nout = kind == AV_BN_INFERENCE ? 1 : 3;
+  if (op->noperands != nin || op->nresults != nout) return AV_INVALID(c, "bad operands");
+  if (!all_tensors(c, op)) return false;
+  av_kernel_params *p = new_params(c, AV_K_BATCH_NORM);
+  if (!p) return false;
+  p->u.batch_norm.kind = kind;
+  const av_attr *eps = av_op_attr(op, "epsilon");
+  if (!eps || eps->kind != AV_ATTR_FLOAT || !(eps->u.f >= 0)) return AV_INVALID(c, "bad epsilon");
+  p->u.batch_norm.epsilon = eps->u.f;
+  if (!int_attr(c, op, "feature_index", &p->u.batch_norm.feature_index)) return false;
+  const av_slot_type *x = av_vtype(c, op->operands[0]);
+  int64_t f = p->u.batch_norm.feature_index;
+  if (f < 0 || f >= x->rank) return AV_INVALID(c, "feature_index out of range");
+  if (x->dtype != AV_DT_F32 && x->dtype != AV_DT_F64)
+    return AV_UNSUPPORTED(c, "batch norm on %s", av_dtype_mlir_name(x->dtype));
+  for (uint32_t i = 0; i < nout; i++) {
+    const av_slot_type *t = av_vtype(c, &op->results[i]);
+    bool vec = i > 0;
+    if (t->dtype != x->dtype || (vec ? (t->rank != 1 || t->dims[0] != x->dims[f]) : t->nelems != x->nelems || t->rank != x->rank))
+      return AV_INVALID(c, "result %u type mismatch", i);
+  }
+  return av_emit_op(c, av_step_kernel, p) != NULL;
+}
+
 bool av_lower_kernel_op(av_lower *c, const av_op *op, bool *handled) {
   *handled = true;
   switch (op->code) {
@@ -576,6 +603,8 @@ bool av_lower_kernel_op(av_lower *c, const av_op *op, bool *handled) {
     case AV_OP_MAP: return lower_map(c, op);
     case AV_OP_CHLO_TOP_K: return lower_top_k(c, op);
     case AV_OP_RNG: return lower_rng(c, op);
+    case AV_OP_BATCH_NORM_INFERENCE: case AV_OP_BATCH_NORM_TRAINING: case AV_OP_BATCH_NORM_GRAD:
+      return lower_batch_norm(c, op);
     default:
       *handled = false;
       return false;

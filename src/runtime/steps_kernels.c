@@ -132,6 +132,7 @@ av_code av_step_kernel(const av_step *s, av_frame *f, av_diag *d) {
       case AV_K_RNG: c = av_kernel_rng(&p.u.rng, &in[0], &in[1], out, d); break;
       case AV_K_QR: c = av_kernel_qr(&in[0], &out[0], &out[1], d); break;
       case AV_K_HOUSEHOLDER_PRODUCT: c = av_kernel_householder_product(&in[0], &in[1], &out[0], d); break;
+      case AV_K_BATCH_NORM: c = av_kernel_batch_norm(&p.u.batch_norm, in, out, d); break;
       case AV_K_TOP_K: c = av_kernel_top_k(p.u.top_k, &in[0], &out[0], &out[1], d); break;
       case AV_K_MAP: c = run_map(&p.u.map, in, s->nin, &out[0], d); break;
     }

@@ -3,6 +3,7 @@
 #ifndef ANVIL_RUNTIME_STEPS_KERNELS_H
 #define ANVIL_RUNTIME_STEPS_KERNELS_H
 
+#include "runtime/kernels/batch_norm.h"
 #include "runtime/kernels/conv.h"
 #include "runtime/kernels/dot.h"
 #include "runtime/kernels/fft.h"
@@ -34,6 +35,7 @@ typedef enum av_kernel_kind {
   AV_K_RNG_BIT_GENERATOR,
   AV_K_RNG,
   AV_K_TOP_K,
+  AV_K_BATCH_NORM,
   AV_K_QR,                /* custom_call @Qr */
   AV_K_HOUSEHOLDER_PRODUCT, /* custom_call @ProductOfElementaryHouseholderReflectors */
   AV_K_MAP, /* stablehlo.map: the region applied element by element */
@@ -57,6 +59,7 @@ typedef struct av_kernel_params {
     av_rng_params rng;
     av_scalar_fn map;
     int64_t top_k;
+    av_batch_norm_params batch_norm;
   } u;
   /* region bodies (up to two), and where their av_scalar_fn lives inside `u` */
   const av_block_plan *regions[2];

@@ -323,6 +323,49 @@ static void test_qr_custom_calls(void **state) {
   for (int i = 0; i < 3; i++) av_storage_release(out[i].storage);
 }
 
+/* x = [[1, 2], [3, 4]] with features along dimension 1 (hand-computed, epsilon 0):
+ *   inference (scale [1, 2], offset [0, 1], mean [2, 3], var [1, 4]) -> [[-1, 0], [1, 2]]
+ *   training (scale [1, 1], offset [0, 0]) -> [[-1, -1], [1, 1]], mean [2, 3], var [1, 1]
+ *   grad (scale [1, 1], mean [2, 3], var [1, 1], dy [[1, 0], [0, 0]])
+ *        -> dx 0, dscale [-1, 0], doffset [1, 0] */
+static void test_batch_norm(void **state) {
+  (void)state;
+  av_module *m = av_module_new();
+  const av_type *t22 = ty(m, AV_DT_F32, 2, 2, 2), *t2 = ty(m, AV_DT_F32, 1, 2);
+  const av_type *res[7] = {t22, t22, t2, t2, t22, t2, t2};
+  tb t = tb_new(m, 7, res);
+  float x[4] = {1, 2, 3, 4}, s12[2] = {1, 2}, o01[2] = {0, 1}, mu[2] = {2, 3}, v14[2] = {1, 4};
+  float ones[2] = {1, 1}, zeros[2] = {0, 0}, dy[4] = {1, 0, 0, 0};
+  av_value *cx = tb_const(&t, t22, x, sizeof x);
+  av_named_attr a[2] = {{"epsilon", av_attr_float(m, 0.0, NULL)},
+                        {"feature_index", av_attr_int(m, 1, NULL)}};
+  av_value *inf_in[5] = {cx, tb_const(&t, t2, s12, 8), tb_const(&t, t2, o01, 8),
+                         tb_const(&t, t2, mu, 8), tb_const(&t, t2, v14, 8)};
+  av_op *inf = tb_op(t.b, m, "stablehlo.batch_norm_inference", 5, inf_in, 1, &t22, 2, a, 0);
+  av_value *tr_in[3] = {cx, tb_const(&t, t2, ones, 8), tb_const(&t, t2, zeros, 8)};
+  const av_type *tr_res[3] = {t22, t2, t2};
+  av_op *tr = tb_op(t.b, m, "stablehlo.batch_norm_training", 3, tr_in, 3, tr_res, 2, a, 0);
+  av_value *gr_in[5] = {cx, tb_const(&t, t2, ones, 8), tb_const(&t, t2, mu, 8),
+                        tb_const(&t, t2, ones, 8), tb_const(&t, t22, dy, sizeof dy)};
+  av_op *gr = tb_op(t.b, m, "stablehlo.batch_norm_grad", 5, gr_in, 3, tr_res, 2, a, 0);
+  av_value *outs[7] = {&inf->results[0], &tr->results[0], &tr->results[1], &tr->results[2],
+                       &gr->results[0], &gr->results[1], &gr->results[2]};
+  tb_return(t.b, m, "func.return", 7, outs);
+  av_tensor out[7];
+  av_diag d;
+  if (tb_run(m, out, 7, &d) != AV_OK) fail_msg("%s", d.msg);
+  float w_inf[4] = {-1, 0, 1, 2}, w_tr[4] = {-1, -1, 1, 1}, w_mean[2] = {2, 3}, w_var[2] = {1, 1};
+  float w_dx[4] = {0, 0, 0, 0}, w_ds[2] = {-1, 0}, w_do[2] = {1, 0};
+  const float *want[7] = {w_inf, w_tr, w_mean, w_var, w_dx, w_ds, w_do};
+  int n[7] = {4, 4, 2, 2, 4, 2, 2};
+  for (int i = 0; i < 7; i++) {
+    const float *g = out[i].storage->data;
+    for (int k = 0; k < n[i]; k++)
+      if (fabsf(g[k] - want[i][k]) > 1e-6f) fail_msg("output %d[%d]: %g, want %g", i, k, g[k], want[i][k]);
+    av_storage_release(out[i].storage);
+  }
+}
+
 /* Malformed IR: @helper uses a value defined in @main; refused at compile time. */
 static void test_value_from_another_function_refused(void **state) {
   (void)state;
@@ -359,6 +402,7 @@ int main(void) {
       cmocka_unit_test(test_call_with_input),
       cmocka_unit_test(test_value_from_another_function_refused),
       cmocka_unit_test(test_qr_custom_calls),
+      cmocka_unit_test(test_batch_norm),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

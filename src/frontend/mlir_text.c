@@ -596,6 +596,7 @@ bool mt_parse_op(mt_parser *p, av_block *block, av_op **out) {
       } else {
         b.name = mt_strndup(p, nt.p, nt.len);
       }
+      b.name_tok = nt;
       mt_next(p);
       ok = b.name && mt_parse_pretty_op(p, &b, nnamed);
     } else {

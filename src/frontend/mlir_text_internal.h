@@ -153,6 +153,7 @@ bool mt_parse_opt_loc(mt_parser *p, const char **loc);
 /* Op under construction. */
 typedef struct mt_opb {
   const char *name;
+  mt_tok name_tok; /* for errors about the whole op */
   av_value **operands;
   uint32_t noperands, capoperands;
   av_named_attr *attrs;

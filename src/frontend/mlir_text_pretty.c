@@ -570,12 +570,16 @@ static bool result_types(mt_parser *p, pretty *pr, uint32_t nnamed) {
       const av_type *t;
       if (nnamed <= pr->nsig) t = pr->sig[pr->nsig - nnamed + i];
       else if (pr->nsig == 1 && nnamed <= b->noperands) t = pr->sig[0]; /* one type for all */
-      else return mt_fail(p, "%s: %u results but %u types", b->name, nnamed, pr->nsig);
+      else {
+        p->tok = b->name_tok;
+        return mt_fail(p, "%s: %u results but %u types", b->name, nnamed, pr->nsig);
+      }
       if (!mt_opb_rtype(p, b, t)) return false;
     }
     return true;
   }
   if (pr->pos_typed && nnamed == 1) return mt_opb_rtype(p, b, pr->pos[pr->npos - 1]->type);
+  p->tok = b->name_tok;
   return mt_fail(p, "cannot tell the result types of %s", b->name);
 }
 

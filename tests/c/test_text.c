@@ -470,6 +470,9 @@ static void test_errors(void **s) {
   expect_error("func.func @f(%a: tensor<4x?xf32>) {\n  %0 = stablehlo.constant dense<1.0> : tensor<?xf32>\n}", "2:", "static shape");
   expect_error("func.func @f(%a: tensor<f32>) {\n  %0 = stablehlo.abs %a#3 : tensor<f32>\n}", "2:", "out of range");
   expect_error("#a = 1.5 : i32\n", "1:", "float literal with a non-float type");
+  expect_error("func.func @f(%a: tensor<f32>) {\n  %0:3 = stablehlo.abs %a : tensor<f32>\n}", "2:10",
+               "3 results but 1 types");
+  expect_error("func.func @f() {\n  %0 = stablehlo.iota dim = 0\n}", "2:8", "cannot tell the result types");
   /* a NUL inside text kept verbatim (here a dialect type) is rejected */
   const char nul_type[] = "func.func @f(%a: !my.t<a\0b>) {\n}\n";
   av_diag d;

@@ -274,8 +274,10 @@ bool mt_parse_opt_loc(mt_parser *p, const char **loc) {
   for (; q < e; q++) {
     if (*q == '\0') return mt_fail(p, "NUL character in loc(...)");
     if (*q == '"') {
-      for (q++; q < e && *q != '"'; q++)
+      for (q++; q < e && *q != '"'; q++) {
         if (*q == '\\') q++;
+        if (q < e && *q == '\0') return mt_fail(p, "NUL character in loc(...)");
+      }
       if (q >= e) break;
       continue;
     }

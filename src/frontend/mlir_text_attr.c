@@ -71,8 +71,10 @@ const char *mt_skip_balanced(const char *s, const char *e) {
     char c = *q;
     if (c == '\0') return NULL; /* kept text must be a C string */
     if (c == '"') {
-      for (q++; q < e && *q != '"'; q++)
+      for (q++; q < e && *q != '"'; q++) {
         if (*q == '\\') q++;
+        if (q < e && *q == '\0') return NULL;
+      }
       if (q >= e) return NULL;
       continue;
     }

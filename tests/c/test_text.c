@@ -479,6 +479,14 @@ static void test_errors(void **s) {
   av_diag_init(&d);
   assert_null(av_load_mlir_text(nul_type, sizeof nul_type - 1, &d));
   assert_non_null(strstr(d.msg, "1:"));
+  /* ... also inside a string of such text (a fuzz finding) */
+  const char nul_str[] = "func.func @f(%a: tensor<f32> {x = #sdy.sharding<@m, [{\"a\0b\"}]>}) {\n}\n";
+  av_diag_init(&d);
+  assert_null(av_load_mlir_text(nul_str, sizeof nul_str - 1, &d));
+  const char nul_loc[] = "func.func @f() {\n  func.return loc(\"a\0b\":1:2)\n}\n";
+  av_diag_init(&d);
+  assert_null(av_load_mlir_text(nul_loc, sizeof nul_loc - 1, &d));
+  assert_non_null(strstr(d.msg, "NUL character"));
 }
 
 static void test_empty_and_odd_inputs(void **s) {

@@ -36,6 +36,8 @@
   X(Client_TopologyDescription)                                                                \
   X(Client_CreateUninitializedBuffer)                                                          \
   X(Client_CreateErrorBuffer)                                                                  \
+  X(Client_CreateAliasBuffer)                                                                  \
+  X(Client_FulfillAliasBuffer)                                                                 \
   X(Client_CreateBuffersForAsyncHostToDevice)                                                  \
   X(AsyncHostToDeviceTransferManager_Destroy)                                                  \
   X(AsyncHostToDeviceTransferManager_TransferData)                                             \
@@ -142,8 +144,6 @@
   X(CopyToDeviceStream_CurrentBytes)                                                           \
   X(TopologyDescription_MakeCanonicalShapeForMemorySpace)                                      \
   X(Client_UpdateGlobalProcessInfo)                                                            \
-  X(Client_CreateAliasBuffer)                                                                  \
-  X(Client_FulfillAliasBuffer)                                                                 \
   X(Buffer_DonateWithControlDependency)
 
 #define AV_PJRT_DECLARE(name) PJRT_Error *av_PJRT_##name(PJRT_##name##_Args *args);

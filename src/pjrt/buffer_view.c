@@ -113,6 +113,98 @@ PJRT_Error *av_PJRT_Buffer_Bitcast(PJRT_Buffer_Bitcast_Args *args) {
   return NULL;
 }
 
+/* Alias buffers: a buffer now, its contents later from another buffer (or an error). The
+ * token handed out is consumed by PJRT_Client_FulfillAliasBuffer. */
+struct PJRT_FulfillAliasBufferCallback {
+  PJRT_Buffer *alias; /* our reference */
+};
+
+PJRT_Error *av_PJRT_Client_CreateAliasBuffer(PJRT_Client_CreateAliasBuffer_Args *args) {
+  AV_ARGS(args, PJRT_Client_CreateAliasBuffer_Args);
+  const char *fn = "PJRT_Client_CreateAliasBuffer";
+  args->alias_buffer = NULL;
+  args->fulfill_alias_buffer_cb = NULL;
+  AV_REQUIRE(args->client, AV_INVALID_ARGUMENT, "%s: client is NULL", fn);
+  AV_REQUIRE(args->memory, AV_INVALID_ARGUMENT, "%s: memory is NULL", fn);
+  av_memory *mem = av_client_memory(args->client, args->memory);
+  AV_REQUIRE(mem && mem->num_devices > 0, AV_INVALID_ARGUMENT,
+             "%s: memory does not belong to this client", fn);
+  av_dtype dt = av_dtype_from_pjrt(args->shape_element_type);
+  AV_REQUIRE(dt != AV_DT_INVALID, AV_INVALID_ARGUMENT, "%s: invalid element type %d", fn,
+             (int)args->shape_element_type);
+  size_t nbytes = 0;
+  AV_REQUIRE(args->shape_num_dims <= AV_MAX_RANK && (args->shape_dims || !args->shape_num_dims) &&
+                 av_shape_bytes(dt, (int)args->shape_num_dims, args->shape_dims, &nbytes),
+             AV_INVALID_ARGUMENT, "%s: bad dimensions", fn);
+  AV_REQUIRE(!args->shape_layout, AV_UNIMPLEMENTED, "%s: layouts are not supported", fn);
+  PJRT_FulfillAliasBufferCallback *cb = calloc(1, sizeof *cb);
+  PJRT_Buffer *b =
+      av_buffer_new_pending(mem->devices[0], mem, dt, (int)args->shape_num_dims, args->shape_dims);
+  if (!cb || !b) {
+    free(cb);
+    av_buffer_release(b);
+    return av_error_new(AV_RESOURCE_EXHAUSTED, "anvil: out of memory (alias buffer)");
+  }
+  cb->alias = av_buffer_retain(b);
+  args->alias_buffer = b;
+  args->fulfill_alias_buffer_cb = cb;
+  return NULL;
+}
+
+typedef struct alias_fill {
+  PJRT_Buffer *alias; /* retained */
+  PJRT_Buffer *real;  /* retained */
+} alias_fill;
+
+static void alias_real_ready(void *ctx, const PJRT_Error *error) {
+  alias_fill *f = ctx;
+  av_storage *st = NULL;
+  PJRT_Error *err = error ? av_error_copy(error) : av_buffer_acquire_storage(f->real, &st);
+  av_buffer_fulfill(f->alias, st, err);
+  av_buffer_release(f->alias);
+  av_buffer_release(f->real);
+  free(f);
+}
+
+PJRT_Error *av_PJRT_Client_FulfillAliasBuffer(PJRT_Client_FulfillAliasBuffer_Args *args) {
+  AV_ARGS(args, PJRT_Client_FulfillAliasBuffer_Args);
+  const char *fn = "PJRT_Client_FulfillAliasBuffer";
+  AV_REQUIRE(args->fulfill_alias_buffer_cb, AV_INVALID_ARGUMENT,
+             "%s: fulfill_alias_buffer_cb is NULL", fn);
+  PJRT_FulfillAliasBufferCallback *cb = args->fulfill_alias_buffer_cb;
+  PJRT_Buffer *alias = cb->alias;
+  if (args->status_code != PJRT_Error_Code_OK || !args->buffer) {
+    PJRT_Error *err =
+        args->status_code != PJRT_Error_Code_OK
+            ? av_error_from_msg((av_code)args->status_code,
+                                args->error_message ? args->error_message : "",
+                                args->error_message ? args->error_message_size : 0)
+            : av_error_new(AV_INVALID_ARGUMENT, "%s: no buffer and no error given", fn);
+    av_buffer_fulfill(alias, NULL, err);
+    av_buffer_release(alias);
+    free(cb);
+    return NULL;
+  }
+  PJRT_Buffer *real = args->buffer;
+  AV_REQUIRE(real->dtype == alias->dtype && real->nbytes == alias->nbytes, AV_INVALID_ARGUMENT,
+             "%s: the buffer (%s, %zu bytes) does not match the alias (%s, %zu bytes)", fn,
+             av_pjrt_type_name(real->type), real->nbytes, av_pjrt_type_name(alias->type),
+             alias->nbytes);
+  alias_fill *f = calloc(1, sizeof *f);
+  AV_REQUIRE(f, AV_RESOURCE_EXHAUSTED, "anvil: out of memory (alias)");
+  f->alias = alias; /* the token's reference moves here */
+  f->real = av_buffer_retain(real);
+  free(cb);
+  PJRT_Error *err = av_event_on_ready(real->ready, alias_real_ready, f);
+  if (err) { /* could not wait: fail the alias rather than leave it pending */
+    av_buffer_fulfill(alias, NULL, av_error_copy(err));
+    av_buffer_release(alias);
+    av_buffer_release(real);
+    free(f);
+  }
+  return err;
+}
+
 PJRT_Error *av_PJRT_Client_DmaMap(PJRT_Client_DmaMap_Args *args) {
   AV_ARGS(args, PJRT_Client_DmaMap_Args);
   AV_REQUIRE(args->client, AV_INVALID_ARGUMENT, "PJRT_Client_DmaMap: client is NULL");

@@ -738,6 +738,66 @@ static void test_transfer_manager(void **state) {
   for (int i = 0; i < 3; i++) buffer_destroy(bufs[i]);
 }
 
+static void test_alias_buffers(void **state) {
+  (void)state;
+  PJRT_Device_DefaultMemory_Args dm = {.struct_size = PJRT_Device_DefaultMemory_Args_STRUCT_SIZE,
+                                       .device = dev0};
+  CHECK_OK(api->PJRT_Device_DefaultMemory(&dm));
+  int64_t dims[1] = {3};
+  PJRT_Client_CreateAliasBuffer_Args ca = {.struct_size = PJRT_Client_CreateAliasBuffer_Args_STRUCT_SIZE,
+                                           .client = client,
+                                           .memory = dm.memory,
+                                           .shape_dims = dims,
+                                           .shape_num_dims = 1,
+                                           .shape_element_type = PJRT_Buffer_Type_S16};
+  CHECK_OK(api->PJRT_Client_CreateAliasBuffer(&ca));
+  PJRT_Buffer_ReadyEvent_Args re = {.struct_size = PJRT_Buffer_ReadyEvent_Args_STRUCT_SIZE,
+                                    .buffer = ca.alias_buffer};
+  CHECK_OK(api->PJRT_Buffer_ReadyEvent(&re));
+  assert_false(event_ready(re.event));
+  int16_t v[3] = {5, -6, 7};
+  PJRT_Buffer *real = upload(v, PJRT_Buffer_Type_S16, dims, 1, NULL);
+  PJRT_Client_FulfillAliasBuffer_Args fa = {.struct_size = PJRT_Client_FulfillAliasBuffer_Args_STRUCT_SIZE,
+                                            .client = client,
+                                            .buffer = real,
+                                            .status_code = PJRT_Error_Code_OK,
+                                            .fulfill_alias_buffer_cb = ca.fulfill_alias_buffer_cb};
+  CHECK_OK(api->PJRT_Client_FulfillAliasBuffer(&fa));
+  event_await(re.event);
+  event_destroy(re.event);
+  buffer_destroy(real); /* the alias keeps the bytes */
+  int16_t out[3];
+  CHECK_OK(to_host(ca.alias_buffer, out, sizeof out, NULL));
+  assert_memory_equal(out, v, sizeof v);
+  buffer_destroy(ca.alias_buffer);
+  /* Fulfilled with an error instead. */
+  CHECK_OK(api->PJRT_Client_CreateAliasBuffer(&ca));
+  fa.buffer = NULL;
+  fa.status_code = PJRT_Error_Code_UNAVAILABLE;
+  fa.error_message = "producer died";
+  fa.error_message_size = 13;
+  fa.fulfill_alias_buffer_cb = ca.fulfill_alias_buffer_cb;
+  CHECK_OK(api->PJRT_Client_FulfillAliasBuffer(&fa));
+  EXPECT_ERROR(to_host(ca.alias_buffer, out, sizeof out, NULL), PJRT_Error_Code_UNAVAILABLE,
+               "producer died");
+  buffer_destroy(ca.alias_buffer);
+  /* A buffer of another shape does not fit (the token stays usable). */
+  CHECK_OK(api->PJRT_Client_CreateAliasBuffer(&ca));
+  int64_t dims4[1] = {4};
+  int16_t w[4] = {0};
+  PJRT_Buffer *wrong = upload(w, PJRT_Buffer_Type_S16, dims4, 1, NULL);
+  fa.buffer = wrong;
+  fa.status_code = PJRT_Error_Code_OK;
+  fa.fulfill_alias_buffer_cb = ca.fulfill_alias_buffer_cb;
+  EXPECT_ERROR(api->PJRT_Client_FulfillAliasBuffer(&fa), PJRT_Error_Code_INVALID_ARGUMENT,
+               "does not match the alias");
+  fa.buffer = NULL;
+  fa.status_code = PJRT_Error_Code_CANCELLED;
+  CHECK_OK(api->PJRT_Client_FulfillAliasBuffer(&fa));
+  buffer_destroy(wrong);
+  buffer_destroy(ca.alias_buffer);
+}
+
 static int64_t bytes_in_use(PJRT_Device *d, size_t struct_size) {
   PJRT_Device_MemoryStats_Args a = {.struct_size = struct_size, .device = d};
   CHECK_OK(api->PJRT_Device_MemoryStats(&a));
@@ -911,6 +971,7 @@ int main(void) {
       cmocka_unit_test(test_memory_stats),
       cmocka_unit_test(test_view_and_bitcast),
       cmocka_unit_test(test_transfer_manager),
+      cmocka_unit_test(test_alias_buffers),
       cmocka_unit_test(test_bad_shapes_and_types),
       cmocka_unit_test(test_old_struct_sizes),
   };

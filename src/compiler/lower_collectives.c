@@ -28,9 +28,19 @@ static bool combiner(av_lower *c, const av_op *op, av_coll_params *p) {
   if (op->nregions != 1 || op->regions[0].nblocks != 1) return AV_INVALID(c, "missing computation");
   const av_block *b = &op->regions[0].blocks[0];
   const av_op *f = b->first;
-  if (b->nargs != 2 || b->nops != 2 || !f || f->noperands != 2 || f->operands[0] != &b->args[0] ||
-      f->operands[1] != &b->args[1] || !f->next || f->next->noperands != 1 ||
-      f->next->operands[0] != &f->results[0])
+  /* the binary op, then (Shardy) sharding constraints on its result, then the return */
+  const av_op *ret = f ? f->next : NULL;
+  const av_value *last = f ? &f->results[0] : NULL;
+  uint32_t nconstraints = 0;
+  while (ret && ret->code == AV_OP_SDY_SHARDING_CONSTRAINT && ret->noperands == 1 &&
+         ret->operands[0] == last && ret->nresults == 1) {
+    last = &ret->results[0];
+    ret = ret->next;
+    nconstraints++;
+  }
+  if (b->nargs != 2 || b->nops != 2 + nconstraints || !f || f->noperands != 2 ||
+      f->operands[0] != &b->args[0] || f->operands[1] != &b->args[1] || !ret ||
+      ret->noperands != 1 || ret->operands[0] != last)
     return AV_UNSUPPORTED(c, "only single binary-op computations are supported");
   av_ew_kernel *k = av_lower_alloc(c, (op->noperands + 1) * sizeof *k);
   if (!k) return false;

@@ -43,6 +43,11 @@ def cases(platform):
     rec("shard_map_psum_y", lambda: jax.jit(sm)(a))
     sm2 = shard_map(lambda t: jax.lax.psum(t, 'x') * 2, mesh=mesh, in_specs=P('x', 'y'), out_specs=P(None, 'y'))
     rec("jit_around_shard_map", lambda: jax.jit(lambda v: jnp.sin(sm2(v * 3) + 1))(a))
+    # only x manual (y stays automatic); the reducer carries a sharding constraint
+    sm3 = shard_map(lambda t: jax.lax.psum(t, 'x'), mesh=mesh, in_specs=P('x'), out_specs=P(), axis_names={'x'})
+    rec("partial_manual_psum_x", lambda: jax.jit(sm3)(a))
+    rec("pmap_two_devices", lambda: jax.pmap(lambda v: jax.lax.psum(v, 'i'), axis_name='i', devices=devs[:2])(x[:2]))
+    rec("fori_loop_psum", lambda: pm(lambda v: jax.lax.fori_loop(0, 3, lambda k, c: c + jax.lax.psum(c, 'i'), v))(x))
     m1 = Mesh(np.array(devs), ('d',))
     b = np.arange(32, dtype=np.float32).reshape(8, 4) / 7
     c = np.arange(16, dtype=np.float32).reshape(4, 4) / 5
@@ -111,6 +116,12 @@ def _numpy_expected():
     blocks = A.reshape(2, 2, 2, 2)  # (x, r, y, c)
     e["shard_map_psum_y"] = blocks.sum(axis=2).reshape(4, 2)
     e["jit_around_shard_map"] = np.sin((3 * A).reshape(2, 2, 4).sum(axis=0) * 2 + 1)
+    e["partial_manual_psum_x"] = A[:2] + A[2:]
+    e["pmap_two_devices"] = np.tile(X[:2].sum(axis=0), (2, 1))
+    c = X.copy()
+    for _ in range(3):
+        c = c + c.sum(axis=0)
+    e["fori_loop_psum"] = c
     b = np.arange(32, dtype=np.float32).reshape(8, 4) / 7
     c = np.arange(16, dtype=np.float32).reshape(4, 4) / 5
     e["matmul"] = np.tanh(b @ c)

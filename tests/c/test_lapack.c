@@ -242,6 +242,51 @@ static void test_gesdd_complex(void **state) {
   release(&r);
 }
 
+static void test_gtsv_and_trsm(void **state) {
+  (void)state;
+  /* [[2, 1, 0], [1, 2, 1], [0, 1, 2]] x = (3, 4, 3): x = (1, 1, 1). dl[0] and du[2] are
+   * unused (JAX's convention); the diagonals come in as one [3, 3] input split by slices. */
+  static const char gtsv[] =
+      "func.func public @main(%m: tensor<3x3xf64>) -> (tensor<3x1xf64>, tensor<i32>) {\n"
+      "  %dl = stablehlo.slice %m [0:1, 0:3] : (tensor<3x3xf64>) -> tensor<1x3xf64>\n"
+      "  %d = stablehlo.slice %m [1:2, 0:3] : (tensor<3x3xf64>) -> tensor<1x3xf64>\n"
+      "  %du = stablehlo.slice %m [2:3, 0:3] : (tensor<3x3xf64>) -> tensor<1x3xf64>\n"
+      "  %l = stablehlo.reshape %dl : (tensor<1x3xf64>) -> tensor<3xf64>\n"
+      "  %c = stablehlo.reshape %d : (tensor<1x3xf64>) -> tensor<3xf64>\n"
+      "  %u = stablehlo.reshape %du : (tensor<1x3xf64>) -> tensor<3xf64>\n"
+      "  %b = stablehlo.constant dense<[[3.0], [4.0], [3.0]]> : tensor<3x1xf64>\n"
+      "  %0:5 = stablehlo.custom_call @lapack_dgtsv_ffi(%l, %c, %u, %b) {mhlo.backend_config = "
+      "{}, operand_layouts = [dense<0> : tensor<1xindex>, dense<0> : tensor<1xindex>, dense<0> : "
+      "tensor<1xindex>, " CM2 "], result_layouts = [dense<0> : tensor<1xindex>, dense<0> : "
+      "tensor<1xindex>, dense<0> : tensor<1xindex>, " CM2 ", " SCALAR "], api_version = 4 : i32} "
+      ": (tensor<3xf64>, tensor<3xf64>, tensor<3xf64>, tensor<3x1xf64>) -> (tensor<3xf64>, "
+      "tensor<3xf64>, tensor<3xf64>, tensor<3x1xf64>, tensor<i32>)\n"
+      "  return %0#3, %0#4 : tensor<3x1xf64>, tensor<i32>\n}\n";
+  const double m[9] = {99, 1, 1, 2, 2, 2, 1, 1, 99};
+  const int64_t dims[2] = {3, 3};
+  run_result r;
+  run(gtsv, AV_DT_F64, 2, dims, m, &r);
+  assert_int_equal(r.code, AV_OK);
+  for (int i = 0; i < 3; i++) assert_true(fabs(f64s(&r, 0)[i] - 1) < 1e-14);
+  assert_int_equal(i32s(&r, 1)[0], 0);
+  release(&r);
+  /* lower [[2, 0], [1, 1]] x = (2, 3) -> x = (1, 2); alpha defaults to 1 */
+  static const char trsm[] =
+      "func.func public @main(%a: tensor<2x2xf32>) -> tensor<2x1xf32> {\n"
+      "  %b = stablehlo.constant dense<[[2.0], [3.0]]> : tensor<2x1xf32>\n"
+      "  %0 = stablehlo.custom_call @lapack_strsm_ffi(%a, %b) {mhlo.backend_config = {diag = 78 : "
+      "ui8, side = 76 : ui8, trans_x = 78 : ui8, uplo = 76 : ui8}, operand_layouts = [" CM2 ", " CM2
+      "], result_layouts = [" CM2 "], api_version = 4 : i32} : (tensor<2x2xf32>, "
+      "tensor<2x1xf32>) -> tensor<2x1xf32>\n"
+      "  return %0 : tensor<2x1xf32>\n}\n";
+  const float a[4] = {2, 77, 1, 1}; /* the upper triangle is never read */
+  const int64_t d2[2] = {2, 2};
+  run(trsm, AV_DT_F32, 2, d2, a, &r);
+  assert_int_equal(r.code, AV_OK);
+  assert_true(fabsf(f32s(&r, 0)[0] - 1) < 1e-6f && fabsf(f32s(&r, 0)[1] - 2) < 1e-6f);
+  release(&r);
+}
+
 static void expect_compile_error(const char *text, const char *needle) {
   av_diag d;
   av_diag_init(&d);
@@ -306,6 +351,7 @@ int main(void) {
       cmocka_unit_test(test_syevd),
       cmocka_unit_test(test_geev_real_pair_and_nonfinite),
       cmocka_unit_test(test_gesdd_complex),
+      cmocka_unit_test(test_gtsv_and_trsm),
       cmocka_unit_test(test_malformed_calls),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -108,6 +108,11 @@ bool av_lower_spmd_manual(av_lower *c, const av_op *op, bool *handled) {
     AV_INVALID(c, "region arguments/results differ from the operands/results");
     goto done;
   }
+  if (mesh->ndevices > AV_SPMD_MAX_DEVICES) {
+    AV_UNSUPPORTED(c, "manual computation over %lld devices (at most %d)", (long long)mesh->ndevices,
+                   AV_SPMD_MAX_DEVICES);
+    goto done;
+  }
   int npos = (int)mesh->ndevices;
   av_spmd_manual_params *p = av_lower_alloc(c, sizeof *p);
   av_spmd_value *vals = av_lower_alloc(c, ((size_t)nin + nout + 1) * sizeof *vals);
@@ -307,6 +312,8 @@ av_code av_spmd_program_build(const av_module *m, const av_plan *plan, int num_r
   const av_func *ef = av_module_entry(m);
   const av_func_plan *e = plan->entry;
   if (ndev <= 1 || !ef || !e) return AV_OK;
+  if (ndev > AV_SPMD_MAX_DEVICES)
+    return av_diag_set(d, AV_UNIMPLEMENTED, "%d devices (at most %d)", ndev, AV_SPMD_MAX_DEVICES);
   uint32_t nin = e->body.nargs, nout = e->body.nresults;
   const av_op *mc = plan->manual_entry ? wrapped_manual(ef) : NULL;
   bool run_global = !plan->manual_entry && num_replicas == 1;

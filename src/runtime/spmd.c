@@ -96,6 +96,12 @@ static void *dev_main(void *arg) {
 av_code av_step_spmd_manual(const av_step *s, av_frame *f, av_diag *d) {
   const av_spmd_manual_params *p = s->params;
   int n = p->npos;
+  int ndev = (f->plan->num_replicas > 0 ? f->plan->num_replicas : 1) *
+             (f->plan->num_partitions > 0 ? f->plan->num_partitions : 1);
+  if (n != ndev)
+    return av_diag_set(d, AV_INVALID_ARGUMENT,
+                       "sdy.manual_computation over a mesh of %d devices in a program compiled "
+                       "for %d", n, ndev);
   dev_run *runs = calloc((size_t)n, sizeof *runs);
   av_slot *slots = calloc((size_t)n * (p->nin + p->nout) + 1, sizeof *slots);
   av_code c = runs && slots ? AV_OK : av_diag_set(d, AV_RESOURCE_EXHAUSTED, "out of memory");

@@ -19,6 +19,9 @@
 #include "compiler/program.h"
 #include "runtime/plan.h"
 
+/* One thread per device runs a manual computation's region: bounded. */
+enum { AV_SPMD_MAX_DEVICES = 1024 };
+
 /* Where each device's block of one value lies in the global array. */
 typedef struct av_spmd_value {
   bool token;

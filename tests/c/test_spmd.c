@@ -604,6 +604,84 @@ static void test_unsupported_shardings(void **state) {
   assert_int_equal(d.code, AV_UNIMPLEMENTED);
 }
 
+/* Truncated and mutated sharding text is refused cleanly (no crash, an error code). */
+static void test_hostile_sharding_text(void **state) {
+  (void)state;
+  static const char *const texts[] = {
+      "#sdy.sharding<mesh<[\"x\"=2, \"y\"=2], device_ids=[3, 2, 1, 0]>, [{\"x\", \"y\"}, {}], replicated={}>",
+      "#sdy.sharding_per_value<[<mesh<[\"a\"=4]>, [{\"a\", ?}p2]>, <mesh<[\"a\"=4]>, []>]>",
+      "#sdy.mesh<[\"x\"=4096, \"y\"=4096]>",
+  };
+  int ranks[2] = {1, 0};
+  int ok = 0, refused = 0;
+  for (size_t k = 0; k < sizeof texts / sizeof *texts; k++) {
+    size_t n = strlen(texts[k]);
+    char *buf = malloc(n + 1);
+    assert_non_null(buf);
+    for (size_t cut = 0; cut <= n; cut++) {
+      for (int mutate = 0; mutate < 3; mutate++) {
+        memcpy(buf, texts[k], n + 1);
+        buf[cut] = '\0';
+        if (mutate && cut > 0) buf[(cut * 7 + (size_t)mutate) % cut] = mutate == 1 ? '{' : '9';
+        av_diag d;
+        av_diag_init(&d);
+        av_mesh_table t;
+        av_mesh_table_init(&t);
+        av_sharding sh[2];
+        av_mesh mesh;
+        av_code c = k == 0   ? av_sharding_parse(buf, 2, &t, sh, &d)
+                    : k == 1 ? av_sharding_per_value_parse(buf, 2, ranks, &t, sh, &d)
+                             : av_mesh_parse(buf, &mesh, &d);
+        if (c == AV_OK) {
+          ok++;
+          if (k == 2) free(mesh.device_ids);
+        } else {
+          refused++;
+          assert_int_not_equal(d.code, AV_OK);
+        }
+        av_mesh_table_free(&t);
+      }
+    }
+    free(buf);
+  }
+  assert_true(ok >= 1);     /* the untouched texts (4096 x 4096 is too many devices) */
+  assert_true(refused > 100);
+}
+
+/* Meshes larger than the program's device count are refused: sharded main arguments at
+ * compile time, a manual computation inside the program when it runs. */
+static void test_mesh_larger_than_program(void **state) {
+  (void)state;
+  av_compile_options o = {.num_replicas = 1, .num_partitions = 2};
+  av_diag d;
+  av_diag_init(&d);
+  assert_null(av_program_compile("mlir", 4, kManual, strlen(kManual), &o, &d));
+  assert_int_equal(d.code, AV_UNIMPLEMENTED);
+  static const char *inner =
+      "module @m attributes {mhlo.num_partitions = 2 : i32, mhlo.num_replicas = 1 : i32} {\n"
+      "  sdy.mesh @mesh = <[\"i\"=4]>\n"
+      "  func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {\n"
+      "    %a = stablehlo.add %arg0, %arg0 : tensor<4xf32>\n"
+      "    %0 = sdy.manual_computation(%a) in_shardings=[<@mesh, [{\"i\"}]>] out_shardings=[<@mesh, [{\"i\"}]>] "
+      "manual_axes={\"i\"} (%x: tensor<1xf32>) {\n"
+      "      sdy.return %x : tensor<1xf32>\n"
+      "    } : (tensor<4xf32>) -> tensor<4xf32>\n"
+      "    %b = stablehlo.add %0, %0 : tensor<4xf32>\n"
+      "    return %b : tensor<4xf32>\n"
+      "  }\n"
+      "}\n";
+  av_program *p = compile(inner, 1, 2);
+  av_tensor in[NDEV][MAXOUT];
+  int64_t four = 4;
+  float v[4] = {1, 2, 3, 4};
+  for (int q = 0; q < 2; q++) in[q][0] = f32_tensor(1, &four, v);
+  run_result r;
+  assert_int_equal(run_devices(p, 2, in, &r, &d), AV_INVALID_ARGUMENT);
+  assert_non_null(strstr(d.msg, "mesh of 4 devices"));
+  release_all(in, 2, 1);
+  av_program_free(p);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_parse_mesh_and_shardings),
@@ -616,6 +694,8 @@ int main(void) {
       cmocka_unit_test(test_sharded_program_from_device_threads),
       cmocka_unit_test(test_replicas_with_collectives),
       cmocka_unit_test(test_unsupported_shardings),
+      cmocka_unit_test(test_hostile_sharding_text),
+      cmocka_unit_test(test_mesh_larger_than_program),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -12,7 +12,9 @@ imports it with its own HLO frontend.
 Configuration (environment):
   ANVIL_DEVICE_COUNT   devices of the single-process client (default 1)
 
-This module imports torch_xla; ``import anvil_pjrt`` never imports it (or torch).
+This module imports torch_xla; ``import anvil_pjrt`` never imports it (or torch). Import
+torch_xla before importing this module directly: ``import torch_xla`` loads this module
+through the entry point, and a direct import that starts first would be circular.
 """
 
 import os

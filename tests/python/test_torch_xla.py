@@ -12,7 +12,6 @@ import sys
 import pytest
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-PYTHON_SRC = os.path.join(REPO, "python")
 
 HAVE_TORCH_XLA = importlib.util.find_spec("torch_xla") is not None
 needs_torch_xla = pytest.mark.skipif(not HAVE_TORCH_XLA, reason="torch_xla not installed")
@@ -22,8 +21,6 @@ def _env(extra):
     env = dict(os.environ)
     for k in ("PJRT_DEVICE", "PJRT_LIBRARY_PATH", "ANVIL_DEVICE_COUNT", "JAX_PLATFORMS"):
         env.pop(k, None)
-    # The source tree's anvil_pjrt first, so the plugin module under test is this one.
-    env["PYTHONPATH"] = PYTHON_SRC + os.pathsep + env.get("PYTHONPATH", "")
     env.update(extra)
     return env
 
@@ -54,7 +51,8 @@ def test_importing_anvil_pjrt_does_not_import_torch():
 @needs_torch_xla
 def test_plugin_hooks():
     got = _run(
-        "import json, anvil_pjrt\n"
+        # torch_xla first: its import discovers and loads this plugin module itself.
+        "import json, torch_xla, anvil_pjrt\n"
         "from anvil_pjrt.torch_xla_plugin import AnvilPlugin\n"
         "from torch_xla.experimental import plugins\n"
         "p = AnvilPlugin()\n"
@@ -114,8 +112,7 @@ def test_plugin_hooks_against_stub_interface(tmp_path):
         "  'coord': p.requires_xla_coordinator()}))")
     env = {"ANVIL_DEVICE_COUNT": "3", "PYTHONPATH": str(tmp_path)}
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                         timeout=120, env={**_env(env), "PYTHONPATH": str(tmp_path) + os.pathsep
-                                           + PYTHON_SRC})
+                         timeout=120, env=_env(env))
     assert out.returncode == 0, out.stderr
     got = json.loads(out.stdout.strip().splitlines()[-1])
     assert got["lib"] == got["want_lib"]
@@ -142,9 +139,9 @@ def test_devices_via_library():
     lib = _library_path()
     got = _run(DEVICES, {"PJRT_DEVICE": "LIBRARY", "PJRT_LIBRARY_PATH": lib,
                          "ANVIL_DEVICE_COUNT": "2"})
-    # LIBRARY passes no create options, so the client has its default single device.
+    # LIBRARY passes no create options; the plugin itself reads ANVIL_DEVICE_COUNT.
     assert got["type"] == "LIBRARY"
-    assert got["n"] == 1
+    assert got["n"] == 2
 
 
 @needs_torch_xla

@@ -266,24 +266,20 @@ PJRT_Error *av_PJRT_LoadedExecutable_Execute(PJRT_LoadedExecutable_Execute_Args 
   size_t nd = args->num_devices, na = args->num_args, no = (size_t)core->num_outputs;
   int expected_inputs = av_program_num_inputs(core->program);
 
-  /* Which devices run: all of the assignment, or one given device (portable execution of a
-   * single-device program, or one member of the assignment). */
+  /* Which devices run: all of the assignment, or execute_device for a single-device
+   * (portable) executable. */
   PJRT_Device *single = args->execute_device;
-  int single_index = 0;
   if (single) {
     AV_REQUIRE(nd == 1, AV_INVALID_ARGUMENT, "%s: execute_device is set but num_devices is %zu",
                fn, nd);
     PJRT_Device *own = av_client_device(le->client, single);
     AV_REQUIRE(own, AV_INVALID_ARGUMENT, "%s: execute_device does not belong to this client", fn);
-    single_index = -1;
-    for (size_t i = 0; i < le->num_devices; i++)
-      if (le->devices[i] == single) single_index = (int)i;
-    if (single_index < 0) {
-      AV_REQUIRE(le->num_devices == 1, AV_INVALID_ARGUMENT,
-                 "%s: execute_device %d is not in the device assignment of '%s'", fn,
-                 single->index, core->name);
-      single_index = 0; /* portable: run the single-device program there */
-    }
+    /* One device of a multi-device program alone would wait forever for the others in
+     * its collectives (or in the meeting of a sharded program's per-device calls). */
+    AV_REQUIRE(le->num_devices == 1, AV_UNIMPLEMENTED,
+               "%s: '%s' runs on %zu devices; running it on execute_device %d alone is not "
+               "supported",
+               fn, core->name, le->num_devices, single->index);
   } else {
     AV_REQUIRE(nd == le->num_devices, AV_INVALID_ARGUMENT,
                "%s: '%s' runs on %zu devices but num_devices is %zu", fn, core->name,
@@ -328,7 +324,7 @@ PJRT_Error *av_PJRT_LoadedExecutable_Execute(PJRT_LoadedExecutable_Execute_Args 
       break;
     }
     j->core = av_exec_core_retain(core);
-    j->device_index = single ? single_index : (int)d;
+    j->device_index = single ? 0 : (int)d; /* portable runs are device 0 of 1 */
     PJRT_Device *dev = single ? single : le->devices[d];
     for (size_t i = 0; i < na; i++) {
       j->inputs[i] = av_buffer_retain(args->argument_lists[d][i]);

@@ -630,6 +630,20 @@ static void test_four_device_execute(void **state) {
   }
   EXPECT_ERROR(execute(exe, 2, arg_lists, 2, out_lists, done), PJRT_Error_Code_INVALID_ARGUMENT,
                "runs on 4 devices but num_devices is 2");
+  /* One device of a 4-device program alone is refused rather than left waiting. */
+  PJRT_ExecuteOptions eo = {.struct_size = PJRT_ExecuteOptions_STRUCT_SIZE};
+  PJRT_LoadedExecutable_Execute_Args one = {
+      .struct_size = PJRT_LoadedExecutable_Execute_Args_STRUCT_SIZE,
+      .executable = exe,
+      .options = &eo,
+      .argument_lists = arg_lists,
+      .num_devices = 1,
+      .num_args = 2,
+      .output_lists = out_lists,
+      .device_complete_events = done,
+      .execute_device = ad.addressable_devices[1]};
+  EXPECT_ERROR(api->PJRT_LoadedExecutable_Execute(&one), PJRT_Error_Code_UNIMPLEMENTED,
+               "runs on 4 devices");
   destroy_exe(exe);
   destroy_client(c);
 }

@@ -31,6 +31,12 @@ if .venv/bin/python -c 'import sys; sys.exit(sys.version_info >= (3, 12))'; then
 fi
 .venv/bin/pip install -q --upgrade pip
 .venv/bin/pip install -q "$JAX_SPEC" numpy ml_dtypes pytest scikit-build-core
+# PyTorch/XLA (about 7 GB with torch's CUDA dependencies, the only torch 2.9.0 build on PyPI):
+# only when asked, e.g. ANVIL_WITH_TORCH=1 (CI does), since JAX users do not need it.
+if [ "${ANVIL_WITH_TORCH:-0}" = 1 ]; then
+  echo "setup: installing torch 2.9.0 and torch-xla 2.9.0"
+  .venv/bin/pip install -q torch==2.9.0 torch-xla==2.9.0
+fi
 echo "setup: building and installing anvil into .venv"
 .venv/bin/pip install -q --no-build-isolation .
 .venv/bin/python -c 'import anvil_pjrt, os; assert os.path.exists(anvil_pjrt.library_path())'

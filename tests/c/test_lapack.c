@@ -157,7 +157,8 @@ static void test_syevd(void **state) {
       "tensor<i32>) {\n"
       "  %0:3 = stablehlo.custom_call @lapack_dsyevd_ffi(%a) {mhlo.backend_config = {mode = 86 "
       ": ui8, uplo = 76 : ui8}, operand_layouts = [" CM2 "], result_layouts = [" CM2
-      ", dense<0> : tensor<1xindex>, " SCALAR "], api_version = 4 : i32} : (tensor<2x2xf64>) -> "
+      ", dense<0> : tensor<1xindex>, " SCALAR
+      "], api_version = 4 : i32} : (tensor<2x2xf64>) -> "
       "(tensor<2x2xf64>, tensor<2xf64>, tensor<i32>)\n"
       "  return %0#0, %0#1, %0#2 : tensor<2x2xf64>, tensor<2xf64>, tensor<i32>\n}\n";
   /* [[2, 1], [1, 2]]: eigenvalues 1, 3 with vectors (1, -1)/sqrt2, (1, 1)/sqrt2 */
@@ -184,7 +185,8 @@ static void test_geev_real_pair_and_nonfinite(void **state) {
       "  %0:5 = stablehlo.custom_call @lapack_dgeev_ffi(%a) {mhlo.backend_config = "
       "{compute_left = 78 : ui8, compute_right = 86 : ui8}, operand_layouts = [" CM2
       "], result_layouts = [dense<0> : tensor<1xindex>, dense<0> : tensor<1xindex>, " CM2 ", " CM2
-      ", " SCALAR "], api_version = 4 : i32} : (tensor<2x2xf64>) -> (tensor<2xf64>, "
+      ", " SCALAR
+      "], api_version = 4 : i32} : (tensor<2x2xf64>) -> (tensor<2xf64>, "
       "tensor<2xf64>, tensor<2x2xcomplex<f64>>, tensor<2x2xcomplex<f64>>, tensor<i32>)\n"
       "  return %0#0, %0#1, %0#2, %0#3, %0#4 : tensor<2xf64>, tensor<2xf64>, "
       "tensor<2x2xcomplex<f64>>, tensor<2x2xcomplex<f64>>, tensor<i32>\n}\n";
@@ -226,8 +228,9 @@ static void test_gesdd_complex(void **state) {
   static const char text[] =
       "func.func public @main(%a: tensor<2x2xcomplex<f64>>) -> (tensor<2xf64>, tensor<i32>) {\n"
       "  %0:5 = stablehlo.custom_call @lapack_zgesdd_ffi(%a) {mhlo.backend_config = {mode = 78 : "
-      "ui8}, operand_layouts = [" CM2 "], result_layouts = [" CM2 ", dense<0> : tensor<1xindex>, " CM2
-      ", " CM2 ", " SCALAR "], api_version = 4 : i32} : (tensor<2x2xcomplex<f64>>) -> "
+      "ui8}, operand_layouts = [" CM2 "], result_layouts = [" CM2
+      ", dense<0> : tensor<1xindex>, " CM2 ", " CM2 ", " SCALAR
+      "], api_version = 4 : i32} : (tensor<2x2xcomplex<f64>>) -> "
       "(tensor<2x2xcomplex<f64>>, tensor<2xf64>, tensor<2x2xcomplex<f64>>, "
       "tensor<2x2xcomplex<f64>>, tensor<i32>)\n"
       "  return %0#1, %0#4 : tensor<2xf64>, tensor<i32>\n}\n";
@@ -257,8 +260,10 @@ static void test_gtsv_and_trsm(void **state) {
       "  %b = stablehlo.constant dense<[[3.0], [4.0], [3.0]]> : tensor<3x1xf64>\n"
       "  %0:5 = stablehlo.custom_call @lapack_dgtsv_ffi(%l, %c, %u, %b) {mhlo.backend_config = "
       "{}, operand_layouts = [dense<0> : tensor<1xindex>, dense<0> : tensor<1xindex>, dense<0> : "
-      "tensor<1xindex>, " CM2 "], result_layouts = [dense<0> : tensor<1xindex>, dense<0> : "
-      "tensor<1xindex>, dense<0> : tensor<1xindex>, " CM2 ", " SCALAR "], api_version = 4 : i32} "
+      "tensor<1xindex>, " CM2
+      "], result_layouts = [dense<0> : tensor<1xindex>, dense<0> : "
+      "tensor<1xindex>, dense<0> : tensor<1xindex>, " CM2 ", " SCALAR
+      "], api_version = 4 : i32} "
       ": (tensor<3xf64>, tensor<3xf64>, tensor<3xf64>, tensor<3x1xf64>) -> (tensor<3xf64>, "
       "tensor<3xf64>, tensor<3xf64>, tensor<3x1xf64>, tensor<i32>)\n"
       "  return %0#3, %0#4 : tensor<3x1xf64>, tensor<i32>\n}\n";
@@ -276,7 +281,8 @@ static void test_gtsv_and_trsm(void **state) {
       "  %b = stablehlo.constant dense<[[2.0], [3.0]]> : tensor<2x1xf32>\n"
       "  %0 = stablehlo.custom_call @lapack_strsm_ffi(%a, %b) {mhlo.backend_config = {diag = 78 : "
       "ui8, side = 76 : ui8, trans_x = 78 : ui8, uplo = 76 : ui8}, operand_layouts = [" CM2 ", " CM2
-      "], result_layouts = [" CM2 "], api_version = 4 : i32} : (tensor<2x2xf32>, "
+      "], result_layouts = [" CM2
+      "], api_version = 4 : i32} : (tensor<2x2xf32>, "
       "tensor<2x1xf32>) -> tensor<2x1xf32>\n"
       "  return %0 : tensor<2x1xf32>\n}\n";
   const float a[4] = {2, 77, 1, 1}; /* the upper triangle is never read */

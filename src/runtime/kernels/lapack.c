@@ -42,8 +42,8 @@ static int type_index(av_dtype t) {
 av_code av_lapack_run(const av_lapack_call *call, void *const *phys_in, void *const *phys_out,
                       av_diag *d) {
   int ti = type_index(call->dtype);
-  lapack_ctx x = {call, ti, av_dtype_size(call->dtype), ti == 0 || ti == 2 ? 4 : 8,
-                  phys_in,  phys_out, d};
+  lapack_ctx x = {call,     ti, av_dtype_size(call->dtype), ti == 0 || ti == 2 ? 4 : 8, phys_in,
+                  phys_out, d};
   return lapack_run_factor(&x);
 }
 
@@ -86,8 +86,10 @@ static void relayout(const av_lapack_arg *a, void *rm, void *phys, bool to_phys)
   int64_t off = 0;
   for (int64_t i = 0; i < total; i++) {
     char *r = (char *)rm + (size_t)i * es, *p = (char *)phys + (size_t)off * es;
-    if (to_phys) memcpy(p, r, es);
-    else memcpy(r, p, es);
+    if (to_phys)
+      memcpy(p, r, es);
+    else
+      memcpy(r, p, es);
     for (int k = a->rank - 1; k >= 0; k--) { /* row-major odometer */
       off += st[k];
       if (++idx[k] < a->dims[k]) break;

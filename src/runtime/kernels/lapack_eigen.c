@@ -23,8 +23,12 @@ static av_code syevd(const lapack_ctx *x) {
   const char *jobz = &x->c->mode, *uplo = &x->c->uplo;
   double query[2] = {0, 0}, rquery = 0;
   switch (x->ti) {
-    case 0: ssyevd_(jobz, uplo, &n, NULL, &lda, NULL, query, &lwork, &iq, &liwork, &info, 1, 1); break;
-    case 1: dsyevd_(jobz, uplo, &n, NULL, &lda, NULL, query, &lwork, &iq, &liwork, &info, 1, 1); break;
+    case 0:
+      ssyevd_(jobz, uplo, &n, NULL, &lda, NULL, query, &lwork, &iq, &liwork, &info, 1, 1);
+      break;
+    case 1:
+      dsyevd_(jobz, uplo, &n, NULL, &lda, NULL, query, &lwork, &iq, &liwork, &info, 1, 1);
+      break;
     case 2:
       cheevd_(jobz, uplo, &n, NULL, &lda, NULL, query, &lwork, &rquery, &lrwork, &iq, &liwork,
               &info, 1, 1);
@@ -53,15 +57,19 @@ static av_code syevd(const lapack_ctx *x) {
     void *a = lapack_at(x->out[0], b, (int64_t)n * n, x->es);
     void *w = lapack_at(x->out[1], b, n, x->rs);
     switch (x->ti) {
-      case 0: ssyevd_(jobz, uplo, &n, a, &lda, w, work, &lwork, iwork, &liwork, &infos[b], 1, 1); break;
-      case 1: dsyevd_(jobz, uplo, &n, a, &lda, w, work, &lwork, iwork, &liwork, &infos[b], 1, 1); break;
+      case 0:
+        ssyevd_(jobz, uplo, &n, a, &lda, w, work, &lwork, iwork, &liwork, &infos[b], 1, 1);
+        break;
+      case 1:
+        dsyevd_(jobz, uplo, &n, a, &lda, w, work, &lwork, iwork, &liwork, &infos[b], 1, 1);
+        break;
       case 2:
-        cheevd_(jobz, uplo, &n, a, &lda, w, work, &lwork, rwork, &lrwork, iwork, &liwork,
-                &infos[b], 1, 1);
+        cheevd_(jobz, uplo, &n, a, &lda, w, work, &lwork, rwork, &lrwork, iwork, &liwork, &infos[b],
+                1, 1);
         break;
       default:
-        zheevd_(jobz, uplo, &n, a, &lda, w, work, &lwork, rwork, &lrwork, iwork, &liwork,
-                &infos[b], 1, 1);
+        zheevd_(jobz, uplo, &n, a, &lda, w, work, &lwork, rwork, &lrwork, iwork, &liwork, &infos[b],
+                1, 1);
         break;
     }
   }
@@ -82,7 +90,7 @@ static av_code svd(const lapack_ctx *x, bool dc) {
   int64_t mn = lapack_min(m, n), mx = lapack_max(m, n);
   const char *job = &x->c->mode;
   bool uv = x->c->mode != 'N';
-  int64_t nrwork = !dc ? 5 * mn
+  int64_t nrwork = !dc   ? 5 * mn
                    : !uv ? 7 * mn
                          : lapack_max(5 * mn * mn + 5 * mn, 2 * mx * mn + 2 * mn * mn + mn);
   void *rwork = x->ti >= 2 ? lapack_scratch(x, nrwork, x->rs) : NULL;
@@ -98,8 +106,10 @@ static av_code svd(const lapack_ctx *x, bool dc) {
   do {                                                                                         \
     if (dc) {                                                                                  \
       switch (x->ti) {                                                                         \
-        case 0: sgesdd_(job, &m, &n, A, &lda, S, U, &ldu, VT, &ldvt, W, LW, iwork, INFO, 1); break; \
-        case 1: dgesdd_(job, &m, &n, A, &lda, S, U, &ldu, VT, &ldvt, W, LW, iwork, INFO, 1); break; \
+        case 0: sgesdd_(job, &m, &n, A, &lda, S, U, &ldu, VT, &ldvt, W, LW, iwork, INFO, 1);   \
+            break;                                                                             \
+        case 1: dgesdd_(job, &m, &n, A, &lda, S, U, &ldu, VT, &ldvt, W, LW, iwork, INFO, 1);   \
+            break;                                                                             \
         case 2:                                                                                \
           cgesdd_(job, &m, &n, A, &lda, S, U, &ldu, VT, &ldvt, W, LW, rwork, iwork, INFO, 1);  \
           break;                                                                               \
@@ -109,8 +119,10 @@ static av_code svd(const lapack_ctx *x, bool dc) {
       }                                                                                        \
     } else {                                                                                   \
       switch (x->ti) {                                                                         \
-        case 0: sgesvd_(job, job, &m, &n, A, &lda, S, U, &ldu, VT, &ldvt, W, LW, INFO, 1, 1); break; \
-        case 1: dgesvd_(job, job, &m, &n, A, &lda, S, U, &ldu, VT, &ldvt, W, LW, INFO, 1, 1); break; \
+        case 0: sgesvd_(job, job, &m, &n, A, &lda, S, U, &ldu, VT, &ldvt, W, LW, INFO, 1, 1);  \
+            break;                                                                             \
+        case 1: dgesvd_(job, job, &m, &n, A, &lda, S, U, &ldu, VT, &ldvt, W, LW, INFO, 1, 1);  \
+            break;                                                                             \
         case 2:                                                                                \
           cgesvd_(job, job, &m, &n, A, &lda, S, U, &ldu, VT, &ldvt, W, LW, rwork, INFO, 1, 1); \
           break;                                                                               \
@@ -200,8 +212,12 @@ static av_code geev(const lapack_ctx *x) {
   switch (x->ti) {
     case 0: sgeev_(jl, jr, &n, a, &ld, NULL, NULL, vl, &ld, vr, &ld, q, &lwork, &info, 1, 1); break;
     case 1: dgeev_(jl, jr, &n, a, &ld, NULL, NULL, vl, &ld, vr, &ld, q, &lwork, &info, 1, 1); break;
-    case 2: cgeev_(jl, jr, &n, a, &ld, NULL, NULL, &ld, NULL, &ld, q, &lwork, rwork, &info, 1, 1); break;
-    default: zgeev_(jl, jr, &n, a, &ld, NULL, NULL, &ld, NULL, &ld, q, &lwork, rwork, &info, 1, 1); break;
+    case 2:
+      cgeev_(jl, jr, &n, a, &ld, NULL, NULL, &ld, NULL, &ld, q, &lwork, rwork, &info, 1, 1);
+      break;
+    default:
+      zgeev_(jl, jr, &n, a, &ld, NULL, NULL, &ld, NULL, &ld, q, &lwork, rwork, &info, 1, 1);
+      break;
   }
   if ((lwork = lapack_work_size(x, q)) < 0 || !(work = lapack_scratch(x, lwork, x->es))) {
     rc = x->d->code;
@@ -233,8 +249,12 @@ static av_code geev(const lapack_ctx *x) {
         }
         break;
       }
-      case 2: cgeev_(jl, jr, &n, a, &ld, w, lv, &ld, rv, &ld, work, &lwork, rwork, &infos[b], 1, 1); break;
-      default: zgeev_(jl, jr, &n, a, &ld, w, lv, &ld, rv, &ld, work, &lwork, rwork, &infos[b], 1, 1); break;
+      case 2:
+        cgeev_(jl, jr, &n, a, &ld, w, lv, &ld, rv, &ld, work, &lwork, rwork, &infos[b], 1, 1);
+        break;
+      default:
+        zgeev_(jl, jr, &n, a, &ld, w, lv, &ld, rv, &ld, work, &lwork, rwork, &infos[b], 1, 1);
+        break;
     }
   }
 done:
@@ -258,10 +278,22 @@ static av_code gees(const lapack_ctx *x) {
   if (cplx && !rwork) return x->d->code;
   double q[2] = {0, 0};
   switch (x->ti) {
-    case 0: sgees_(jobvs, &sort, NULL, &n, NULL, &ld, &sdim, NULL, NULL, NULL, &ld, q, &lwork, NULL, &info, 1, 1); break;
-    case 1: dgees_(jobvs, &sort, NULL, &n, NULL, &ld, &sdim, NULL, NULL, NULL, &ld, q, &lwork, NULL, &info, 1, 1); break;
-    case 2: cgees_(jobvs, &sort, NULL, &n, NULL, &ld, &sdim, NULL, NULL, &ld, q, &lwork, rwork, NULL, &info, 1, 1); break;
-    default: zgees_(jobvs, &sort, NULL, &n, NULL, &ld, &sdim, NULL, NULL, &ld, q, &lwork, rwork, NULL, &info, 1, 1); break;
+    case 0:
+      sgees_(jobvs, &sort, NULL, &n, NULL, &ld, &sdim, NULL, NULL, NULL, &ld, q, &lwork, NULL,
+             &info, 1, 1);
+      break;
+    case 1:
+      dgees_(jobvs, &sort, NULL, &n, NULL, &ld, &sdim, NULL, NULL, NULL, &ld, q, &lwork, NULL,
+             &info, 1, 1);
+      break;
+    case 2:
+      cgees_(jobvs, &sort, NULL, &n, NULL, &ld, &sdim, NULL, NULL, &ld, q, &lwork, rwork, NULL,
+             &info, 1, 1);
+      break;
+    default:
+      zgees_(jobvs, &sort, NULL, &n, NULL, &ld, &sdim, NULL, NULL, &ld, q, &lwork, rwork, NULL,
+             &info, 1, 1);
+      break;
   }
   if ((lwork = lapack_work_size(x, q)) < 0 || !(work = lapack_scratch(x, lwork, x->es))) {
     free(rwork);
@@ -276,10 +308,22 @@ static av_code gees(const lapack_ctx *x) {
     void *w = lapack_at(x->out[2], b, n, x->es);
     void *wi = cplx ? NULL : lapack_at(x->out[3], b, n, x->es);
     switch (x->ti) {
-      case 0: sgees_(jobvs, &sort, NULL, &n, a, &ld, &sdims[b], w, wi, vs, &ld, work, &lwork, NULL, &infos[b], 1, 1); break;
-      case 1: dgees_(jobvs, &sort, NULL, &n, a, &ld, &sdims[b], w, wi, vs, &ld, work, &lwork, NULL, &infos[b], 1, 1); break;
-      case 2: cgees_(jobvs, &sort, NULL, &n, a, &ld, &sdims[b], w, vs, &ld, work, &lwork, rwork, NULL, &infos[b], 1, 1); break;
-      default: zgees_(jobvs, &sort, NULL, &n, a, &ld, &sdims[b], w, vs, &ld, work, &lwork, rwork, NULL, &infos[b], 1, 1); break;
+      case 0:
+        sgees_(jobvs, &sort, NULL, &n, a, &ld, &sdims[b], w, wi, vs, &ld, work, &lwork, NULL,
+               &infos[b], 1, 1);
+        break;
+      case 1:
+        dgees_(jobvs, &sort, NULL, &n, a, &ld, &sdims[b], w, wi, vs, &ld, work, &lwork, NULL,
+               &infos[b], 1, 1);
+        break;
+      case 2:
+        cgees_(jobvs, &sort, NULL, &n, a, &ld, &sdims[b], w, vs, &ld, work, &lwork, rwork, NULL,
+               &infos[b], 1, 1);
+        break;
+      default:
+        zgees_(jobvs, &sort, NULL, &n, a, &ld, &sdims[b], w, vs, &ld, work, &lwork, rwork, NULL,
+               &infos[b], 1, 1);
+        break;
     }
   }
   free(work);

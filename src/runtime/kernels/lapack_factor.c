@@ -180,9 +180,8 @@ static av_code gtsv(const lapack_ctx *x) {
     char *dl = lapack_at(x->out[0], b, n, x->es);
     /* JAX's dl[0] is unused: LAPACK's subdiagonal starts at dl[1] */
     if (n > 0) dl += x->es;
-    GTSV[x->ti](&n, &nrhs, dl, lapack_at(x->out[1], b, n, x->es),
-                lapack_at(x->out[2], b, n, x->es), lapack_at(x->out[3], b, (int64_t)n * nrhs, x->es),
-                &ldb, &info[b]);
+    GTSV[x->ti](&n, &nrhs, dl, lapack_at(x->out[1], b, n, x->es), lapack_at(x->out[2], b, n, x->es),
+                lapack_at(x->out[3], b, (int64_t)n * nrhs, x->es), &ldb, &info[b]);
   }
   return AV_OK;
 }

@@ -153,9 +153,12 @@ static bool char_attr(checker *k, const av_attr *dict, const char *name, const c
 
 static bool bool_attr(checker *k, const av_attr *dict, const char *name, bool *out) {
   const av_attr *a = dict_get(dict, name);
-  if (a && a->kind == AV_ATTR_BOOL) *out = a->u.b;
-  else if (a && a->kind == AV_ATTR_INT) *out = a->u.i != 0;
-  else return fail(k, AV_INVALID_ARGUMENT, "missing boolean attribute %s", name);
+  if (a && a->kind == AV_ATTR_BOOL)
+    *out = a->u.b;
+  else if (a && a->kind == AV_ATTR_INT)
+    *out = a->u.i != 0;
+  else
+    return fail(k, AV_INVALID_ARGUMENT, "missing boolean attribute %s", name);
   return true;
 }
 
@@ -337,8 +340,8 @@ static bool check_routine(checker *k, const av_attr *cfg) {
       /* LAPACK: 1 <= ilo <= ihi <= n (ilo = 1, ihi = 0 when n = 0) */
       if (n > 0 ? !(c->low >= 1 && c->low <= c->high && c->high <= n)
                 : !(c->low == 1 && c->high <= 1))
-        return fail(k, AV_INVALID_ARGUMENT, "low/high (%d, %d) out of range for order %lld",
-                    c->low, c->high, (long long)n);
+        return fail(k, AV_INVALID_ARGUMENT, "low/high (%d, %d) out of range for order %lld", c->low,
+                    c->high, (long long)n);
       if (n == 0) c->high = 0;
       return expect(k, &o[0], "result 0", t, a, nb, 2, n, n) &&
              expect(k, &o[1], "tau", t, a, nb, 1, dec0(n), 0) &&

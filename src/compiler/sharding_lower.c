@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "compiler/lower_internal.h"
+#include "runtime/kernels/elementwise.h"
 #include "runtime/spmd.h"
 
 static const char *attr_text(const av_attr *a) {
@@ -239,49 +240,138 @@ static av_code build_values(const av_sharding *sh, const av_func_plan *e, const 
   return c;
 }
 
-/* A result without a sharding of its own takes the one its value was constrained to
- * (sdy.sharding_constraint / sdy.reshard), produced with (a manual computation's
- * out_sharding) or passed in with (an argument); otherwise it stays replicated. */
-static av_code result_sharding_from_producer(const av_func *ef, uint32_t k, int rank,
-                                             av_mesh_table *t, av_sharding *out, av_diag *d) {
-  const av_op *ret = ef->body.nblocks == 1 ? ef->body.blocks[0].last : NULL;
-  if (!ret || k >= ret->noperands) return AV_OK;
-  const av_value *v = ret->operands[k];
+/* A result without a sharding of its own gets what XLA's propagation would most likely give
+ * it, found by walking back from the returned value: a sdy.sharding_constraint/reshard, a
+ * manual computation's out_sharding or an argument's sdy.sharding, through elementwise ops
+ * and convert (same sharding) and dot_general (batch and free dims keep their operand's
+ * axes). Anything else, or a sharding that does not divide the result, stays replicated. */
+enum { PROPAGATE_MAX_DEPTH = 32 };
+
+static bool infer_sharding(const av_func *ef, const av_value *v, int depth, av_mesh_table *t,
+                           av_sharding *out);
+
+static bool same_shape(const av_type *a, const av_type *b) {
+  if (!a || !b || a->kind != AV_TYPE_TENSOR || b->kind != AV_TYPE_TENSOR || a->rank != b->rank) return false;
+  for (int k = 0; k < a->rank; k++)
+    if (a->dims[k] != b->dims[k]) return false;
+  return true;
+}
+
+static bool infer_dot(const av_func *ef, const av_op *op, int depth, av_mesh_table *t, av_sharding *out) {
+  if (op->noperands != 2 || op->nresults != 1 || !op->results[0].type) return false;
+  const av_type *lt = op->operands[0]->type, *rt = op->operands[1]->type;
+  if (!lt || !rt || lt->kind != AV_TYPE_TENSOR || rt->kind != AV_TYPE_TENSOR) return false;
+  int64_t lb[AV_MAX_RANK], rb[AV_MAX_RANK], lc[AV_MAX_RANK], rc[AV_MAX_RANK];
+  size_t nlb = 0, nrb = 0, nlc = 0, nrc = 0;
+  if (op->code == AV_OP_DOT) {
+    if (lt->rank < 1 || rt->rank < 1) return false;
+    lc[0] = lt->rank - 1;
+    rc[0] = 0;
+    nlc = nrc = 1;
+  } else {
+    av_attr_get_ints(op, "lhs_batching_dimensions", lb, AV_MAX_RANK, &nlb);
+    av_attr_get_ints(op, "rhs_batching_dimensions", rb, AV_MAX_RANK, &nrb);
+    if (!av_attr_get_ints(op, "lhs_contracting_dimensions", lc, AV_MAX_RANK, &nlc) ||
+        !av_attr_get_ints(op, "rhs_contracting_dimensions", rc, AV_MAX_RANK, &nrc) || nlb != nrb)
+      return false;
+  }
+  av_sharding ls, rs;
+  bool hl = infer_sharding(ef, op->operands[0], depth + 1, t, &ls);
+  bool hr = infer_sharding(ef, op->operands[1], depth + 1, t, &rs);
+  if (!hl && !hr) return false;
+  if (hl && hr && ls.mesh != rs.mesh) return false;
+  /* result dim -> (operand, dim) */
+  int src_op[AV_MAX_RANK], src_dim[AV_MAX_RANK], n = 0;
+  for (size_t i = 0; i < nlb && n < AV_MAX_RANK; i++) { src_op[n] = 0; src_dim[n++] = (int)lb[i]; }
+  for (int side = 0; side < 2; side++) {
+    const av_type *ot = side ? rt : lt;
+    const int64_t *bd = side ? rb : lb, *cd = side ? rc : lc;
+    size_t nb = side ? nrb : nlb, nc = side ? nrc : nlc;
+    for (int k = 0; k < ot->rank; k++) {
+      bool skip = false;
+      for (size_t i = 0; i < nb; i++) skip |= bd[i] == k;
+      for (size_t i = 0; i < nc; i++) skip |= cd[i] == k;
+      if (!skip && n < AV_MAX_RANK) { src_op[n] = side; src_dim[n++] = k; }
+    }
+  }
+  if (n != op->results[0].type->rank) return false;
+  av_sharding_replicated(out, n);
+  out->mesh = hl ? ls.mesh : rs.mesh;
+  uint32_t used = 0;
+  for (int k = 0; k < n; k++) {
+    const av_sharding *s = src_op[k] ? (hr ? &rs : NULL) : (hl ? &ls : NULL);
+    if (!s || src_dim[k] >= s->rank) continue;
+    for (int r = 0; r < s->naxes[src_dim[k]]; r++) {
+      int a = s->axes[src_dim[k]][r];
+      if (used >> a & 1u) break; /* an axis may shard one dimension only */
+      used |= 1u << a;
+      out->axes[k][out->naxes[k]++] = (int8_t)a;
+    }
+  }
+  return !av_sharding_is_replicated(out);
+}
+
+static bool infer_sharding(const av_func *ef, const av_value *v, int depth, av_mesh_table *t,
+                           av_sharding *out) {
+  if (depth > PROPAGATE_MAX_DEPTH || !v->type || v->type->kind != AV_TYPE_TENSOR) return false;
+  int rank = v->type->rank;
   av_diag ignored; /* a sharding we cannot read here only costs the propagation */
   av_diag_init(&ignored);
-  av_sharding s;
   if (!v->def) {
     const av_attr *dict = ef->arg_attrs && v->owner == &ef->body.blocks[0] ? ef->arg_attrs[v->index] : NULL;
     const char *text = attr_text(av_dict_get(dict, "sdy.sharding"));
-    if (text && av_sharding_parse(text, rank, t, &s, &ignored) == AV_OK) *out = s;
-    return AV_OK;
+    return text && av_sharding_parse(text, rank, t, out, &ignored) == AV_OK && !av_sharding_is_replicated(out);
   }
   const av_op *op = v->def;
   if (op->code == AV_OP_SDY_SHARDING_CONSTRAINT || op->code == AV_OP_SDY_RESHARD) {
     const char *text = attr_text(av_op_attr(op, "sharding"));
-    if (text && av_sharding_parse(text, rank, t, &s, &ignored) == AV_OK) *out = s;
-  } else if (op->code == AV_OP_SDY_MANUAL_COMPUTATION && v->index < op->nresults) {
+    return text && av_sharding_parse(text, rank, t, out, &ignored) == AV_OK && !av_sharding_is_replicated(out);
+  }
+  if (op->code == AV_OP_SDY_MANUAL_COMPUTATION) {
     const char *text = attr_text(av_op_attr(op, "out_shardings"));
-    av_sharding *all = calloc(op->nresults, sizeof *all);
-    int *ranks = calloc(op->nresults, sizeof *ranks);
-    if (!all || !ranks) {
-      free(all);
-      free(ranks);
-      return av_diag_set(d, AV_RESOURCE_EXHAUSTED, "out of memory");
+    av_sharding *all = calloc(op->nresults + 1, sizeof *all);
+    int *ranks = calloc(op->nresults + 1, sizeof *ranks);
+    bool found = false;
+    if (all && ranks && text && v->index < op->nresults) {
+      for (uint32_t r = 0; r < op->nresults; r++)
+        ranks[r] = op->results[r].type ? op->results[r].type->rank : 0;
+      if (av_sharding_per_value_parse(text, (int)op->nresults, ranks, t, all, &ignored) == AV_OK &&
+          all[v->index].rank == rank) {
+        *out = all[v->index];
+        found = !av_sharding_is_replicated(out);
+      }
     }
-    for (uint32_t r = 0; r < op->nresults; r++)
-      ranks[r] = op->results[r].type ? op->results[r].type->rank : 0;
-    if (text && av_sharding_per_value_parse(text, (int)op->nresults, ranks, t, all, &ignored) == AV_OK &&
-        all[v->index].rank == rank)
-      *out = all[v->index];
     free(all);
     free(ranks);
+    return found;
   }
+  if (op->code == AV_OP_DOT_GENERAL || op->code == AV_OP_DOT) return infer_dot(ef, op, depth, t, out);
+  bool elementwise = op->code == AV_OP_CONVERT || av_ew_arity(op->code) > 0;
+  if (!elementwise || op->nresults != 1) return false;
+  for (uint32_t i = 0; i < op->noperands; i++)
+    if (same_shape(op->operands[i]->type, v->type) && infer_sharding(ef, op->operands[i], depth + 1, t, out))
+      return true;
+  return false;
+}
+
+static av_code result_sharding_from_producer(const av_func *ef, uint32_t k, int rank, int ndev,
+                                             av_mesh_table *t, av_sharding *out, av_diag *d) {
+  const av_op *ret = ef->body.nblocks == 1 ? ef->body.blocks[0].last : NULL;
+  if (!ret || k >= ret->noperands) return AV_OK;
+  av_sharding s;
+  if (!infer_sharding(ef, ret->operands[k], 0, t, &s) || s.rank != rank || !s.mesh ||
+      s.mesh->ndevices != ndev)
+    return AV_OK;
+  int64_t local[AV_MAX_RANK];
+  const av_type *ty = ret->operands[k]->type;
+  if (!av_sharding_local_dims(&s, ~0u, rank, ty->dims, local)) return AV_OK; /* uneven */
+  *out = s;
+  (void)d;
   return AV_OK;
 }
 
-static av_code parse_main_shardings(const av_func *ef, const av_func_plan *e, av_mesh_table *t,
-                                    av_sharding *sh, av_diag *d) {
+static av_code parse_main_shardings(const av_func *ef, const av_func_plan *e, int ndev,
+                                    av_mesh_table *t, av_sharding *sh, av_diag *d) {
   uint32_t nin = e->body.nargs, nout = e->body.nresults;
   for (uint32_t i = 0; i < nin + nout; i++) {
     bool is_in = i < nin;
@@ -293,7 +383,7 @@ static av_code parse_main_shardings(const av_func *ef, const av_func_plan *e, av
     av_sharding_replicated(&sh[i], st->token ? 0 : st->rank);
     if (st->token) continue;
     if (!text && !is_in) { /* what XLA's propagation would keep: the producer's sharding */
-      av_code c = result_sharding_from_producer(ef, k, st->rank, t, &sh[i], d);
+      av_code c = result_sharding_from_producer(ef, k, st->rank, ndev, t, &sh[i], d);
       if (c != AV_OK) return c;
       continue;
     }
@@ -347,7 +437,7 @@ av_code av_spmd_program_build(const av_module *m, const av_plan *plan, int num_r
       if (c == AV_OK) c = av_sharding_per_value_parse(out_t, (int)nout, ranks + nin, &t, sh + nin, d);
     }
   } else if (c == AV_OK) {
-    c = parse_main_shardings(ef, e, &t, sh, d);
+    c = parse_main_shardings(ef, e, ndev, &t, sh, d);
   }
   if (c == AV_OK) c = encode_protos(sh, nin, &sp->in_proto, &sp->in_proto_size, d);
   if (c == AV_OK) c = encode_protos(sh + nin, nout, &sp->out_proto, &sp->out_proto_size, d);

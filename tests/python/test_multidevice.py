@@ -175,3 +175,10 @@ def test_device_put_and_get(results):
     assert ids == [2]
     np.testing.assert_array_equal(np.array(data), A * 2)
     np.testing.assert_array_equal(np.array(results["anvil"]["device_get"]), A)
+
+
+def test_unspecified_output_sharding_follows_the_inputs_like_xla(results):
+    # tanh(x @ w) with x split by rows: XLA's propagation keeps the rows split, so do we
+    spans = lambda r: sorted((d, tuple(map(tuple, s))) for d, s, _ in r)
+    assert spans(results["anvil"]["matmul_shards"]) == spans(results["cpu"]["matmul_shards"])
+    assert len({s for _, s in spans(results["anvil"]["matmul_shards"])}) == 4

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Runs a sampled slice of JAX's own test suite (tests/ of the jax source release
+# matching the installed jax) on anvil and on JAX's CPU backend, one junit xml
+# per (platform, file), then summarizes them. Not part of CI: it is slow and the
+# JAX tests are read from outside this repo, never copied into it.
+#
+# usage: tests/jax_suite/run.sh JAX_SRC_DIR [OUT_DIR]
+#   JAX_SRC_DIR  a jax source tree of the installed version (holds tests/,
+#                conftest.py and pyproject.toml, whose pytest settings apply)
+#   OUT_DIR      where junit xml + logs go (default /tmp/jax_suite_out)
+# env knobs (defaults in brackets):
+#   PLATFORMS  ["anvil cpu"]         which JAX_PLATFORMS to run
+#   FILES      [the list below]      test files, without .py
+#   JAX_NUM_GENERATED_CASES [2]      sampled cases per parameterized test
+#   TEST_TIMEOUT [60]                seconds per test (pytest-timeout)
+#   FILE_TIMEOUT [600]               seconds per file; pytest stops cleanly
+#                                    after the running test and still writes
+#                                    its junit xml (pytest-timeout session-timeout)
+#   PYTHON     [/work/main/.venv/bin/python]
+#   PYTEST_EXTRA                     more pytest args (e.g. "-k 'not Grad'")
+set -u
+SRC=${1:?usage: run.sh JAX_SRC_DIR [OUT_DIR]}
+OUT=${2:-/tmp/jax_suite_out}
+PY=${PYTHON:-/work/main/.venv/bin/python}
+PLATFORMS=${PLATFORMS:-"anvil cpu"}
+FILES=${FILES:-"lax_test lax_numpy_test lax_control_flow_test lax_autodiff_test random_test api_test pmap_test shard_map_test"}
+export JAX_NUM_GENERATED_CASES=${JAX_NUM_GENERATED_CASES:-2}
+TEST_TIMEOUT=${TEST_TIMEOUT:-60}
+FILE_TIMEOUT=${FILE_TIMEOUT:-600}
+HERE=$(cd "$(dirname "$0")" && pwd)
+mkdir -p "$OUT"
+
+for f in $FILES; do
+  if [ ! -f "$SRC/tests/$f.py" ]; then
+    echo "missing $SRC/tests/$f.py" >&2; continue
+  fi
+  for p in $PLATFORMS; do
+    # Multi-device files get 4 devices on both backends.
+    extra_env=()
+    case $f in
+      pmap_test|shard_map_test|*multi*)
+        if [ "$p" = anvil ]; then extra_env=(ANVIL_DEVICE_COUNT=4)
+        else extra_env=(XLA_FLAGS=--xla_force_host_platform_device_count=4); fi ;;
+    esac
+    echo "== $p $f $(date -u +%H:%M:%S)"
+    # shellcheck disable=SC2086
+    (cd "$SRC" && env JAX_PLATFORMS="$p" "${extra_env[@]}" \
+      "$PY" -m pytest "tests/$f.py" -q -p no:cacheprovider \
+        --timeout="$TEST_TIMEOUT" --session-timeout="$FILE_TIMEOUT" \
+        --junitxml="$OUT/$p.$f.xml" -o junit_family=xunit1 \
+        ${PYTEST_EXTRA:-} > "$OUT/$p.$f.log" 2>&1)
+    tail -n 1 "$OUT/$p.$f.log"
+  done
+done
+"$PY" "$HERE/summarize.py" "$OUT"

@@ -1,0 +1,160 @@
+#!/usr/bin/env python3
+"""Summarize junit xml files written by tests/jax_suite/run.sh.
+
+Files are named PLATFORM.TESTFILE.xml. Prints a markdown report: per test file
+the pass/fail/error/skip counts and pass rate for each platform, then the top
+failure buckets of each non-cpu platform (failure first lines with numbers,
+shapes and addresses normalised), each with a count and one example test, and
+the tests that fail on the platform but pass on cpu.
+
+usage: summarize.py OUT_DIR [--top N]
+"""
+import argparse
+import collections
+import os
+import re
+import sys
+import xml.etree.ElementTree as ET
+
+
+def parse(path):
+    """Returns {test_id: (status, message)}; status in pass/fail/error/skip."""
+    out = {}
+    try:
+        root = ET.parse(path).getroot()
+    except ET.ParseError as e:
+        print(f"warning: {path}: {e}", file=sys.stderr)
+        return out
+    for tc in root.iter("testcase"):
+        tid = f"{tc.get('classname', '')}::{tc.get('name', '')}"
+        status, msg = "pass", ""
+        for child in tc:
+            if child.tag in ("failure", "error"):
+                status = "fail" if child.tag == "failure" else "error"
+                msg = first_line(child.get("message") or "", child.text or "")
+                break
+            if child.tag == "skipped":
+                status, msg = "skip", child.get("message") or ""
+                break
+        out[tid] = (status, msg)
+    return out
+
+
+_RUNTIME_RE = re.compile(r"(UNIMPLEMENTED|INVALID_ARGUMENT|INTERNAL|UNKNOWN|"
+                         r"FAILED_PRECONDITION|NOT_FOUND|RESOURCE_EXHAUSTED|"
+                         r"UNAVAILABLE|OUT_OF_RANGE|ABORTED):.*")
+
+
+def first_line(message, text):
+    """The most telling line of a failure: a PJRT status line if there is one,
+    else the first non-empty line of the message, else of the traceback's
+    last 'E ' line."""
+    for src in (message, text):
+        m = _RUNTIME_RE.search(src)
+        if m:
+            return m.group(0).strip()
+    for line in message.splitlines():
+        line = line.strip()
+        if line and not re.fullmatch(r"\w*(Error|Exception):?", line):
+            return line
+    elines = [l[1:].strip() for l in text.splitlines() if l.startswith("E ")]
+    elines = [l for l in elines if l]
+    if elines:
+        return elines[0]
+    return message.strip() or "(no message)"
+
+
+_NORMALIZERS = [
+    (re.compile(r"0x[0-9a-fA-F]+"), "0x#"),
+    (re.compile(r"tensor<[^>]*>"), "tensor<…>"),
+    (re.compile(r"\b(bf16|f8\w*|[fsuic]\d+|pred|bool|float\d+|u?int\d+|complex\d+)\[[\d,\s]*\]"), "T[…]"),
+    (re.compile(r"\([\d,\s]*\)"), "(…)"),
+    (re.compile(r"\[[\d,\s.eE+-]*\]"), "[…]"),
+    (re.compile(r"\b\d+(\.\d+)?([eE][+-]?\d+)?\b"), "#"),
+    (re.compile(r"\s+"), " "),
+]
+
+
+def bucket_of(msg):
+    b = msg
+    for rx, rep in _NORMALIZERS:
+        b = rx.sub(rep, b)
+    b = b.strip()
+    return b[:200] + ("…" if len(b) > 200 else "")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("out_dir")
+    ap.add_argument("--top", type=int, default=10)
+    args = ap.parse_args()
+
+    results = collections.defaultdict(dict)  # platform -> file -> {tid: (st, msg)}
+    for name in sorted(os.listdir(args.out_dir)):
+        if not name.endswith(".xml") or name.count(".") != 2:
+            continue
+        platform, tfile, _ = name.split(".")
+        results[platform][tfile] = parse(os.path.join(args.out_dir, name))
+    if not results:
+        sys.exit(f"no PLATFORM.FILE.xml in {args.out_dir}")
+
+    platforms = sorted(results, key=lambda p: (p == "cpu", p))
+    files = sorted({f for p in results for f in results[p]})
+
+    def counts(tests):
+        c = collections.Counter(st for st, _ in tests.values())
+        ran = c["pass"] + c["fail"] + c["error"]
+        rate = 100.0 * c["pass"] / ran if ran else 0.0
+        return c, ran, rate
+
+    print("## Pass rates (pass / (pass+fail+error); skips not counted)\n")
+    hdr = "| file |" + "".join(f" {p} pass | {p} fail | {p} err | {p} skip | {p} rate |" for p in platforms)
+    print(hdr)
+    print("|---|" + "---|" * (5 * len(platforms)))
+    totals = {p: collections.Counter() for p in platforms}
+    for f in files:
+        row = f"| {f} |"
+        for p in platforms:
+            if f not in results[p]:
+                row += " – | – | – | – | – |"
+                continue
+            c, ran, rate = counts(results[p][f])
+            totals[p].update(c)
+            row += f" {c['pass']} | {c['fail']} | {c['error']} | {c['skip']} | {rate:.1f}% |"
+        print(row)
+    row = "| **all** |"
+    for p in platforms:
+        c = totals[p]
+        ran = c["pass"] + c["fail"] + c["error"]
+        rate = 100.0 * c["pass"] / ran if ran else 0.0
+        row += f" {c['pass']} | {c['fail']} | {c['error']} | {c['skip']} | **{rate:.1f}%** |"
+    print(row)
+
+    for p in platforms:
+        if p == "cpu":
+            continue
+        buckets = collections.defaultdict(list)
+        for f in files:
+            for tid, (st, msg) in results[p].get(f, {}).items():
+                if st in ("fail", "error"):
+                    buckets[bucket_of(msg)].append(f"{f}: {tid.split('::')[-1]}")
+        nfail = sum(len(v) for v in buckets.values())
+        print(f"\n## Top {args.top} failure buckets on {p} ({nfail} failures+errors, {len(buckets)} buckets)\n")
+        print("| # | count | bucket (first line, numbers/shapes normalised) | example test |")
+        print("|---|---|---|---|")
+        ranked = sorted(buckets.items(), key=lambda kv: (-len(kv[1]), kv[0]))
+        for i, (b, tests) in enumerate(ranked[: args.top], 1):
+            b = b.replace("|", "\\|")
+            print(f"| {i} | {len(tests)} | `{b}` | {tests[0]} |")
+
+        if "cpu" in results:
+            print(f"\n## Failing on {p} but passing on cpu, per file\n")
+            for f in files:
+                cpu = results["cpu"].get(f, {})
+                worse = [t for t, (st, _) in results[p].get(f, {}).items()
+                         if st in ("fail", "error") and cpu.get(t, ("?",))[0] == "pass"]
+                print(f"- {f}: {len(worse)}")
+
+
+if __name__ == "__main__":
+    main()

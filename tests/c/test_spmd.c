@@ -532,6 +532,62 @@ static void test_sharded_program_from_device_threads(void **state) {
   av_program_free(p);
 }
 
+/* A result without sdy.sharding follows its inputs the way XLA's propagation would:
+ * negate(dot(A rows over d, B replicated)) stays split by rows; a reduce to a scalar does not
+ * propagate (replicated). A[r][k] = r, B = ones(2x3): C[r][c] = -2r. */
+static const char *kPropagate =
+    "module @m attributes {mhlo.num_partitions = 4 : i32, mhlo.num_replicas = 1 : i32} {\n"
+    "  sdy.mesh @mesh = <[\"d\"=4]>\n"
+    "  func.func public @main(%a: tensor<8x2xf32> {sdy.sharding = #sdy.sharding<@mesh, [{\"d\"}, {}]>}, "
+    "%b: tensor<2x3xf32>) -> (tensor<8x3xf32>, tensor<f32>) {\n"
+    "    %0 = stablehlo.dot_general %a, %b, contracting_dims = [1] x [0] : (tensor<8x2xf32>, tensor<2x3xf32>) -> tensor<8x3xf32>\n"
+    "    %1 = stablehlo.negate %0 : tensor<8x3xf32>\n"
+    "    %z = stablehlo.constant dense<0.0> : tensor<f32>\n"
+    "    %s = stablehlo.reduce(%1 init: %z) applies stablehlo.add across dimensions = [0, 1] : (tensor<8x3xf32>, tensor<f32>) -> tensor<f32>\n"
+    "    return %1, %s : tensor<8x3xf32>, tensor<f32>\n"
+    "  }\n"
+    "}\n";
+
+static void test_result_sharding_propagation(void **state) {
+  (void)state;
+  av_program *p = compile(kPropagate, 1, NDEV);
+  assert_int_equal(av_program_output_dims(p, 0)[0], 2);
+  assert_int_equal(av_program_output_dims(p, 0)[1], 3);
+  int n;
+  const char *const *protos;
+  const size_t *sizes;
+  assert_true(av_program_shardings(p, true, &n, &protos, &sizes));
+  static const uint8_t rows[] = {0x08, 0x03, 0x1a, 0x02, 0x04, 0x01, 0x22, 0x04, 0x00, 0x01, 0x02, 0x03};
+  assert_int_equal(sizes[0], sizeof rows);
+  assert_memory_equal(protos[0], rows, sizeof rows);
+  assert_int_equal(sizes[1], 0);
+  assert_true(av_program_shardings(p, false, &n, &protos, &sizes));
+  assert_int_equal(sizes[1], 0); /* b: no sharding -> replicated */
+  av_tensor in[NDEV][MAXOUT];
+  int64_t ad[2] = {2, 2}, bd[2] = {2, 3};
+  static const float ones[6] = {1, 1, 1, 1, 1, 1};
+  for (int q = 0; q < NDEV; q++) {
+    float a[4] = {(float)(2 * q), (float)(2 * q), (float)(2 * q + 1), (float)(2 * q + 1)};
+    in[q][0] = f32_tensor(2, ad, a);
+    in[q][1] = f32_tensor(2, bd, ones);
+  }
+  run_result r;
+  av_diag d;
+  assert_int_equal(run_devices(p, NDEV, in, &r, &d), AV_OK);
+  float total = 0;
+  for (int row = 0; row < 8; row++) total += -2.0f * (float)row * 3;
+  for (int q = 0; q < NDEV; q++) {
+    float want[6];
+    for (int row = 0; row < 2; row++)
+      for (int c = 0; c < 3; c++) want[row * 3 + c] = -2.0f * (float)(2 * q + row);
+    expect_f32(&r.out[q][0], 6, want);
+    expect_f32(&r.out[q][1], 1, &total);
+  }
+  release_all(r.out, NDEV, 2);
+  release_all(in, NDEV, 2);
+  av_program_free(p);
+}
+
 /* ------------------------------------------------- replicas (older form) */
 
 /* 4 replicas, no channel: all_reduce across replicas, replica_id 0..3, partition_id 0. */
@@ -692,6 +748,7 @@ int main(void) {
       cmocka_unit_test(test_collective_broadcast),
       cmocka_unit_test(test_sharded_program_runs_once),
       cmocka_unit_test(test_sharded_program_from_device_threads),
+      cmocka_unit_test(test_result_sharding_propagation),
       cmocka_unit_test(test_replicas_with_collectives),
       cmocka_unit_test(test_unsupported_shardings),
       cmocka_unit_test(test_hostile_sharding_text),

@@ -82,6 +82,7 @@ static void client_free(PJRT_Client *c) {
   av_devices_free(c); /* stops the workers first */
   av_memories_free(c);
   pthread_mutex_destroy(&c->launch_mu);
+  free(c->dump_dir);
   free(c->topology.desc_ptrs);
   free(c->device_ptrs);
   free(c->devices);
@@ -98,6 +99,8 @@ PJRT_Error *av_PJRT_Client_Create(PJRT_Client_Create_Args *args) {
   PJRT_Client *c = calloc(1, sizeof *c);
   if (!c) return av_error_new(AV_RESOURCE_EXHAUSTED, "anvil: out of memory (client)");
   pthread_mutex_init(&c->launch_mu, NULL);
+  const char *dump = getenv("ANVIL_DUMP_DIR");
+  if (dump && *dump) c->dump_dir = strdup(dump);
   snprintf(c->platform_version, sizeof c->platform_version, "anvil %s (PJRT C API %d.%d)",
            ANVIL_VERSION_STRING, PJRT_API_MAJOR, PJRT_API_MINOR);
   err = av_devices_init(c, (size_t)n);

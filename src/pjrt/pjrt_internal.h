@@ -200,6 +200,7 @@ struct PJRT_Client {
   /* Held while one execution queues its per-device jobs, so that every device sees
    * multi-device executions in the same order (collectives would deadlock otherwise). */
   pthread_mutex_t launch_mu;
+  char *dump_dir; /* ANVIL_DUMP_DIR at client creation, or NULL */
 };
 
 PJRT_Error *av_devices_init(PJRT_Client *c, size_t n);
@@ -309,6 +310,12 @@ void av_worker_stop(PJRT_Device *d);
 av_dtype av_dtype_from_pjrt(PJRT_Buffer_Type t);
 PJRT_Buffer_Type av_dtype_to_pjrt(av_dtype t);
 const char *av_pjrt_type_name(PJRT_Buffer_Type t);
+
+/* ------------------------------------------------------------------- dump */
+
+/* Writes the compiled program as StableHLO text to dir/<name>.<fingerprint>.mlir. Failures are
+ * reported on stderr only: dumping is a debugging aid and never fails a compile. */
+void av_dump_program(const char *dir, const av_exec_core *core);
 
 /* ------------------------------------------------------------------ trace */
 

@@ -66,3 +66,17 @@ def test_plugin_attributes(anvil_device):
     version = tuple(backend.stablehlo_current_version)
     assert len(version) == 3 and version >= (1, 0, 0)
     assert backend.xla_version >= 1
+
+
+def test_dump_dir_writes_every_compiled_program(tmp_path):
+    script = ("import jax, jax.numpy as jnp\n"
+              "print(float(jax.jit(lambda x: jnp.sin(x).sum())(jnp.ones(3))))")
+    env = dict(os.environ, JAX_PLATFORMS="anvil", ANVIL_DUMP_DIR=str(tmp_path))
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert abs(float(out.stdout.strip().splitlines()[-1]) - 3 * 0.8414709848) < 1e-5
+    dumps = [p for p in tmp_path.iterdir() if p.name.startswith("jit__lambda")]
+    assert len(dumps) == 1, list(tmp_path.iterdir())
+    text = dumps[0].read_text()
+    assert "stablehlo.sine" in text and "func.func public @main" in text

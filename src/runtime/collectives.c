@@ -40,6 +40,14 @@ void av_rendezvous_free(av_rendezvous *r) {
   free(r);
 }
 
+void av_rendezvous_abort(av_rendezvous *r, bool on) {
+  if (!r) return;
+  pthread_mutex_lock(&r->mu);
+  r->aborted += on ? 1 : -1;
+  pthread_cond_broadcast(&r->cv);
+  pthread_mutex_unlock(&r->mu);
+}
+
 static int timed_wait(av_rendezvous *r, const struct timespec *deadline) {
   return pthread_cond_timedwait(&r->cv, &r->mu, deadline);
 }
@@ -70,7 +78,12 @@ static av_rv_entry *arrive(av_rendezvous *r, int op_id, int64_t key, int size, i
   }
   int rc = 0;
   /* a previous round may still be draining, or our rank still taken by it */
-  while (rc != ETIMEDOUT && (e->ready || e->slots[rank])) rc = timed_wait(r, &deadline);
+  while (rc != ETIMEDOUT && !r->aborted && (e->ready || e->slots[rank])) rc = timed_wait(r, &deadline);
+  if (r->aborted) {
+    pthread_mutex_unlock(&r->mu);
+    av_diag_set(d, AV_ABORTED, "collective: abandoned because another device failed");
+    return NULL;
+  }
   if (rc == ETIMEDOUT) {
     pthread_mutex_unlock(&r->mu);
     av_diag_set(d, AV_DEADLINE_EXCEEDED, "collective: timed out waiting for a previous round");
@@ -83,7 +96,14 @@ static av_rv_entry *arrive(av_rendezvous *r, int op_id, int64_t key, int size, i
     e->ready = true;
     pthread_cond_broadcast(&r->cv);
   }
-  while (rc != ETIMEDOUT && !(e->ready && e->gen == *gen)) rc = timed_wait(r, &deadline);
+  while (rc != ETIMEDOUT && !r->aborted && !(e->ready && e->gen == *gen)) rc = timed_wait(r, &deadline);
+  if (!(e->ready && e->gen == *gen) && r->aborted) {
+    e->slots[rank] = NULL;
+    e->arrived--;
+    pthread_mutex_unlock(&r->mu);
+    av_diag_set(d, AV_ABORTED, "collective: abandoned because another device failed");
+    return NULL;
+  }
   if (rc == ETIMEDOUT && !(e->ready && e->gen == *gen)) {
     e->slots[rank] = NULL;
     e->arrived--;

@@ -22,10 +22,14 @@ typedef struct av_rendezvous {
   pthread_mutex_t mu;
   pthread_cond_t cv;
   av_rv_entry *entries;
+  int aborted; /* > 0: a participant failed; waiting collectives give up (ABORTED) */
 } av_rendezvous;
 
 av_rendezvous *av_rendezvous_new(void);
 void av_rendezvous_free(av_rendezvous *r);
+/* Raise (on) or lower (off) an abort: while raised, collectives do not wait for
+ * participants that will never come. Whoever raises it lowers it once its devices stopped. */
+void av_rendezvous_abort(av_rendezvous *r, bool on);
 
 typedef enum av_coll_kind {
   AV_COLL_ALL_REDUCE,

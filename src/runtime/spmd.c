@@ -2,9 +2,11 @@
  * assemble. */
 #include "runtime/spmd.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/collectives.h"
 #include "runtime/kernels/shape.h"
 
 static void block_box(const av_spmd_value *v, int pos, bool to_local, av_box *b, int64_t *goff) {
@@ -56,6 +58,7 @@ void av_spmd_place(const av_spmd_value *v, int pos, const void *l, void *g) {
 }
 
 typedef struct dev_run {
+  atomic_int *failed; /* shared: the first failure raises the rendezvous abort */
   const av_spmd_manual_params *p;
   const av_frame *parent;
   int pos;
@@ -81,6 +84,8 @@ static void *dev_main(void *arg) {
     return NULL;
   }
   r->code = av_run_block(p->block, &f, r->args, r->res, &r->diag);
+  if (r->code != AV_OK && atomic_fetch_add(r->failed, 1) == 0)
+    av_rendezvous_abort(f.plan->rv, true); /* the others must not wait for us */
   /* results must own their bytes before the frame goes */
   for (uint32_t k = 0; r->code == AV_OK && k < p->nout; k++)
     if (!r->res[k].st && r->res[k].data) {
@@ -102,11 +107,13 @@ av_code av_step_spmd_manual(const av_step *s, av_frame *f, av_diag *d) {
     return av_diag_set(d, AV_INVALID_ARGUMENT,
                        "sdy.manual_computation over a mesh of %d devices in a program compiled "
                        "for %d", n, ndev);
+  atomic_int failed = 0;
   dev_run *runs = calloc((size_t)n, sizeof *runs);
   av_slot *slots = calloc((size_t)n * (p->nin + p->nout) + 1, sizeof *slots);
   av_code c = runs && slots ? AV_OK : av_diag_set(d, AV_RESOURCE_EXHAUSTED, "out of memory");
   for (int q = 0; c == AV_OK && q < n; q++) {
     dev_run *r = &runs[q];
+    r->failed = &failed;
     r->p = p;
     r->parent = f;
     r->pos = q;
@@ -136,6 +143,7 @@ av_code av_step_spmd_manual(const av_step *s, av_frame *f, av_diag *d) {
   for (int q = 0; q < n; q++) {
     runs[q].started = pthread_create(&runs[q].thread, NULL, dev_main, &runs[q]) == 0;
     if (!runs[q].started) {
+      if (atomic_fetch_add(&failed, 1) == 0) av_rendezvous_abort(f->plan->rv, true);
       for (uint32_t i = 0; i < p->nin; i++) av_slot_release(&runs[q].args[i]);
       runs[q].code = av_diag_set(&runs[q].diag, AV_RESOURCE_EXHAUSTED,
                                  "cannot start the thread of device %d", q);
@@ -143,6 +151,12 @@ av_code av_step_spmd_manual(const av_step *s, av_frame *f, av_diag *d) {
   }
   for (int q = 0; q < n; q++)
     if (runs[q].started) pthread_join(runs[q].thread, NULL);
+  if (atomic_load(&failed)) av_rendezvous_abort(f->plan->rv, false);
+  /* report the device that failed first, not those that gave up because of it */
+  for (int q = 0; q < n && c == AV_OK; q++)
+    if (runs[q].code != AV_OK && runs[q].code != AV_ABORTED)
+      c = av_diag_set(d, runs[q].code, "%s\n  on device %d of sdy.manual_computation",
+                      runs[q].diag.msg, p->device_index[q]);
   for (int q = 0; q < n && c == AV_OK; q++)
     if (runs[q].code != AV_OK)
       c = av_diag_set(d, runs[q].code, "%s\n  on device %d of sdy.manual_computation",

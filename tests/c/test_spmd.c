@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "compiler/program.h"
 #include "compiler/program_module.h"
@@ -405,6 +406,57 @@ static void test_collective_broadcast(void **state) {
   av_program_free(p);
 }
 
+/* Devices 1..3 fail a check before the all_reduce; device 0 waits there and must give up at
+ * once (not after the collective timeout). The error names a failing device. */
+static const char *kFailing =
+    "module @m attributes {mhlo.num_partitions = 4 : i32, mhlo.num_replicas = 1 : i32} {\n"
+    "  sdy.mesh @mesh = <[\"i\"=4]>\n"
+    "  func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {\n"
+    "    %a = stablehlo.add %arg0, %arg0 : tensor<4xf32>\n"
+    "    %0 = sdy.manual_computation(%a) in_shardings=[<@mesh, [{\"i\"}]>] out_shardings=[<@mesh, [{\"i\"}]>] "
+    "manual_axes={\"i\"} (%x: tensor<1xf32>) {\n"
+    "      %z = stablehlo.constant dense<0.0> : tensor<1xf32>\n"
+    "      \"stablehlo.custom_call\"(%x, %z) {call_target_name = \"check.expect_eq\"} : (tensor<1xf32>, tensor<1xf32>) -> ()\n"
+    "      %s = \"stablehlo.all_reduce\"(%x) <{channel_handle = #stablehlo.channel_handle<handle = 1, type = 1>, "
+    "replica_groups = dense<[[0, 1, 2, 3]]> : tensor<1x4xi64>, use_global_device_ids}> ({\n"
+    "      ^bb0(%p: tensor<f32>, %q: tensor<f32>):\n"
+    "        %r = stablehlo.add %p, %q : tensor<f32>\n"
+    "        stablehlo.return %r : tensor<f32>\n"
+    "      }) : (tensor<1xf32>) -> tensor<1xf32>\n"
+    "      sdy.return %s : tensor<1xf32>\n"
+    "    } : (tensor<4xf32>) -> tensor<4xf32>\n"
+    "    %b = stablehlo.add %0, %0 : tensor<4xf32>\n"
+    "    return %b : tensor<4xf32>\n"
+    "  }\n"
+    "}\n";
+
+static void test_failing_device_does_not_hang_the_others(void **state) {
+  (void)state;
+  av_program *p = compile(kFailing, 1, NDEV);
+  av_tensor in[NDEV][MAXOUT];
+  int64_t four = 4;
+  static const float v[4] = {0, 1, 2, 3}; /* replicated: device d's block is [2d] */
+  for (int q = 0; q < NDEV; q++) in[q][0] = f32_tensor(1, &four, v);
+  run_result r;
+  av_diag d;
+  time_t t0 = time(NULL);
+  assert_int_not_equal(run_devices(p, NDEV, in, &r, &d), AV_OK);
+  assert_true(time(NULL) - t0 < 30);
+  assert_non_null(strstr(d.msg, "on device"));
+  assert_null(strstr(d.msg, "abandoned"));
+  /* the program still works afterwards: inputs that pass every check */
+  static const float zeros[4] = {0, 0, 0, 0};
+  for (int q = 0; q < NDEV; q++) {
+    av_storage_release(in[q][0].storage);
+    in[q][0] = f32_tensor(1, &four, zeros);
+  }
+  assert_int_equal(run_devices(p, NDEV, in, &r, &d), AV_OK);
+  for (int q = 0; q < NDEV; q++) expect_f32(&r.out[q][0], 1, zeros); /* %b follows the rows split */
+  release_all(r.out, NDEV, 1);
+  release_all(in, NDEV, 1);
+  av_program_free(p);
+}
+
 /* ------------------------------------------------- whole sharded programs */
 
 /* C = A @ B with A (4x2) sharded by rows over x and B (2x4) by columns over y, on a 2x2 mesh
@@ -746,6 +798,7 @@ int main(void) {
       cmocka_unit_test(test_permute_all_to_all_reduce_scatter),
       cmocka_unit_test(test_mesh_2x2_psum_over_one_axis),
       cmocka_unit_test(test_collective_broadcast),
+      cmocka_unit_test(test_failing_device_does_not_hang_the_others),
       cmocka_unit_test(test_sharded_program_runs_once),
       cmocka_unit_test(test_sharded_program_from_device_threads),
       cmocka_unit_test(test_result_sharding_propagation),

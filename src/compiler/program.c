@@ -265,7 +265,7 @@ av_code av_program_execute_devices(av_program *p, int ndev, const av_tensor *con
 bool av_program_shardings(const av_program *p, bool output, int *n, const char *const **protos,
                           const size_t **sizes) {
   const av_spmd_program *sp = p->spmd;
-  if (!sp) return false;
+  if (!sp || p->num_partitions <= 1) return false; /* replicas only: no shardings, as in XLA */
   *n = (int)(output ? sp->nout : sp->nin);
   *protos = (const char *const *)(output ? sp->out_proto : sp->in_proto);
   *sizes = output ? sp->out_proto_size : sp->in_proto_size;

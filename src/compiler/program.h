@@ -88,8 +88,8 @@ av_code av_program_execute(av_program *p, int device_index, const av_tensor *inp
 av_code av_program_execute_devices(av_program *p, int ndev, const av_tensor *const *inputs,
                                    av_tensor *const *outputs, av_diag *d);
 /* Serialized xla.OpSharding of every input (output == false) or output of a multi-device
- * program (an empty one: replicated): n entries, owned by the program. False for
- * single-device programs. */
+ * partitioned program (an empty one: replicated): n entries, owned by the program. False
+ * for programs with one partition (single device, or replicas only). */
 bool av_program_shardings(const av_program *p, bool output, int *n, const char *const **protos,
                           const size_t **sizes);
 

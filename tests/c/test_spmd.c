@@ -677,6 +677,11 @@ static void test_replicas_with_collectives(void **state) {
   }
   release_all(r.out, NDEV, 3);
   release_all(in, NDEV, 1);
+  /* replicas only: no shardings to report (as XLA) */
+  int n;
+  const char *const *protos;
+  const size_t *sizes;
+  assert_false(av_program_shardings(p, true, &n, &protos, &sizes));
   /* the wrong number of devices is refused */
   assert_int_not_equal(run_devices(p, 2, in, &r, &d), AV_OK);
   av_program_free(p);

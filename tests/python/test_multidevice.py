@@ -48,6 +48,15 @@ def cases(platform):
     rec("partial_manual_psum_x", lambda: jax.jit(sm3)(a))
     rec("pmap_two_devices", lambda: jax.pmap(lambda v: jax.lax.psum(v, 'i'), axis_name='i', devices=devs[:2])(x[:2]))
     rec("fori_loop_psum", lambda: pm(lambda v: jax.lax.fori_loop(0, 3, lambda k, c: c + jax.lax.psum(c, 'i'), v))(x))
+    rec("psum_both_axes", lambda: jax.jit(shard_map(lambda t: jax.lax.psum(t, ('x', 'y')), mesh=mesh,
+                                                    in_specs=P('x', 'y'), out_specs=P()))(a))
+    rec("ppermute_over_x", lambda: jax.jit(shard_map(lambda t: jax.lax.ppermute(t, 'x', [(0, 1), (1, 0)]),
+                                                     mesh=mesh, in_specs=P('x', 'y'), out_specs=P('x', 'y')))(a))
+    rec("all_to_all_over_y", lambda: jax.jit(shard_map(lambda t: jax.lax.all_to_all(t, 'y', 0, 1, tiled=True),
+                                                       mesh=mesh, in_specs=P('x', 'y'), out_specs=P('x', 'y')))(a))
+    rec("axis_index_2d", lambda: jax.jit(shard_map(
+        lambda t: t * 0 + jax.lax.axis_index('x') * 10 + jax.lax.axis_index('y'),
+        mesh=mesh, in_specs=P('x', 'y'), out_specs=P('x', 'y')))(np.zeros((4, 4), np.float32)))
     m1 = Mesh(np.array(devs), ('d',))
     b = np.arange(32, dtype=np.float32).reshape(8, 4) / 7
     c = np.arange(16, dtype=np.float32).reshape(4, 4) / 5
@@ -139,7 +148,10 @@ def test_against_numpy(results, name):
     np.testing.assert_allclose(np.array(got), EXPECTED[name], rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("name", sorted(EXPECTED))
+CPU_ONLY = ["psum_both_axes", "ppermute_over_x", "all_to_all_over_y", "axis_index_2d"]
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED) + CPU_ONLY)
 def test_against_jax_cpu(results, name):
     cpu = results["cpu"][name]
     if isinstance(cpu, str):

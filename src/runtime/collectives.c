@@ -169,12 +169,18 @@ av_code av_step_collective(const av_step *s, av_frame *f, av_diag *d) {
   int size = nids, rank = my_id;
   int64_t key = fixed;
   if (p->ngroups > 0 && p->kind != AV_COLL_PERMUTE) {
-    size = p->group_size;
+    int width = p->group_size;
     rank = -1;
     for (int g = 0; g < p->ngroups && rank < 0; g++)
-      for (int i = 0; i < size; i++)
-        if (p->groups[g * size + i] == my_id) {
-          rank = i;
+      for (int i = 0; i < width && rank < 0; i++)
+        if (p->groups[g * width + i] == my_id) {
+          /* groups of different sizes are padded with -1: count the real members */
+          size = 0;
+          for (int j = 0; j < width; j++)
+            if (p->groups[g * width + j] >= 0) {
+              if (j == i) rank = size;
+              size++;
+            }
           key = (int64_t)g * (nrep * npart + 1) + fixed;
         }
     if (rank < 0 && p->kind == AV_COLL_BROADCAST) { /* outside every group: zeros */

@@ -687,6 +687,41 @@ static void test_replicas_with_collectives(void **state) {
   av_program_free(p);
 }
 
+/* Groups of different sizes, padded with -1: [[0, 2, 3], [1, -1, -1]]. x = [q, 10 q]:
+ * devices 0, 2, 3 get [5, 50]; device 1 (alone) keeps [1, 10]. */
+static const char *kUnevenGroups =
+    "module @m attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 4 : i32} {\n"
+    "  func.func public @main(%x: tensor<2xf32>) -> tensor<2xf32> {\n"
+    "    %s = \"stablehlo.all_reduce\"(%x) <{replica_groups = dense<[[0, 2, 3], [1, -1, -1]]> : tensor<2x3xi64>}> ({\n"
+    "    ^bb0(%p: tensor<f32>, %q: tensor<f32>):\n"
+    "      %r = stablehlo.add %p, %q : tensor<f32>\n"
+    "      stablehlo.return %r : tensor<f32>\n"
+    "    }) : (tensor<2xf32>) -> tensor<2xf32>\n"
+    "    return %s : tensor<2xf32>\n"
+    "  }\n"
+    "}\n";
+
+static void test_uneven_replica_groups(void **state) {
+  (void)state;
+  av_program *p = compile(kUnevenGroups, NDEV, 1);
+  av_tensor in[NDEV][MAXOUT];
+  int64_t two = 2;
+  for (int q = 0; q < NDEV; q++) {
+    float v[2] = {(float)q, (float)(10 * q)};
+    in[q][0] = f32_tensor(1, &two, v);
+  }
+  run_result r;
+  av_diag d;
+  time_t t0 = time(NULL);
+  assert_int_equal(run_devices(p, NDEV, in, &r, &d), AV_OK);
+  assert_true(time(NULL) - t0 < 30);
+  static const float big[2] = {5, 50}, alone[2] = {1, 10};
+  for (int q = 0; q < NDEV; q++) expect_f32(&r.out[q][0], 2, q == 1 ? alone : big);
+  release_all(r.out, NDEV, 1);
+  release_all(in, NDEV, 1);
+  av_program_free(p);
+}
+
 /* Uneven shards and sub-axes are refused at compile time with a clear message. */
 static void test_unsupported_shardings(void **state) {
   (void)state;
@@ -808,6 +843,7 @@ int main(void) {
       cmocka_unit_test(test_sharded_program_from_device_threads),
       cmocka_unit_test(test_result_sharding_propagation),
       cmocka_unit_test(test_replicas_with_collectives),
+      cmocka_unit_test(test_uneven_replica_groups),
       cmocka_unit_test(test_unsupported_shardings),
       cmocka_unit_test(test_hostile_sharding_text),
       cmocka_unit_test(test_mesh_larger_than_program),

@@ -7,6 +7,7 @@
 
 #include <math.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "runtime/kernels/reduce_elem.h"
@@ -157,6 +158,84 @@ DEFINE_FOLD(fold_min_s32, int32_t, IMIN)
 DEFINE_FOLD(fold_max_s64, int64_t, IMAX)
 DEFINE_FOLD(fold_min_s64, int64_t, IMIN)
 
+/* ---- f32/f64 sums: accurate and vectorisable ----
+ * A running sum that adds one element at a time loses about n*eps relative accuracy (1e6
+ * f32 copies of tanh(1) came out 1% low). Here a contiguous reduced run is summed in blocks
+ * of SUM_BLOCK elements with SUM_LANES independent accumulators (each lane adds only
+ * SUM_BLOCK/SUM_LANES elements, and the lanes map onto SIMD registers), block results are
+ * added in double, and every output keeps a double accumulator until the end, so
+ * accumulating along leading (kept-inner) axes is exact to double precision as well. */
+#define SUM_LANES 16
+#define SUM_BLOCK 256
+
+#define DEFINE_SUM_RUN(name, T)                                                               \
+  static double name(const T *restrict src, int64_t n) {                                      \
+    double total = -0.0; /* -0 is the additive identity: a sum of -0s stays -0 */             \
+    int64_t j = 0;                                                                            \
+    for (; j + SUM_BLOCK <= n; j += SUM_BLOCK) {                                              \
+      T lane[SUM_LANES];                                                                      \
+      for (int k = 0; k < SUM_LANES; k++) lane[k] = (T)-0.0;                                  \
+      for (int b = 0; b < SUM_BLOCK; b += SUM_LANES)                                          \
+        for (int k = 0; k < SUM_LANES; k++) lane[k] += src[j + b + k];                        \
+      for (int w = SUM_LANES / 2; w > 0; w /= 2) /* pairwise across lanes */                  \
+        for (int k = 0; k < w; k++) lane[k] += lane[k + w];                                   \
+      total += (double)lane[0];                                                               \
+    }                                                                                         \
+    for (; j < n; j++) total += (double)src[j];                                               \
+    return total;                                                                             \
+  }
+DEFINE_SUM_RUN(sum_run_f32, float)
+
+static double sum_run_f64(const double *restrict src, int64_t n) {
+  double lane[SUM_LANES];
+  for (int k = 0; k < SUM_LANES; k++) lane[k] = -0.0;
+  int64_t j = 0;
+  for (; j + SUM_LANES <= n; j += SUM_LANES)
+    for (int k = 0; k < SUM_LANES; k++) lane[k] += src[j + k];
+  for (int w = SUM_LANES / 2; w > 0; w /= 2)
+    for (int k = 0; k < w; k++) lane[k] += lane[k + w];
+  double total = lane[0];
+  for (; j < n; j++) total += src[j];
+  return total;
+}
+
+/* Returns false (nothing written) when the double scratch cannot be allocated. */
+#define DEFINE_SUM(name, T, RUN)                                                              \
+  static bool name(const red_shape *s, const T *in, T *out, int64_t nout) {                   \
+    double *acc = malloc((size_t)(nout > 0 ? nout : 1) * sizeof(double));                     \
+    if (!acc) return false;                                                                   \
+    for (int64_t i = 0; i < nout; i++) acc[i] = (double)out[i];                               \
+    int r = s->rank;                                                                          \
+    int64_t idx[AV_KMAX_RANK] = {0};                                                          \
+    int64_t inner = s->dims[r - 1], total = 1;                                                \
+    for (int i = 0; i < r; i++) total *= s->dims[i];                                          \
+    int64_t ioff = 0, ooff = 0;                                                               \
+    bool inner_red = s->reduced[r - 1];                                                       \
+    for (int64_t done = 0; done < total; done += inner) {                                     \
+      const T *restrict src = in + ioff;                                                      \
+      if (inner_red) {                                                                        \
+        acc[ooff] += RUN(src, inner);                                                         \
+      } else {                                                                                \
+        double *restrict dst = acc + ooff;                                                    \
+        for (int64_t j = 0; j < inner; j++) dst[j] += (double)src[j];                         \
+      }                                                                                       \
+      for (int k = r - 2; k >= 0; k--) {                                                      \
+        idx[k]++;                                                                             \
+        ioff += s->istride[k];                                                                \
+        ooff += s->ostride[k];                                                                \
+        if (idx[k] < s->dims[k]) break;                                                       \
+        ioff -= s->istride[k] * s->dims[k];                                                   \
+        ooff -= s->ostride[k] * s->dims[k];                                                   \
+        idx[k] = 0;                                                                           \
+      }                                                                                       \
+    }                                                                                         \
+    for (int64_t i = 0; i < nout; i++) out[i] = (T)acc[i];                                    \
+    free(acc);                                                                                \
+    return true;                                                                              \
+  }
+DEFINE_SUM(sum_f32, float, sum_run_f32)
+DEFINE_SUM(sum_f64, double, sum_run_f64)
+
 typedef void (*fold_fn)(const red_shape *, const void *, void *);
 
 #define PICK_INT(W)                                                                           \
@@ -254,6 +333,13 @@ av_code av_kernel_reduce(const av_reduce_params *p, const av_view *inputs, const
   }
   if (av_view_num_elements(&inputs[0]) == 0) return AV_OK;
   if (p->ninputs == 1 && p->body.simple != AV_OP_UNKNOWN && s.istride[s.rank - 1] == 1) {
+    if (p->body.simple == AV_OP_ADD && (inputs[0].dtype == AV_DT_F32 || inputs[0].dtype == AV_DT_F64)) {
+      int64_t nout = av_view_num_elements(&outputs[0]);
+      bool done = inputs[0].dtype == AV_DT_F32
+                      ? sum_f32(&s, inputs[0].data, outputs[0].data, nout)
+                      : sum_f64(&s, inputs[0].data, outputs[0].data, nout);
+      if (done) return AV_OK;
+    }
     fold_fn f = pick_fold(p->body.simple, inputs[0].dtype);
     if (f) {
       f(&s, inputs[0].data, outputs[0].data);

@@ -513,6 +513,7 @@ static void lower_block(av_lower *c, const av_block *b, av_block_plan *bp) {
       av_lower_fail(c, AV_INVALID_ARGUMENT, "a region returns a value outside its scope");
       break;
     }
+  if (c->nerrors == 0) av_fuse_elementwise(c, &steps);
   /* in_dies: which inputs are released right after their step */
   for (uint32_t i = 0; i < steps.n; i++) {
     av_step *s = &steps.v[i];

@@ -96,6 +96,9 @@ av_cmp_type av_parse_cmp_type(const char *s);
 struct av_scalar_prog;
 const struct av_scalar_prog *av_build_scalar_prog(av_lower *c, const av_region *r);
 
+/* Fuses runs of elementwise steps of one block (fuse_elementwise.c); call before in_dies. */
+void av_fuse_elementwise(av_lower *c, av_step_vec *steps);
+
 /* Whether an op must stay even when its results are unused. */
 bool av_op_has_side_effects(const av_op *op);
 

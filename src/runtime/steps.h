@@ -22,6 +22,31 @@ av_code av_step_ew(const av_step *s, av_frame *f, av_diag *d);      /* av_ew_ker
 av_code av_step_convert(const av_step *s, av_frame *f, av_diag *d); /* av_convert */
 av_code av_step_select(const av_step *s, av_frame *f, av_diag *d);  /* NULL params */
 
+/* ---- fused elementwise chains (runtime/steps_fused.c, built by compiler/fuse_elementwise.c)
+ * A run of elementwise steps (and broadcasts of scalars) over arrays of one element count,
+ * executed tile by tile so intermediates stay in cache and are never allocated. Registers
+ * name the values: step inputs (read in place), broadcast scalars (a tile filled once),
+ * temporaries (a tile buffer) and step outputs (written in place). */
+enum { AV_FUSED_IN, AV_FUSED_SCALAR, AV_FUSED_TEMP, AV_FUSED_OUT };
+typedef struct av_fused_reg {
+  uint8_t kind;
+  uint32_t index; /* IN/SCALAR: step input number; OUT: step output number */
+  size_t esize;
+} av_fused_reg;
+typedef struct av_fused_op {
+  const av_ew_kernel *k;
+  int nin;
+  uint32_t in[AV_EW_MAX_IN], out; /* registers */
+} av_fused_op;
+typedef struct av_fused_params {
+  int64_t n; /* elements of every non-scalar register */
+  uint32_t nregs, nops;
+  const av_fused_reg *regs;
+  const av_fused_op *ops;
+  const int32_t *reuse; /* per step output: a step input whose storage it may take, or -1 */
+} av_fused_params;
+av_code av_step_fused(const av_step *s, av_frame *f, av_diag *d);
+
 typedef struct av_reduce_precision_params {
   av_convert to_wide, from_wide; /* dtype <-> f32/f64 (COPY when native) */
   bool f64;

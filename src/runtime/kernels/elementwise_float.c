@@ -2,6 +2,7 @@
 #include <math.h>
 
 #include "runtime/kernels/elementwise.h"
+#include "runtime/kernels/fast_math.h"
 
 /* ------------------------------------------------------- scalar helpers */
 
@@ -19,7 +20,6 @@
     if (b < a) return b;                                                                   \
     return signbit(a) ? a : b;                                                             \
   }                                                                                        \
-  static inline T flogistic##S(T x) { return (T)1 / ((T)1 + exp##S(-x)); }                 \
   static inline T frsqrt##S(T x) { return (T)1 / sqrt##S(x); }                             \
   static inline T flgamma##S(T x) {                                                        \
     int sgn;                                                                               \
@@ -27,6 +27,7 @@
   }
 FLOAT_HELPERS(float, f)
 FLOAT_HELPERS(double, )
+static inline double flogistic(double x) { return 1 / (1 + exp(-x)); }
 
 /* cosh / sinh the way XLA expands chlo.cosh / chlo.sinh for f32 (exp of x + log(1/2), so the
  * results agree with JAX's to the ULP, and large |x| does not overflow early). */
@@ -136,11 +137,25 @@ static float bessel_i1e_f(float x) { return (float)bessel_i1e_d(x); }
 
 /* ------------------------------------------------------------- loops */
 
+/* Outputs may alias inputs exactly (in-place steps); element i is read before it is written,
+ * so the loops carry no dependence: say so, or the compilers fall back to scalar code when
+ * the pointers are equal. */
+#if defined(__clang__)
+/* loops around libm calls stay scalar; clang would report the hint it could not honour */
+#pragma clang diagnostic ignored "-Wpass-failed"
+#define AV_IVDEP _Pragma("clang loop vectorize(assume_safety)")
+#elif defined(__GNUC__)
+#define AV_IVDEP _Pragma("GCC ivdep")
+#else
+#define AV_IVDEP
+#endif
+
 #define UNARY(name, T, TO, EXPR)                                                            \
   static void name(const void *const *in, void *out, int64_t n, const void *aux) {         \
     (void)aux;                                                                             \
     const T *a = in[0];                                                                    \
     TO *o = out;                                                                           \
+    AV_IVDEP                                                                               \
     for (int64_t i = 0; i < n; i++) {                                                      \
       T x = a[i];                                                                          \
       o[i] = (TO)(EXPR);                                                                   \
@@ -151,6 +166,7 @@ static float bessel_i1e_f(float x) { return (float)bessel_i1e_d(x); }
     (void)aux;                                                                             \
     const T *a = in[0], *b = in[1];                                                        \
     T *o = out;                                                                            \
+    AV_IVDEP                                                                               \
     for (int64_t i = 0; i < n; i++) {                                                      \
       T x = a[i], y = b[i];                                                                \
       o[i] = (EXPR);                                                                       \
@@ -164,15 +180,15 @@ static float bessel_i1e_f(float x) { return (float)bessel_i1e_d(x); }
   X(SQRT, sqrtf(x), sqrt(x))                                                               \
   X(RSQRT, frsqrtf(x), frsqrt(x))                                                          \
   X(CBRT, cbrtf(x), cbrt(x))                                                               \
-  X(EXPONENTIAL, expf(x), exp(x))                                                          \
+  X(EXPONENTIAL, av_fm_expf(x), exp(x))                                                          \
   X(EXPONENTIAL_MINUS_ONE, expm1f(x), expm1(x))                                            \
   X(LOG, logf(x), log(x))                                                                  \
   X(LOG_PLUS_ONE, log1pf(x), log1p(x))                                                     \
-  X(LOGISTIC, flogisticf(x), flogistic(x))                                                 \
+  X(LOGISTIC, av_fm_logisticf(x), flogistic(x))                                                 \
   X(SINE, sinf(x), sin(x))                                                                 \
   X(COSINE, cosf(x), cos(x))                                                               \
   X(TAN, tanf(x), tan(x))                                                                  \
-  X(TANH, tanhf(x), tanh(x))                                                               \
+  X(TANH, av_fm_tanhf(x), tanh(x))                                                               \
   X(FLOOR, floorf(x), floor(x))                                                            \
   X(CEIL, ceilf(x), ceil(x))                                                               \
   X(ROUND_NEAREST_AFZ, roundf(x), round(x))                                                \

@@ -1,0 +1,82 @@
+/* Vectorisable f32 exp / tanh / logistic. glibc's expf/tanhf are scalar calls (tanhf goes
+ * through expm1f) and dominate elementwise chains; these are plain arithmetic the compiler
+ * turns into SIMD loops. They work in double internally, so the f32 results are within 1 ulp
+ * (almost always correctly rounded): x = n*ln2 + r with |r| <= ln2/2, a degree-10 Taylor
+ * polynomial for expm1(r) (truncation error < 1e-13), and 2^n built from its bits. */
+#ifndef ANVIL_RUNTIME_KERNELS_FAST_MATH_H
+#define ANVIL_RUNTIME_KERNELS_FAST_MATH_H
+
+#include <math.h>
+#include <stdint.h>
+
+/* expm1(r) for |r| <= 0.35 (Horner; the terms are 1/k!) */
+static inline double av_fm_expm1_small(double r) {
+  double q = 1.0 / 3628800;
+  q = q * r + 1.0 / 362880;
+  q = q * r + 1.0 / 40320;
+  q = q * r + 1.0 / 5040;
+  q = q * r + 1.0 / 720;
+  q = q * r + 1.0 / 120;
+  q = q * r + 1.0 / 24;
+  q = q * r + 1.0 / 6;
+  q = q * r + 0.5;
+  q = q * r + 1.0;
+  return q * r;
+}
+
+/* Splits x (|x| <= 300 for a meaningful result) into 2^n * (1 + q); returns q, sets *scale=2^n. */
+static inline double av_fm_exp_split(double x, double *scale) {
+  const double magic = 6755399441055744.0; /* 1.5 * 2^52: adding it rounds to an integer */
+  double t = x * 1.4426950408889634 + magic;
+  double n = t - magic;
+  union {
+    double d;
+    uint64_t u;
+  } bits = {t}, s;
+  /* the low bits of t hold n (two's complement); unsigned arithmetic, no overflow */
+  s.u = ((bits.u + 1023u) & 0x7ffu) << 52;
+  *scale = s.d;
+  double r = x - n * 0.6931471805599453094 - n * 2.319046813846299558e-17;
+  return av_fm_expm1_small(r);
+}
+
+/* c ? a : b on bits: gcc keeps float ternaries as branches (then no SIMD) but vectorises masks */
+static inline float av_fm_select(int c, float a, float b) {
+  union {
+    float f;
+    uint32_t u;
+  } ua = {a}, ub = {b}, r;
+  uint32_t m = 0u - (uint32_t)(c != 0);
+  r.u = (ua.u & m) | (ub.u & ~m);
+  return r.f;
+}
+
+/* Arguments outside the ranges below are computed as garbage (no traps, no UB: all the
+ * arithmetic is floating point or unsigned) and replaced by the limit values at the end. */
+static inline float av_fm_expf(float x) {
+  double s, q = av_fm_exp_split(x, &s); /* valid for |x| <= 200 */
+  float r = (float)(s + s * q);
+  r = av_fm_select(isgreater(x, 100.0f), INFINITY, r); /* overflows from 88.73 on */
+  r = av_fm_select(isless(x, -120.0f), 0.0f, r);       /* underflows below -103.98 */
+  return av_fm_select(isunordered(x, x), x, r);
+}
+
+static inline float av_fm_tanhf(float x) {
+  /* tanh(a) = expm1(2a) / (expm1(2a) + 2), sign restored; |x| > 10 rounds to +-1 */
+  float a = fabsf(x);
+  double s, q = av_fm_exp_split(2.0 * (double)a, &s);
+  double em1 = s * q + (s - 1);
+  float r = (float)copysign(em1 / (em1 + 2), (double)x);
+  r = av_fm_select(isgreater(a, 10.0f), copysignf(1.0f, x), r);
+  return av_fm_select(isunordered(x, x), x, r);
+}
+
+static inline float av_fm_logisticf(float x) {
+  double s, q = av_fm_exp_split(-(double)x, &s);
+  float r = (float)(1 / (1 + (s + s * q)));
+  r = av_fm_select(isgreater(x, 200.0f), 1.0f, r);
+  r = av_fm_select(isless(x, -200.0f), 0.0f, r);
+  return av_fm_select(isunordered(x, x), x, r);
+}
+
+#endif

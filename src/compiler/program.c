@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "compiler/cost.h"
 #include "compiler/lower.h"
 #include "compiler/program_module.h"
 #include "compiler/sharding_lower.h"
@@ -24,7 +25,6 @@ struct av_program {
   char *name;
   void *code; /* our copy: frontends may borrow constant data from it */
   size_t code_size;
-  const char *format; /* "mlir" or "hlo" for compiled bytes; NULL for in-memory modules */
   av_module *module;
   av_plan *plan;
   int num_replicas, num_partitions;
@@ -79,7 +79,6 @@ av_program *av_program_compile(const char *format, size_t format_size, const voi
   if (code_size) memcpy(p->code, code, code_size);
   ((char *)p->code)[code_size] = '\0';
   p->code_size = code_size;
-  p->format = format_size == 3 && memcmp(format, "hlo", 3) == 0 ? "hlo" : "mlir";
   uint64_t h = 0xcbf29ce484222325ull;
   h = fnv1a(h, format, format_size);
   h = fnv1a(h, code, code_size);
@@ -178,11 +177,12 @@ int av_program_output_alias(const av_program *p, int i) {
 }
 uint64_t av_program_fingerprint(const av_program *p) { return p->fingerprint; }
 
-void av_program_source(const av_program *p, const char **format, const void **code,
-                       size_t *size) {
-  *format = p->code ? p->format : NULL;
-  *code = p->code;
-  *size = p->code_size;
+void av_program_cost(const av_program *p, double *flops, double *transcendentals,
+                     double *bytes_accessed) {
+  av_cost c = av_module_cost(p->module);
+  *flops = c.flops;
+  *transcendentals = c.transcendentals;
+  *bytes_accessed = c.bytes_accessed;
 }
 
 char *av_program_text(const av_program *p) { return av_module_print(p->module); }

@@ -66,10 +66,10 @@ const int64_t *av_program_output_dims(const av_program *p, int i);
 int av_program_output_alias(const av_program *p, int i);
 /* 64-bit fingerprint of the compiled program (stable across runs for the same input). */
 uint64_t av_program_fingerprint(const av_program *p);
-/* The program as the framework sent it: *format is "mlir" or "hlo" (NUL-terminated), *code
- * and *size the bytes. NULL format for programs built from an in-memory module. */
-void av_program_source(const av_program *p, const char **format, const void **code,
-                       size_t *size);
+/* Static cost estimate for cost_analysis(): flops, transcendental evaluations, bytes read and
+ * written (loop bodies count once). */
+void av_program_cost(const av_program *p, double *flops, double *transcendentals,
+                     double *bytes_accessed);
 /* StableHLO text of the program as compiled; malloc'd, caller frees. */
 char *av_program_text(const av_program *p);
 

@@ -89,6 +89,7 @@
   X(Executable_OutputMemoryKinds)                                                              \
   X(Executable_ParameterMemoryKinds)                                                           \
   X(Executable_GetCompiledMemoryStats)                                                         \
+  X(Executable_GetCostAnalysis)                                                                \
   X(Executable_OptimizedProgram)                                                               \
   X(Executable_Fingerprint)                                                                    \
   X(Executable_Serialize)                                                                      \
@@ -136,7 +137,6 @@
   X(Device_PoisonExecution)                                                                    \
   X(Device_CreateAsyncTrackingEvent)                                                           \
   X(AsyncTrackingEvent_Destroy)                                                                \
-  X(Executable_GetCostAnalysis)                                                                \
   X(CopyToDeviceStream_Destroy)                                                                \
   X(CopyToDeviceStream_AddChunk)                                                               \
   X(CopyToDeviceStream_TotalBytes)                                                             \

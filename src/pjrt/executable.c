@@ -454,44 +454,11 @@ PJRT_Error *av_PJRT_Executable_GetCompiledMemoryStats(
   return NULL;
 }
 
-/* Two-call protocol: code == NULL asks for code_size; then the caller passes a buffer. */
 /* What the framework reads back as "the optimized program". anvil compiles to its own plan, not
  * to HLO, so the faithful answer is the program it was given, in a form the framework parses:
- * JAX parses "mlir" (the portable artifact or text it sent); PyTorch/XLA accepts only
- * "hlo_with_config" for HLO programs (it aborts otherwise). Called with c->mu held. */
-static PJRT_Error *make_optimized_program(av_exec_core *c) {
-  const char *format;
-  const void *code;
-  size_t size;
-  av_program_source(c->program, &format, &code, &size);
-  if (format && strcmp(format, "hlo") == 0) {
-    av_diag d;
-    av_diag_init(&d);
-    if (av_hlo_module_with_config(code, size, av_program_num_replicas(c->program),
-                                  av_program_num_partitions(c->program), &c->optimized,
-                                  &c->optimized_size, &d) != AV_OK)
-      return av_error_from_diag(&d);
-    c->optimized_format = "hlo_with_config";
-    return NULL;
-  }
-  if (format) {
-    c->optimized = malloc(size ? size : 1);
-    if (!c->optimized) return av_error_new(AV_RESOURCE_EXHAUSTED, "out of memory");
-    if (size) memcpy(c->optimized, code, size);
-    c->optimized_size = size;
-    c->optimized_format = "mlir";
-    return NULL;
-  }
-  /* Built from an in-memory module: its printed text. */
-  char *text = av_program_text(c->program);
-  if (!text)
-    return av_error_new(AV_UNIMPLEMENTED, "PJRT_Executable_OptimizedProgram: no program text");
-  c->optimized = (uint8_t *)text;
-  c->optimized_size = strlen(text);
-  c->optimized_format = "mlir";
-  return NULL;
-}
-
+ * JAX parses "mlir" (the portable artifact or text it sent, returned as is); PyTorch/XLA accepts
+ * only "hlo_with_config" for HLO programs (it aborts otherwise), built once and cached.
+ * Two-call protocol: code == NULL asks for code_size; then the caller passes a buffer. */
 PJRT_Error *av_PJRT_Executable_OptimizedProgram(PJRT_Executable_OptimizedProgram_Args *args) {
   AV_ARGS(args, PJRT_Executable_OptimizedProgram_Args);
   const char *fn = "PJRT_Executable_OptimizedProgram";
@@ -499,23 +466,65 @@ PJRT_Error *av_PJRT_Executable_OptimizedProgram(PJRT_Executable_OptimizedProgram
   AV_REQUIRE(args->program, AV_INVALID_ARGUMENT, "%s: program is NULL", fn);
   PJRT_Program *prog = args->program;
   AV_ARGS_MIN(prog, PJRT_Program, (size_t)PJRT_Program_STRUCT_SIZE);
-  /* The framework asks several times per compile; build the answer once. */
   av_exec_core *c = args->executable->core;
-  pthread_mutex_lock(&c->mu);
-  PJRT_Error *err = c->optimized ? NULL : make_optimized_program(c);
-  pthread_mutex_unlock(&c->mu);
-  if (err) return err;
-  prog->format = c->optimized_format;
-  prog->format_size = strlen(c->optimized_format);
+  const char *format = "mlir";
+  const void *bytes = c->source_code;
+  size_t size = c->source_code_size;
+  if (strcmp(c->source_format, "hlo") == 0) {
+    av_diag d;
+    av_diag_init(&d);
+    pthread_mutex_lock(&c->mu);
+    if (!c->optimized &&
+        av_hlo_module_with_config(c->source_code, c->source_code_size,
+                                  av_program_num_replicas(c->program),
+                                  av_program_num_partitions(c->program), &c->optimized,
+                                  &c->optimized_size, &d) != AV_OK)
+      c->optimized = NULL;
+    pthread_mutex_unlock(&c->mu);
+    if (!c->optimized) return av_error_from_diag(&d);
+    format = "hlo_with_config";
+    bytes = c->optimized;
+    size = c->optimized_size;
+  }
+  prog->format = format;
+  prog->format_size = strlen(format);
   if (!prog->code) {
-    prog->code_size = c->optimized_size;
+    prog->code_size = size;
     return NULL;
   }
-  AV_REQUIRE(prog->code_size >= c->optimized_size, AV_INVALID_ARGUMENT,
-             "%s: code_size %zu is smaller than the program (%zu bytes)", fn, prog->code_size,
-             c->optimized_size);
-  memcpy(prog->code, c->optimized, c->optimized_size);
-  prog->code_size = c->optimized_size;
+  AV_REQUIRE(prog->code_size >= size, AV_INVALID_ARGUMENT,
+             "%s: code_size %zu is smaller than the program (%zu bytes)", fn, prog->code_size, size);
+  if (size) memcpy(prog->code, bytes, size);
+  prog->code_size = size;
+  return NULL;
+}
+
+/* Static estimate from the compiler, as kFloat named values JAX turns into a dict; computed
+ * once per executable. */
+PJRT_Error *av_PJRT_Executable_GetCostAnalysis(PJRT_Executable_GetCostAnalysis_Args *args) {
+  AV_ARGS(args, PJRT_Executable_GetCostAnalysis_Args);
+  AV_EXE(args, "PJRT_Executable_GetCostAnalysis");
+  av_exec_core *c = args->executable->core;
+  pthread_mutex_lock(&c->mu);
+  if (!c->cost_ready) {
+    static const char *const names[3] = {"flops", "transcendentals", "bytes accessed"};
+    double v[3];
+    av_program_cost(c->program, &v[0], &v[1], &v[2]);
+    for (int i = 0; i < 3; i++) {
+      PJRT_NamedValue *nv = &c->cost[i];
+      memset(nv, 0, sizeof *nv);
+      nv->struct_size = PJRT_NamedValue_STRUCT_SIZE;
+      nv->name = names[i];
+      nv->name_size = strlen(names[i]);
+      nv->type = PJRT_NamedValue_kFloat;
+      nv->float_value = (float)v[i];
+      nv->value_size = 1;
+    }
+    c->cost_ready = true;
+  }
+  pthread_mutex_unlock(&c->mu);
+  args->num_properties = 3;
+  args->properties = c->cost;
   return NULL;
 }
 

@@ -273,10 +273,12 @@ typedef struct av_exec_core {
   size_t source_code_size;
   char *source_options;
   size_t source_options_size;
-  /* PJRT_Executable_OptimizedProgram's answer, made on first use (guarded by mu). */
+  /* hlo_with_config answer of OptimizedProgram for HLO programs, made on first use (mu). */
   uint8_t *optimized;
   size_t optimized_size;
-  const char *optimized_format;
+  /* GetCostAnalysis answer, made on first use (mu). */
+  bool cost_ready;
+  PJRT_NamedValue cost[3];
 } av_exec_core;
 
 struct PJRT_Executable {

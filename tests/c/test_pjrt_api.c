@@ -38,13 +38,9 @@ static void test_every_slot_non_null(void **state) {
 
 static void test_unimplemented_names_function(void **state) {
   (void)state;
-  PJRT_Executable_GetCostAnalysis_Args a = {
-      .struct_size = PJRT_Executable_GetCostAnalysis_Args_STRUCT_SIZE};
-  EXPECT_ERROR(api->PJRT_Executable_GetCostAnalysis(&a), PJRT_Error_Code_UNIMPLEMENTED,
-               "anvil: PJRT_Executable_GetCostAnalysis is not implemented yet");
   PJRT_Device_PoisonExecution_Args d = {.struct_size = PJRT_Device_PoisonExecution_Args_STRUCT_SIZE};
   EXPECT_ERROR(api->PJRT_Device_PoisonExecution(&d), PJRT_Error_Code_UNIMPLEMENTED,
-               "PJRT_Device_PoisonExecution");
+               "anvil: PJRT_Device_PoisonExecution is not implemented yet");
   /* Execution contexts and DMA mapping exist but have nothing to do on the CPU. */
   PJRT_ExecuteContext_Create_Args ec = {.struct_size = PJRT_ExecuteContext_Create_Args_STRUCT_SIZE};
   CHECK_OK(api->PJRT_ExecuteContext_Create(&ec));

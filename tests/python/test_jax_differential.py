@@ -168,3 +168,18 @@ def test_compiled_as_text_parses():
     y = jax.device_put(f32(3, 4), jax.devices("anvil")[0])
     text = jax.jit(lambda a, b: a @ b).lower(x, y).compile().as_text()
     assert "dot" in text and "f32[2,3]" in text
+
+
+def test_cost_and_memory_analysis():
+    anvil = jax.devices("anvil")[0]
+    a = jax.device_put(np.ones((64, 32), np.float32), anvil)
+    b = jax.device_put(np.ones((32, 16), np.float32), anvil)
+    compiled = jax.jit(lambda a, b: jnp.tanh(a @ b)).lower(a, b).compile()
+    cost = compiled.cost_analysis()
+    assert cost["flops"] == 2 * 64 * 32 * 16  # the matmul
+    assert cost["transcendentals"] == 64 * 16  # tanh of each result element
+    # dot reads 64x32 + 32x16 and writes 64x16; tanh reads and writes 64x16 (f32)
+    assert cost["bytes accessed"] == 4 * (64 * 32 + 32 * 16 + 64 * 16 + 2 * 64 * 16)
+    mem = compiled.memory_analysis()
+    assert mem.argument_size_in_bytes == 4 * (64 * 32 + 32 * 16)
+    assert mem.output_size_in_bytes == 4 * 64 * 16

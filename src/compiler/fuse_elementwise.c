@@ -22,14 +22,24 @@ static int64_t member_n(const av_lower *c, const av_step *s) {
     }
     return ot->nelems;
   }
-  if (s->run == av_step_box) { /* broadcast of a one-element value */
+  if (s->run == av_step_box) { /* broadcast of a smaller value (scalar, rows, columns...) */
     const av_box_params *p = s->params;
-    if (s->nin != 1 || s->nout != 1 || p->soff != 0) return 0;
+    if (s->nin != 1 || s->nout != 1) return 0;
     const av_slot_type *it = &c->types[s->in[0]], *ot = &c->types[s->out[0]];
-    if (it->token || ot->token || it->nelems != 1 || ot->nelems < 2 || it->dtype != ot->dtype ||
-        p->esize != av_dtype_size(ot->dtype))
+    /* strictly fewer input elements: the input cannot be produced inside the run */
+    if (it->token || ot->token || it->nelems >= ot->nelems || ot->nelems < 2 ||
+        it->dtype != ot->dtype || p->esize != av_dtype_size(ot->dtype))
       return 0;
-    return ot->nelems;
+    if (it->nelems == 1) return p->soff == 0 ? ot->nelems : 0;
+    /* the box must walk the output in row-major order */
+    const av_box *b = &p->box;
+    if (b->rank < 1 || b->rank > AV_BOX_MAX_RANK) return 0;
+    int64_t stride = 1;
+    for (int k = b->rank - 1; k >= 0; k--) {
+      if (b->dstride[k] != stride || b->dims[k] < 1) return 0;
+      stride *= b->dims[k];
+    }
+    return stride == ot->nelems ? ot->nelems : 0;
   }
   return 0;
 }
@@ -102,7 +112,9 @@ static uint32_t build_fused(av_lower *c, const av_step *v, uint32_t a, uint32_t 
       }
       uint32_t r = b->nregs++;
       b->slot[r] = os;
-      b->regs[r] = (av_fused_reg){AV_FUSED_SCALAR, add_input(b, s->in[0]), av_dtype_size(c->types[os].dtype)};
+      bool scalar = c->types[s->in[0]].nelems == 1;
+      b->regs[r] = (av_fused_reg){scalar ? AV_FUSED_SCALAR : AV_FUSED_BOX, add_input(b, s->in[0]),
+                                  av_dtype_size(c->types[os].dtype), scalar ? NULL : s->params};
       b->last_read[r] = -1;
       continue;
     }
@@ -115,7 +127,7 @@ static uint32_t build_fused(av_lower *c, const av_step *v, uint32_t a, uint32_t 
         r = (int32_t)b->nregs++;
         b->slot[r] = s->in[k];
         b->regs[r] = (av_fused_reg){AV_FUSED_IN, add_input(b, s->in[k]),
-                                    av_dtype_size(c->types[s->in[k]].dtype)};
+                                    av_dtype_size(c->types[s->in[k]].dtype), NULL};
       }
       b->last_read[r] = (int32_t)nops;
       op->in[k] = (uint32_t)r;
@@ -125,9 +137,9 @@ static uint32_t build_fused(av_lower *c, const av_step *v, uint32_t a, uint32_t 
     b->last_read[r] = -1;
     size_t es = av_dtype_size(c->types[os].dtype);
     if (internal) {
-      b->regs[r] = (av_fused_reg){AV_FUSED_TEMP, 0, es};
+      b->regs[r] = (av_fused_reg){AV_FUSED_TEMP, 0, es, NULL};
     } else {
-      b->regs[r] = (av_fused_reg){AV_FUSED_OUT, b->nouts, es};
+      b->regs[r] = (av_fused_reg){AV_FUSED_OUT, b->nouts, es, NULL};
       b->outs[b->nouts++] = os;
     }
     op->out = r;
@@ -191,13 +203,15 @@ void av_fuse_elementwise(av_lower *c, av_step_vec *sv) {
   while (i < n) {
     int64_t len = member_n(c, &v[i]);
     uint32_t e = i;
-    uint32_t new_ops = 0;
+    uint32_t new_ops = 0, boxes = 0;
     while (e < n && e - i < FUSE_MAX_STEPS && len > 0 && member_n(c, &v[e]) == len) {
       new_ops += v[e].run == av_step_ew;
+      boxes += v[e].run == av_step_box && dies_in(v, i, n, v[e].out[0]);
       e++;
     }
+    /* worth it with two ops, or one op that saves materialising a broadcast */
     uint32_t got = 0;
-    if (new_ops >= 2) got = build_fused(c, v, i, e, len, tmp);
+    if (new_ops >= 2 || (new_ops == 1 && boxes > 0)) got = build_fused(c, v, i, e, len, tmp);
     if (got) {
       /* got <= e - i: the run shrinks (or stays) in place */
       memcpy(&v[w], tmp, sizeof *tmp * got);

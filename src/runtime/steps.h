@@ -26,12 +26,14 @@ av_code av_step_select(const av_step *s, av_frame *f, av_diag *d);  /* NULL para
  * A run of elementwise steps (and broadcasts of scalars) over arrays of one element count,
  * executed tile by tile so intermediates stay in cache and are never allocated. Registers
  * name the values: step inputs (read in place), broadcast scalars (a tile filled once),
- * temporaries (a tile buffer) and step outputs (written in place). */
-enum { AV_FUSED_IN, AV_FUSED_SCALAR, AV_FUSED_TEMP, AV_FUSED_OUT };
+ * broadcasts of smaller arrays (BOX: a tile gathered per tile through `box`), temporaries (a
+ * tile buffer) and step outputs (written in place). */
+enum { AV_FUSED_IN, AV_FUSED_SCALAR, AV_FUSED_TEMP, AV_FUSED_OUT, AV_FUSED_BOX };
 typedef struct av_fused_reg {
   uint8_t kind;
-  uint32_t index; /* IN/SCALAR: step input number; OUT: step output number */
+  uint32_t index; /* IN/SCALAR/BOX: step input number; OUT: step output number */
   size_t esize;
+  const struct av_box_params *box; /* BOX: box over the output, row-major dstride */
 } av_fused_reg;
 typedef struct av_fused_op {
   const av_ew_kernel *k;

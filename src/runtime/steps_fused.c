@@ -20,6 +20,42 @@ static void fill_elements(char *dst, const char *v, size_t esize, int64_t n) {
   }
 }
 
+/* dst[0..m) = elements [t, t+m) of the box's output (row-major dstride) read from src. */
+static void gather_box(const av_box_params *bp, const char *src, char *dst, int64_t t, int64_t m) {
+  const av_box *b = &bp->box;
+  size_t es = bp->esize;
+  int r = b->rank;
+  int64_t idx[AV_BOX_MAX_RANK], soff = bp->soff, rem = t;
+  for (int k = 0; k < r; k++) {
+    idx[k] = rem / b->dstride[k];
+    rem -= idx[k] * b->dstride[k];
+    soff += idx[k] * b->sstride[k];
+  }
+  int64_t inner = b->dims[r - 1], ss = b->sstride[r - 1];
+  for (int64_t done = 0; done < m;) {
+    int64_t run = inner - idx[r - 1];
+    if (run > m - done) run = m - done;
+    char *o = dst + (size_t)done * es;
+    if (ss == 0) {
+      fill_elements(o, src + (size_t)soff * es, es, run);
+    } else if (ss == 1) {
+      memcpy(o, src + (size_t)soff * es, (size_t)run * es);
+    } else {
+      for (int64_t j = 0; j < run; j++) memcpy(o + (size_t)j * es, src + (size_t)(soff + j * ss) * es, es);
+    }
+    done += run;
+    /* advance the multi-index by `run` along the inner axis, carrying outwards */
+    idx[r - 1] += run;
+    soff += run * ss;
+    for (int k = r - 1; k > 0 && idx[k] == b->dims[k]; k--) {
+      soff -= idx[k] * b->sstride[k];
+      idx[k] = 0;
+      idx[k - 1]++;
+      soff += b->sstride[k - 1];
+    }
+  }
+}
+
 av_code av_step_fused(const av_step *s, av_frame *f, av_diag *d) {
   const av_fused_params *p = s->params;
   for (uint32_t k = 0; k < s->nout; k++) {
@@ -32,7 +68,8 @@ av_code av_step_fused(const av_step *s, av_frame *f, av_diag *d) {
   int64_t tile = p->n < FUSED_TILE ? p->n : FUSED_TILE;
   size_t scratch = 0;
   for (uint32_t r = 0; r < p->nregs; r++)
-    if (p->regs[r].kind == AV_FUSED_SCALAR || p->regs[r].kind == AV_FUSED_TEMP)
+    if (p->regs[r].kind == AV_FUSED_SCALAR || p->regs[r].kind == AV_FUSED_TEMP ||
+        p->regs[r].kind == AV_FUSED_BOX)
       scratch += (p->regs[r].esize * (size_t)tile + 15) & ~(size_t)15;
   _Alignas(16) char local_buf[4096];
   char *local_base[32];
@@ -61,6 +98,9 @@ av_code av_step_fused(const av_step *s, av_frame *f, av_diag *d) {
   }
   for (int64_t t = 0; t < p->n; t += tile) {
     int64_t m = p->n - t < tile ? p->n - t : tile;
+    for (uint32_t r = 0; r < p->nregs; r++)
+      if (p->regs[r].kind == AV_FUSED_BOX)
+        gather_box(p->regs[r].box, av_in(s, f, p->regs[r].index), base[r], t, m);
     for (uint32_t o = 0; o < p->nops; o++) {
       const av_fused_op *op = &p->ops[o];
       const void *in[AV_EW_MAX_IN] = {0};

@@ -125,10 +125,57 @@ static void test_chain_in_loop_body(void **state) {
   av_program_free(p);
 }
 
+/* Row and column broadcasts feeding the chain (softmax-like): out = exp(x - rowmax) / colsum
+ * for a 37 x 101 input (tiles end mid-row), with broadcasts [37] -> [37,101] (dims [0]) and
+ * [101] -> [37,101] (dims [1]) and a [37,1] -> [37,101] one. */
+static const char *bcast_text =
+    "func.func public @main(%x: tensor<37x101xf32>, %r: tensor<37xf32>, %c: tensor<101xf32>,"
+    " %q: tensor<37x1xf32>) -> tensor<37x101xf32> {\n"
+    "  %rb = stablehlo.broadcast_in_dim %r, dims = [0] : (tensor<37xf32>) -> tensor<37x101xf32>\n"
+    "  %cb = stablehlo.broadcast_in_dim %c, dims = [1] : (tensor<101xf32>) -> tensor<37x101xf32>\n"
+    "  %qb = stablehlo.broadcast_in_dim %q, dims = [0, 1] : (tensor<37x1xf32>) -> tensor<37x101xf32>\n"
+    "  %0 = stablehlo.subtract %x, %rb : tensor<37x101xf32>\n"
+    "  %1 = stablehlo.exponential %0 : tensor<37x101xf32>\n"
+    "  %2 = stablehlo.divide %1, %cb : tensor<37x101xf32>\n"
+    "  %3 = stablehlo.add %2, %qb : tensor<37x101xf32>\n"
+    "  return %3 : tensor<37x101xf32>\n"
+    "}\n";
+
+static void test_row_and_column_broadcasts(void **state) {
+  (void)state;
+  enum { R = 37, C = 101 };
+  static float x[R * C];
+  float rv[R], cv[C], qv[R];
+  for (int i = 0; i < R * C; i++) x[i] = (float)((i * 7) % 23) * 0.1f;
+  for (int i = 0; i < R; i++) rv[i] = (float)i * 0.05f, qv[i] = (float)i;
+  for (int j = 0; j < C; j++) cv[j] = 1.0f + (float)j;
+  av_program *p = compile(bcast_text);
+  av_tensor in[4] = {vector_input(x, R * C), vector_input(rv, R), vector_input(cv, C), vector_input(qv, R)};
+  in[0].rank = 2, in[0].dims[0] = R, in[0].dims[1] = C;
+  in[3].rank = 2, in[3].dims[0] = R, in[3].dims[1] = 1;
+  av_tensor out;
+  av_diag d;
+  av_diag_init(&d);
+  assert_int_equal(av_program_execute(p, 0, in, &out, &d), AV_OK);
+  const float *o = out.storage->data;
+  for (int i = 0; i < R; i++)
+    for (int j = 0; j < C; j++) {
+      float e = (float)exp((double)(x[i * C + j] - rv[i]));
+      float want = e / cv[j] + qv[i];
+      float got = o[i * C + j];
+      if (!(fabsf(got - want) <= 2.5e-7f * fabsf(want)))
+        fail_msg("[%d,%d]: %.9g, expected %.9g", i, j, got, want);
+    }
+  av_storage_release(out.storage);
+  for (int k = 0; k < 4; k++) av_storage_release(in[k].storage);
+  av_program_free(p);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_chain_with_escaping_intermediate),
       cmocka_unit_test(test_chain_in_loop_body),
+      cmocka_unit_test(test_row_and_column_broadcasts),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

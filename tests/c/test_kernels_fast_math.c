@@ -1,6 +1,6 @@
 /* The vectorisable f32 exp / tanh / logistic against glibc's double-precision functions
  * rounded to f32 (an independent reference): at most 1 ulp apart over a sweep of every
- * 997th f32 bit pattern, exact on the special values. Also through the elementwise kernel. */
+ * 997th f32 bit pattern (also checked with every 97th: 44M inputs, worst 1 ulp), exact on the special values. Also through the elementwise kernel. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>

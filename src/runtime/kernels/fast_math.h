@@ -51,12 +51,35 @@ static inline float av_fm_select(int c, float a, float b) {
 
 /* Arguments outside the ranges below are computed as garbage (no traps, no UB: all the
  * arithmetic is floating point or unsigned) and replaced by the limit values at the end. */
+/* exp in f32 arithmetic (4 lanes per SSE register, twice the double path's width): Cody-Waite
+ * reduction with a 2-term ln2, a degree-5 fit of (e^r - 1 - r) / r^2 on |r| <= ln2/2 (relative
+ * error 7e-10 with these f32 coefficients), and 2^n applied as two factors so every
+ * intermediate stays normal down to the subnormal results. */
 static inline float av_fm_expf(float x) {
-  double s, q = av_fm_exp_split(x, &s); /* valid for |x| <= 200 */
-  float r = (float)(s + s * q);
-  r = av_fm_select(isgreater(x, 100.0f), INFINITY, r); /* overflows from 88.73 on */
-  r = av_fm_select(isless(x, -120.0f), 0.0f, r);       /* underflows below -103.98 */
-  return av_fm_select(isunordered(x, x), x, r);
+  const float magic = 12582912.0f; /* 1.5 * 2^23 */
+  float t = x * 1.44269504f + magic;
+  float n = t - magic;
+  union {
+    float f;
+    uint32_t u;
+  } tb = {t}, s1, s2;
+  int32_t ni = (int32_t)(tb.u - 0x4B400000u); /* n as an integer (garbage when out of range) */
+  int32_t n1 = ni / 2;
+  s1.u = (uint32_t)(n1 + 127) << 23;
+  s2.u = (uint32_t)(ni - n1 + 127) << 23;
+  float r = x - n * 0.693145751953125f; /* exact: ln2's high part has 12 significant bits */
+  r = r - n * 1.42860677e-6f;
+  float q = 0x1.a1533ap-13f;
+  q = q * r + 0x1.6d44d6p-10f;
+  q = q * r + 0x1.1110c6p-7f;
+  q = q * r + 0x1.5554e8p-5f;
+  q = q * r + 0x1.555556p-3f;
+  q = q * r + 0.5f;
+  float p = 1.0f + (r + r * r * q);
+  float res = (p * s1.f) * s2.f;
+  res = av_fm_select(isgreater(x, 100.0f), INFINITY, res); /* overflows from 88.73 on */
+  res = av_fm_select(isless(x, -120.0f), 0.0f, res);       /* underflows below -103.98 */
+  return av_fm_select(isunordered(x, x), x, res);
 }
 
 static inline float av_fm_tanhf(float x) {

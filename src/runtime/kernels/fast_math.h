@@ -55,7 +55,8 @@ static inline float av_fm_select(int c, float a, float b) {
  * reduction with a 2-term ln2, a degree-5 fit of (e^r - 1 - r) / r^2 on |r| <= ln2/2 (relative
  * error 7e-10 with these f32 coefficients), and 2^n applied as two factors so every
  * intermediate stays normal down to the subnormal results. */
-static inline float av_fm_expf(float x) {
+/* x = n*ln2 + r (|r| <= ln2/2 for |x| <= 120); returns expm1(r) and sets 2^n as s1*s2. */
+static inline float av_fm_expm1_split_f(float x, float *s1f, float *s2f) {
   const float magic = 12582912.0f; /* 1.5 * 2^23 */
   float t = x * 1.44269504f + magic;
   float n = t - magic;
@@ -67,6 +68,8 @@ static inline float av_fm_expf(float x) {
   int32_t n1 = ni / 2;
   s1.u = (uint32_t)(n1 + 127) << 23;
   s2.u = (uint32_t)(ni - n1 + 127) << 23;
+  *s1f = s1.f;
+  *s2f = s2.f;
   float r = x - n * 0.693145751953125f; /* exact: ln2's high part has 12 significant bits */
   r = r - n * 1.42860677e-6f;
   float q = 0x1.a1533ap-13f;
@@ -75,19 +78,25 @@ static inline float av_fm_expf(float x) {
   q = q * r + 0x1.5554e8p-5f;
   q = q * r + 0x1.555556p-3f;
   q = q * r + 0.5f;
-  float p = 1.0f + (r + r * r * q);
-  float res = (p * s1.f) * s2.f;
+  return r + r * r * q;
+}
+
+static inline float av_fm_expf(float x) {
+  float s1, s2, em1 = av_fm_expm1_split_f(x, &s1, &s2);
+  float res = ((1.0f + em1) * s1) * s2;
   res = av_fm_select(isgreater(x, 100.0f), INFINITY, res); /* overflows from 88.73 on */
   res = av_fm_select(isless(x, -120.0f), 0.0f, res);       /* underflows below -103.98 */
   return av_fm_select(isunordered(x, x), x, res);
 }
 
 static inline float av_fm_tanhf(float x) {
-  /* tanh(a) = expm1(2a) / (expm1(2a) + 2), sign restored; |x| > 10 rounds to +-1 */
+  /* tanh(a) = expm1(2a) / (expm1(2a) + 2), sign restored; |x| > 10 rounds to +-1. In f32:
+   * 2a <= 20 keeps 2^n = s1*s2 below 2^29, and expm1 = s*(em1 + 1) - 1 = s*em1 + (s - 1). */
   float a = fabsf(x);
-  double s, q = av_fm_exp_split(2.0 * (double)a, &s);
-  double em1 = s * q + (s - 1);
-  float r = (float)copysign(em1 / (em1 + 2), (double)x);
+  float s1, s2, em1 = av_fm_expm1_split_f(2.0f * a, &s1, &s2);
+  float sc = s1 * s2;
+  float e = sc * em1 + (sc - 1.0f);
+  float r = copysignf(e / (e + 2.0f), x);
   r = av_fm_select(isgreater(a, 10.0f), copysignf(1.0f, x), r);
   return av_fm_select(isunordered(x, x), x, r);
 }

@@ -95,6 +95,33 @@ static void test_elementwise_kernels(void **state) {
   for (int i = 0; i < N; i++) assert_true(fabs(y[i] - tanh((double)x[i])) <= 2.4e-7);
 }
 
+/* The kernels may run a wider-ISA clone of the loop (AVX2 on x86-64): same IEEE operations,
+ * so bit-identical results to the functions above on a sweep of bit patterns. */
+static void test_kernel_clones_match(void **state) {
+  (void)state;
+  enum { M = 4096 };
+  static float x[M], y[M];
+  av_opcode ops[3] = {AV_OP_EXPONENTIAL, AV_OP_TANH, AV_OP_LOGISTIC};
+  float (*fns[3])(float) = {av_fm_expf, av_fm_tanhf, av_fm_logisticf};
+  for (int o = 0; o < 3; o++) {
+    av_ew_kernel k;
+    assert_true(av_ew_prepare(ops[o], AV_DT_F32, AV_DT_F32, AV_CMP_EQ, AV_CMP_DEFAULT, &k));
+    for (uint64_t b = 0; b <= 0xffffffffu; b += 7919ull * M) {
+      for (int i = 0; i < M; i++) {
+        uint32_t u = (uint32_t)(b + 7919ull * (uint64_t)i);
+        memcpy(&x[i], &u, 4);
+      }
+      const void *in[1] = {x};
+      av_ew_run(&k, in, y, M);
+      for (int i = 0; i < M; i++) {
+        float want = fns[o](x[i]);
+        if (memcmp(&y[i], &want, 4) != 0 && !(isnan(y[i]) && isnan(want)))
+          fail_msg("op %d at %a: kernel %a, function %a", o, x[i], y[i], want);
+      }
+    }
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_exp_sweep),
@@ -102,6 +129,7 @@ int main(void) {
       cmocka_unit_test(test_logistic_sweep),
       cmocka_unit_test(test_special_values),
       cmocka_unit_test(test_elementwise_kernels),
+      cmocka_unit_test(test_kernel_clones_match),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

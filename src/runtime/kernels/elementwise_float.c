@@ -150,8 +150,16 @@ static float bessel_i1e_f(float x) { return (float)bessel_i1e_d(x); }
 #define AV_IVDEP
 #endif
 
+/* x86-64: each loop also gets an AVX2 clone picked at load time (same IEEE operations, twice
+ * the vector width); other targets build the portable loop only. */
+#if defined(__x86_64__) && defined(__ELF__) && !defined(__SANITIZE_ADDRESS__)
+#define AV_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define AV_CLONES
+#endif
+
 #define UNARY(name, T, TO, EXPR)                                                            \
-  static void name(const void *const *in, void *out, int64_t n, const void *aux) {         \
+  AV_CLONES static void name(const void *const *in, void *out, int64_t n, const void *aux) {         \
     (void)aux;                                                                             \
     const T *a = in[0];                                                                    \
     TO *o = out;                                                                           \
@@ -162,7 +170,7 @@ static float bessel_i1e_f(float x) { return (float)bessel_i1e_d(x); }
     }                                                                                      \
   }
 #define BINARY(name, T, EXPR)                                                               \
-  static void name(const void *const *in, void *out, int64_t n, const void *aux) {         \
+  AV_CLONES static void name(const void *const *in, void *out, int64_t n, const void *aux) {         \
     (void)aux;                                                                             \
     const T *a = in[0], *b = in[1];                                                        \
     T *o = out;                                                                            \

@@ -152,7 +152,15 @@ static float bessel_i1e_f(float x) { return (float)bessel_i1e_d(x); }
 
 /* x86-64: each loop also gets an AVX2 clone picked at load time (same IEEE operations, twice
  * the vector width); other targets build the portable loop only. */
-#if defined(__x86_64__) && defined(__ELF__) && !defined(__SANITIZE_ADDRESS__)
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define AV_NO_CLONES 1 /* ifunc resolvers run before the sanitizer runtimes start */
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define AV_NO_CLONES 1
+#endif
+#if defined(__x86_64__) && defined(__ELF__) && !defined(AV_NO_CLONES)
 #define AV_CLONES __attribute__((target_clones("avx2", "default")))
 #else
 #define AV_CLONES

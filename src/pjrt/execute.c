@@ -206,9 +206,11 @@ static bool *donatable_inputs(const av_exec_core *core, size_t na, const PJRT_Ex
 }
 
 /* Donation hands the execution the input's storage and invalidates the buffer (as PJRT
- * specifies). It is skipped (the input is then only read) when the storage is not ours alone
- * to give: not ready yet, zero-copy host memory, externally referenced, shared with another
- * buffer, or passed twice. The runtime sees the donated storage with a reference count of 1. */
+ * specifies; JAX then sees the array as deleted). When the storage is not ours alone to give
+ * (zero-copy host memory, or shared with another buffer) the execution gets a private copy,
+ * so the buffer is still invalidated and the runtime may write into what it gets. Donation is
+ * skipped (the input is then only read) when the buffer is not ready yet, externally
+ * referenced, or passed twice. The runtime sees donated storage with a reference count of 1. */
 static av_storage *try_donate(PJRT_Buffer *b, PJRT_Buffer *const *const *lists, size_t nd,
                               size_t na) {
   int uses = 0;
@@ -217,10 +219,14 @@ static av_storage *try_donate(PJRT_Buffer *b, PJRT_Buffer *const *const *lists, 
   if (uses != 1) return NULL;
   av_storage *st = NULL;
   pthread_mutex_lock(&b->mu);
-  if (!b->deleted && b->storage && b->external_refs == 0 && b->storage->owned &&
-      atomic_load(&b->storage->refcount) == 1) {
-    st = av_buffer_take_storage_locked(b);
-    b->deleted = true;
+  if (!b->deleted && b->storage && b->external_refs == 0) {
+    if (b->storage->owned && atomic_load(&b->storage->refcount) == 1) {
+      st = av_buffer_take_storage_locked(b);
+    } else if ((st = av_storage_alloc_uninit(b->storage->size)) != NULL) {
+      if (b->storage->size) memcpy(st->data, b->storage->data, b->storage->size);
+      av_storage_release(av_buffer_take_storage_locked(b));
+    }
+    if (st) b->deleted = true;
   }
   pthread_mutex_unlock(&b->mu);
   return st;

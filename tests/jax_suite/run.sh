@@ -18,6 +18,13 @@
 #                                    its junit xml (pytest-timeout session-timeout)
 #   PYTHON     [/work/main/.venv/bin/python]
 #   PYTEST_EXTRA                     more pytest args (e.g. "-k 'not Grad'")
+#   RESUME     [0]                   1: deselect the tests already recorded in
+#                                    OUT_DIR/LABEL.FILE*.xml (a run cut short by
+#                                    FILE_TIMEOUT) and write LABEL.FILE.partN.xml
+#   TEST_DUT                         set jax's jax_test_dut flag (e.g. cpu: the
+#                                    tests treat the backend as the CPU one:
+#                                    run_on_devices("cpu") tests run); files are
+#                                    then labelled PLATFORM_as_DUT
 set -u
 SRC=${1:?usage: run.sh JAX_SRC_DIR [OUT_DIR]}
 OUT=${2:-/tmp/jax_suite_out}
@@ -35,21 +42,37 @@ for f in $FILES; do
     echo "missing $SRC/tests/$f.py" >&2; continue
   fi
   for p in $PLATFORMS; do
-    # Multi-device files get 4 devices on both backends.
+    # Multi-device files get 8 devices on both backends (pmap_test and
+    # shard_map_test call jtu.request_cpu_devices(8), so cpu has 8 anyway).
     extra_env=()
     case $f in
       pmap_test|shard_map_test|*multi*)
-        if [ "$p" = anvil ]; then extra_env=(ANVIL_DEVICE_COUNT=4)
-        else extra_env=(XLA_FLAGS=--xla_force_host_platform_device_count=4); fi ;;
+        if [ "$p" = anvil ]; then extra_env=(ANVIL_DEVICE_COUNT=8)
+        else extra_env=(XLA_FLAGS=--xla_force_host_platform_device_count=8); fi ;;
     esac
-    echo "== $p $f $(date -u +%H:%M:%S)"
+    label=$p
+    [ -n "${TEST_DUT:-}" ] && label=${p}_as_${TEST_DUT}
+    name=$label.$f
+    deselect=()
+    if [ "${RESUME:-0}" = 1 ] && ls "$OUT/$label.$f".*xml >/dev/null 2>&1; then
+      n=1; while [ -e "$OUT/$label.$f.part$n.xml" ]; do n=$((n+1)); done
+      name=$label.$f.part$n
+      mapfile -t deselect < <("$PY" "$HERE/summarize.py" --ran "$OUT" "$label" "$f")
+    fi
+    echo "== $label $f $(date -u +%H:%M:%S) (${#deselect[@]} deselect args)"
+    # pytest.main behind a jax.config.update so that TEST_DUT can be set.
     # shellcheck disable=SC2086
     (cd "$SRC" && env JAX_PLATFORMS="$p" "${extra_env[@]}" \
-      "$PY" -m pytest "tests/$f.py" -q -p no:cacheprovider \
+      "$PY" -c 'import sys, jax, pytest
+if sys.argv[1]:
+  import jax._src.test_util  # defines the flag
+  jax.config.update("jax_test_dut", sys.argv[1])
+sys.exit(pytest.main(sys.argv[2:]))' "${TEST_DUT:-}" \
+        "tests/$f.py" -q -p no:cacheprovider \
         --timeout="$TEST_TIMEOUT" --session-timeout="$FILE_TIMEOUT" \
-        --junitxml="$OUT/$p.$f.xml" -o junit_family=xunit1 \
-        ${PYTEST_EXTRA:-} > "$OUT/$p.$f.log" 2>&1)
-    tail -n 1 "$OUT/$p.$f.log"
+        --junitxml="$OUT/$name.xml" -o junit_family=xunit1 \
+        "${deselect[@]}" ${PYTEST_EXTRA:-} > "$OUT/$name.log" 2>&1)
+    tail -n 1 "$OUT/$name.log"
   done
 done
 "$PY" "$HERE/summarize.py" "$OUT"

@@ -7,7 +7,12 @@ failure buckets of each non-cpu platform (failure first lines with numbers,
 shapes and addresses normalised), each with a count and one example test, and
 the tests that fail on the platform but pass on cpu.
 
+Files PLATFORM.TESTFILE.partN.xml (run.sh RESUME=1) are merged into
+PLATFORM.TESTFILE.
+
 usage: summarize.py OUT_DIR [--top N]
+       summarize.py --ran OUT_DIR PLATFORM TESTFILE   (--deselect args for
+                    the tests already recorded; used by run.sh RESUME=1)
 """
 import argparse
 import collections
@@ -76,25 +81,43 @@ _NORMALIZERS = [
 
 
 def bucket_of(msg):
-    b = msg
+    # anvil's diagnostics end with the op's source location; drop it.
+    b = re.split(r" \(at |\bloc\(", msg, maxsplit=1)[0]
+    # sharding mismatch messages carry long reprs of both shardings
+    b = re.sub(r"(Unexpected XLA sharding override):.*", r"\1: …", b)
     for rx, rep in _NORMALIZERS:
         b = rx.sub(rep, b)
     b = b.strip()
     return b[:200] + ("…" if len(b) > 200 else "")
 
 
+def print_ran(out_dir, platform, tfile):
+    for name in sorted(os.listdir(out_dir)):
+        if name.startswith(f"{platform}.{tfile}.") and name.endswith(".xml"):
+            for tid in parse(os.path.join(out_dir, name)):
+                cls, test = tid.split("::", 1)
+                mod, _, klass = cls.rpartition(".")
+                print(f"--deselect={mod.replace('.', '/')}.py::{klass}::{test}")
+
+
 def main():
+    if len(sys.argv) == 5 and sys.argv[1] == "--ran":
+        print_ran(*sys.argv[2:])
+        return
     ap = argparse.ArgumentParser()
     ap.add_argument("out_dir")
     ap.add_argument("--top", type=int, default=10)
     args = ap.parse_args()
 
     results = collections.defaultdict(dict)  # platform -> file -> {tid: (st, msg)}
-    for name in sorted(os.listdir(args.out_dir)):
-        if not name.endswith(".xml") or name.count(".") != 2:
+    # PLATFORM.FILE.xml first, then its .partN.xml files (later results win)
+    for name in sorted(os.listdir(args.out_dir), key=lambda n: (n.count("."), n)):
+        parts = name.split(".")
+        if parts[-1] != "xml" or len(parts) not in (3, 4):
             continue
-        platform, tfile, _ = name.split(".")
-        results[platform][tfile] = parse(os.path.join(args.out_dir, name))
+        platform, tfile = parts[0], parts[1]
+        results[platform].setdefault(tfile, {}).update(
+            parse(os.path.join(args.out_dir, name)))
     if not results:
         sys.exit(f"no PLATFORM.FILE.xml in {args.out_dir}")
 
@@ -154,6 +177,20 @@ def main():
                 worse = [t for t, (st, _) in results[p].get(f, {}).items()
                          if st in ("fail", "error") and cpu.get(t, ("?",))[0] == "pass"]
                 print(f"- {f}: {len(worse)}")
+
+            skipped = collections.defaultdict(list)
+            for f in files:
+                cpu = results["cpu"].get(f, {})
+                for t, (st, msg) in results[p].get(f, {}).items():
+                    if st == "skip" and cpu.get(t, ("?",))[0] == "pass":
+                        skipped[bucket_of(msg)].append(f"{f}: {t.split('::')[-1]}")
+            n = sum(len(v) for v in skipped.values())
+            print(f"\n## Skipped on {p} but passing on cpu ({n}), by reason\n")
+            print("| count | skip reason | example test |")
+            print("|---|---|---|")
+            for b, tests in sorted(skipped.items(), key=lambda kv: -len(kv[1]))[: args.top]:
+                b = b.replace("|", "\\|")
+                print(f"| {len(tests)} | `{b}` | {tests[0]} |")
 
 
 if __name__ == "__main__":

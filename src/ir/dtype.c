@@ -71,3 +71,19 @@ av_dtype av_dtype_from_mlir_name(const char *s, size_t len) {
   }
   return AV_DT_INVALID;
 }
+
+bool av_dtype_host_differs(av_dtype t) { return av_dtype_is_signed_int(t) && av_dtype_bits(t) < 8; }
+
+void av_subbyte_host_to_storage(av_dtype t, void *data, size_t n) {
+  if (!av_dtype_host_differs(t)) return;
+  int shift = 8 - av_dtype_bits(t);
+  signed char *p = data;
+  for (size_t i = 0; i < n; i++) p[i] = (signed char)((signed char)(p[i] << shift) >> shift);
+}
+
+void av_subbyte_storage_to_host(av_dtype t, void *data, size_t n) {
+  if (!av_dtype_host_differs(t)) return;
+  unsigned char mask = (unsigned char)((1u << av_dtype_bits(t)) - 1);
+  unsigned char *p = data;
+  for (size_t i = 0; i < n; i++) p[i] &= mask;
+}

@@ -57,6 +57,13 @@ bool av_dtype_is_signed_int(av_dtype t);
 bool av_dtype_is_unsigned_int(av_dtype t);
 bool av_dtype_is_float(av_dtype t);    /* real floating point incl. f8/bf16 */
 bool av_dtype_is_complex(av_dtype t);
+/* Host arrays of signed sub-byte ints (numpy/ml_dtypes int4, int2) hold only the low bits
+ * (-2 as int4 is 0x0E); anvil's storage sign-extends them to the byte (0xFE). These convert
+ * n elements in place between the two; other types are left alone. */
+void av_subbyte_host_to_storage(av_dtype t, void *data, size_t n);
+void av_subbyte_storage_to_host(av_dtype t, void *data, size_t n);
+/* True for types whose host and storage bytes differ (the signed sub-byte ints). */
+bool av_dtype_host_differs(av_dtype t);
 /* MLIR spelling: "i1", "i32", "ui8", "f32", "bf16", "f8E4M3FN", "complex<f32>". */
 const char *av_dtype_mlir_name(av_dtype t);
 /* Parses an MLIR element type spelling (also "si32" for VHLO-style signed ints). */

@@ -226,7 +226,7 @@ PJRT_Error *av_PJRT_Client_BufferFromHostBuffer(PJRT_Client_BufferFromHostBuffer
   /* Zero-copy only when the host array is dense and aligned like our own storage (kernels
    * may rely on the alignment); otherwise copy now and report the host buffer free. */
   bool zero_copy = sem == PJRT_HostBufferSemantics_kImmutableZeroCopy && dense && nbytes > 0 &&
-                   ((uintptr_t)args->data % AV_STORAGE_ALIGN) == 0;
+                   ((uintptr_t)args->data % AV_STORAGE_ALIGN) == 0 && !av_dtype_host_differs(dt);
   if (zero_copy) {
     st = av_storage_wrap((void *)(uintptr_t)args->data, nbytes, fire_done_event,
                          av_event_retain(done));
@@ -241,6 +241,7 @@ PJRT_Error *av_PJRT_Client_BufferFromHostBuffer(PJRT_Client_BufferFromHostBuffer
         av_dense_strides(elem, rank, args->dims, dst_strides);
         av_copy_strided(st->data, dst_strides, args->data, strides, args->dims, rank, elem);
       }
+      av_subbyte_host_to_storage(dt, st->data, elem ? nbytes / elem : 0);
       av_event_set(done, NULL);
     }
   }

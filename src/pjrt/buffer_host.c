@@ -37,7 +37,15 @@ static void run_copy(void *ctx, const PJRT_Error *ready_error) {
         int64_t src_strides[AV_MAX_RANK];
         size_t elem = av_dtype_size(b->dtype);
         av_dense_strides(elem, b->rank, b->dims, src_strides);
-        av_copy_strided(hc->dst, hc->dst_strides, st->data, src_strides, b->dims, b->rank, elem);
+        const void *src = st->data;
+        void *host_form = NULL; /* signed sub-byte ints: the host keeps only the low bits */
+        if (av_dtype_host_differs(b->dtype) && (host_form = malloc(st->size ? st->size : 1))) {
+          memcpy(host_form, st->data, st->size);
+          av_subbyte_storage_to_host(b->dtype, host_form, st->size);
+          src = host_form;
+        }
+        av_copy_strided(hc->dst, hc->dst_strides, src, src_strides, b->dims, b->rank, elem);
+        free(host_form);
       }
       av_storage_release(st);
     }

@@ -102,3 +102,15 @@ def test_delete_then_use_is_an_error(anvil_device):
     assert y.is_deleted()
     with pytest.raises(RuntimeError):
         np.asarray(y)
+
+
+@pytest.mark.parametrize("dtype", SUBBYTE_INT, ids=lambda d: np.dtype(d).name)
+def test_subbyte_values_compute_correctly(anvil_device, cpu_device, dtype):
+    # ml_dtypes keeps only the low bits of int4/int2 in each byte (-2 as int4 is 0x0E); the
+    # values must still convert as signed/unsigned numbers, as on XLA:CPU.
+    info = ml_dtypes.iinfo(dtype)
+    x = np.arange(int(info.min), int(info.max) + 1).astype(dtype)
+    want = np.asarray(jax.jit(lambda v: v.astype(np.int8))(jax.device_put(x, cpu_device)))
+    got = np.asarray(jax.jit(lambda v: v.astype(np.int8))(jax.device_put(x, anvil_device)))
+    np.testing.assert_array_equal(got, np.arange(int(info.min), int(info.max) + 1))
+    np.testing.assert_array_equal(got, want)

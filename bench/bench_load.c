@@ -11,6 +11,7 @@
 
 #include "frontend/load.h"
 #include "ir/ir.h"
+#include "util/file.h"
 
 static double now(void) {
   struct timespec ts;
@@ -43,21 +44,12 @@ int main(int argc, char **argv) {
     return 2;
   }
   for (int i = 1; i < argc; i++) {
-    FILE *f = fopen(argv[i], "rb");
-    if (!f) {
-      fprintf(stderr, "%s: cannot open\n", argv[i]);
-      return 2;
-    }
-    fseek(f, 0, SEEK_END);
-    long size = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *data = malloc((size_t)size + 1);
-    if (!data || fread(data, 1, (size_t)size, f) != (size_t)size) {
+    size_t size = 0;
+    char *data = av_read_file(argv[i], &size);
+    if (!data) {
       fprintf(stderr, "%s: cannot read\n", argv[i]);
       return 2;
     }
-    fclose(f);
-    data[size] = '\0';
     size_t len = strlen(argv[i]);
     const char *format = len > 3 && strcmp(argv[i] + len - 3, ".pb") == 0 ? "hlo" : "mlir";
     double best = 1e30;
@@ -66,7 +58,7 @@ int main(int argc, char **argv) {
       av_diag d;
       av_diag_init(&d);
       double t0 = now();
-      av_module *m = av_load_module(format, strlen(format), data, (size_t)size, &d);
+      av_module *m = av_load_module(format, strlen(format), data, size, &d);
       double t = now() - t0;
       if (!m) {
         fprintf(stderr, "%s: %s\n", argv[i], d.msg);
@@ -80,7 +72,7 @@ int main(int argc, char **argv) {
     }
     printf("%s: %.1f MB file, load %.3f s (best of 5, %.0f MB/s); IR arena %.1f MB for %.1f MB of "
            "constants (%.2fx)\n",
-           argv[i], size / 1e6, best, size / 1e6 / best, arena / 1e6, dense / 1e6,
+           argv[i], (double)size / 1e6, best, (double)size / 1e6 / best, arena / 1e6, dense / 1e6,
            dense ? (double)arena / (double)dense : 0.0);
     free(data);
   }

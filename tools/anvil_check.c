@@ -12,33 +12,7 @@
 #include "frontend/load.h"
 #include "ir/ir.h"
 #include "util/diag.h"
-
-static void *read_file(const char *path, size_t *size) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  char *buf = NULL;
-  size_t cap = 0, n = 0;
-  for (;;) {
-    if (n == cap) {
-      size_t ncap = cap ? 2 * cap : 1 << 16;
-      char *nb = realloc(buf, ncap + 1);
-      if (!nb) {
-        free(buf);
-        fclose(f);
-        return NULL;
-      }
-      buf = nb;
-      cap = ncap;
-    }
-    size_t got = fread(buf + n, 1, cap - n, f);
-    n += got;
-    if (got == 0) break;
-  }
-  fclose(f);
-  buf[n] = '\0';
-  *size = n;
-  return buf;
-}
+#include "util/file.h"
 
 static int ends_with(const char *s, const char *suffix) {
   size_t a = strlen(s), b = strlen(suffix);
@@ -48,7 +22,7 @@ static int ends_with(const char *s, const char *suffix) {
 /* Returns the exit status for one file. */
 static int check_file(const char *path) {
   size_t size = 0;
-  void *data = read_file(path, &size);
+  void *data = av_read_file(path, &size);
   if (!data) {
     fprintf(stderr, "%s: cannot read file\n", path);
     return 2;

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "compiler/program.h"
+#include "util/file.h"
 
 enum { RESULT_PASS, RESULT_FAIL, RESULT_SKIP };
 enum { REASON_MAX = 400 };
@@ -46,31 +47,6 @@ typedef struct stats {
   bucket *sk; /* skip reasons */
   int nsk, capsk;
 } stats;
-
-static char *read_file(const char *path, size_t *size) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  size_t cap = 1 << 16, n = 0;
-  char *buf = malloc(cap + 1);
-  while (buf) {
-    size_t got = fread(buf + n, 1, cap - n, f);
-    n += got;
-    if (n < cap) break;
-    cap *= 2;
-    char *nb = realloc(buf, cap + 1);
-    if (!nb) {
-      free(buf);
-      buf = NULL;
-    } else {
-      buf = nb;
-    }
-  }
-  fclose(f);
-  if (!buf) return NULL;
-  buf[n] = '\0';
-  *size = n;
-  return buf;
-}
 
 /* What anvil deliberately does not run; anything else that fails is a failure. */
 static const char *skip_reason(const char *msg) {
@@ -252,7 +228,7 @@ static void report(const options *o, stats *s, const char *name, int res, char *
 
 static void run_file(const options *o, stats *s, const char *path) {
   size_t len;
-  char *text = read_file(path, &len);
+  char *text = av_read_file(path, &len);
   char reason[REASON_MAX];
   if (!text) {
     snprintf(reason, sizeof reason, "cannot read: %s", strerror(errno));

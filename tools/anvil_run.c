@@ -12,28 +12,7 @@
 #include "compiler/program.h"
 #include "compiler/program_module.h"
 #include "runtime/kernels/convert.h"
-
-static char *read_file(const char *path, size_t *size) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  if (fseek(f, 0, SEEK_END) != 0) {
-    fclose(f);
-    return NULL;
-  }
-  long n = ftell(f);
-  rewind(f);
-  char *buf = n >= 0 ? malloc((size_t)n + 1) : NULL;
-  if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-    free(buf);
-    buf = NULL;
-  }
-  fclose(f);
-  if (buf) {
-    buf[n] = '\0';
-    *size = (size_t)n;
-  }
-  return buf;
-}
+#include "util/file.h"
 
 static void print_type(const av_tensor *t) {
   printf("tensor<");
@@ -128,7 +107,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   size_t size;
-  char *code = read_file(path, &size);
+  char *code = av_read_file(path, &size);
   if (!code) {
     fprintf(stderr, "anvil-run: cannot read %s\n", path);
     return 1;

@@ -13,10 +13,8 @@ import os
 import jax
 import numpy as np
 import pytest
+from jax_export_data import EXPORT_DIR, SUFFIX_DTYPE, decode
 
-EXPORT_DIR = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "conformance",
-                          "jax-export")
-EXPORT_DIR = os.environ.get("ANVIL_JAX_EXPORT_DIR", os.path.normpath(EXPORT_DIR))
 NAMES = sorted(os.path.basename(p)[:-5] for p in glob.glob(os.path.join(EXPORT_DIR, "*.json")))
 # Implementation-defined results (LAPACK: non-unique eigenvectors...) are checked in
 # test_linalg.py by their defining properties instead.
@@ -25,16 +23,6 @@ PROPERTY_CHECKED = ("cpu_eig", "cpu_eigh", "cpu_schur", "cpu_svd")
 KNOWN_FAILURES = {
     "tpu_Qr__data_2023_03_17": "the 2023 TPU @Qr custom call has an operand form anvil refuses",
 }
-# Cases whose JSON leaves dtype null take it from the name's suffix (__f32, __c128 ...).
-SUFFIX_DTYPE = {"f32": np.float32, "f64": np.float64, "c64": np.complex64, "c128": np.complex128}
-
-
-def decode(value, fallback_dtype):
-    a = np.array(value["data"])
-    dt = np.dtype(value["dtype"]) if value.get("dtype") else np.dtype(fallback_dtype)
-    if dt.kind == "c" and a.dtype.kind != "c":
-        a = a[..., 0] + 1j * a[..., 1]
-    return a.astype(dt)
 
 
 def tolerance(dtype):

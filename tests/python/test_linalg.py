@@ -20,6 +20,7 @@ import jax.scipy.linalg as jsl
 import numpy as np
 import pytest
 from jax import lax
+from jax_export_data import EXPORT_DIR, SUFFIX_DTYPE, decode
 
 DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
 SHAPES = [(5, 5), (6, 4), (4, 6), (2, 3, 5, 4)]
@@ -325,12 +326,6 @@ def test_lowered_to_lapack_custom_calls():
 
 # --------------------------------------------------- jax-export cpu artifacts
 
-EXPORT_DIR = os.path.join(os.environ.get("ANVIL_SHARED_DIR", "/work/shared"), "conformance",
-                          "jax-export")
-SUFFIX_DTYPE = {"f32": np.float32, "f64": np.float64, "c64": np.complex64,
-                "c128": np.complex128}
-
-
 def lapack_artifacts():
     found = []
     for path in sorted(glob.glob(os.path.join(EXPORT_DIR, "cpu_*.json"))):
@@ -342,15 +337,6 @@ def lapack_artifacts():
 
 
 ARTIFACTS = lapack_artifacts()
-
-
-def decode(value, dtype):
-    """A JSON value: complex numbers as [re, im] pairs; dtype null means the case's type."""
-    a = np.array(value["data"])
-    dt = np.dtype(value["dtype"]) if value["dtype"] else np.dtype(dtype)
-    if dt.kind == "c" and a.dtype.kind != "c":
-        a = a[..., 0] + 1j * a[..., 1]
-    return a.astype(dt)
 
 
 def run_artifact(name):

@@ -20,28 +20,9 @@
 #include "ir/attr_util.h"
 #include "ir/printer.h"
 #include "ir/verify.h"
+#include "util/file.h"
 
 /* ------------------------------------------------------------ helpers */
-
-static char *read_file(const char *path, size_t *size) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  if (fseek(f, 0, SEEK_END) != 0) {
-    fclose(f);
-    return NULL;
-  }
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *buf = malloc(n > 0 ? (size_t)n + 1 : 1);
-  if (buf && n > 0 && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-    free(buf);
-    buf = NULL;
-  }
-  fclose(f);
-  if (buf) buf[n > 0 ? n : 0] = '\0';
-  *size = n > 0 ? (size_t)n : 0;
-  return buf;
-}
 
 /* Directory under ANVIL_SHARED_DIR, or NULL (the test then skips). */
 static const char *shared_path(char *buf, size_t cap, const char *rel) {
@@ -57,7 +38,7 @@ static const char *shared_path(char *buf, size_t cap, const char *rel) {
 /* Loads a file (strict: every attribute/type entry decoded) and runs the IR verifier on it. */
 static av_module *load_path(const char *path, av_diag *d) {
   size_t n;
-  char *data = read_file(path, &n);
+  char *data = av_read_file(path, &n);
   if (!data) return NULL;
   av_diag_init(d);
   av_module *m = av_load_mlir_bytecode_strict(data, n, d);
@@ -279,7 +260,7 @@ static void test_golden_artifacts(void **state) {
     name_set have = {0}, want = {0};
     module_ops(m, &have);
     size_t tn;
-    char *text = read_file(mlir, &tn);
+    char *text = av_read_file(mlir, &tn);
     assert_non_null(text);
     checked_ops(text, &want);
     assert_true(want.n > 50); /* every golden file checks most of the opset */
@@ -312,7 +293,7 @@ static void test_future_version_refused(void **state) {
   snprintf(path, sizeof path, "%s/invalid_vhlo_future.mlir.bc", dir);
   av_diag d;
   size_t n;
-  char *data = read_file(path, &n);
+  char *data = av_read_file(path, &n);
   if (!data) skip();
   av_diag_init(&d);
   assert_null(av_load_mlir_bytecode(data, n, &d));
@@ -328,7 +309,7 @@ static void test_producer_version_policy(void **state) {
   if (!shared_path(dir, sizeof dir, "conformance/stablehlo/tests/vhlo")) skip();
   snprintf(path, sizeof path, "%s/stablehlo_legalize_to_vhlo.1_20_0.mlir.bc", dir);
   size_t n;
-  char *data = read_file(path, &n);
+  char *data = av_read_file(path, &n);
   assert_non_null(data);
   char *ver = memmem(data, n, "StableHLO_v1.20.0", 17);
   assert_non_null(ver);
@@ -597,7 +578,7 @@ static void test_corrupted_inputs(void **state) {
   if (!shared_path(dir, sizeof dir, "conformance/stablehlo/tests/vhlo")) skip();
   snprintf(path, sizeof path, "%s/stablehlo_legalize_to_vhlo.1_20_0.mlir.bc", dir);
   size_t n;
-  char *data = read_file(path, &n);
+  char *data = av_read_file(path, &n);
   assert_non_null(data);
   /* Every truncation fails cleanly with a message (the full file is needed). */
   int errors = 0;

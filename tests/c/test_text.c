@@ -17,19 +17,7 @@
 #include "ir/attr_util.h"
 #include "ir/printer.h"
 #include "ir/verify.h"
-
-static char *slurp(const char *path, size_t *n) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long len = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *b = malloc((size_t)len + 1);
-  *n = b ? fread(b, 1, (size_t)len, f) : 0;
-  if (b) b[*n] = '\0';
-  fclose(f);
-  return b;
-}
+#include "util/file.h"
 
 static av_module *load(const char *text) {
   av_diag d;
@@ -83,7 +71,7 @@ typedef struct counts {
 /* Splits on lines starting with `// -----` (the caller's job, see mlir_text.h). */
 static void check_file(const char *path, counts *c) {
   size_t n;
-  char *text = slurp(path, &n);
+  char *text = av_read_file(path, &n);
   if (!text) {
     c->parse_fail++;
     return;

@@ -4,6 +4,7 @@
 
 #include "runtime/kernels/elementwise.h"
 #include "runtime/kernels/fast_math.h"
+#include "runtime/kernels/simd_clones.h"
 
 /* ------------------------------------------------------- scalar helpers */
 
@@ -150,35 +151,6 @@ static double bessel_i1e_d(double x) {
 static float bessel_i1e_f(float x) { return (float)bessel_i1e_d(x); }
 
 /* ------------------------------------------------------------- loops */
-
-/* Outputs may alias inputs exactly (in-place steps); element i is read before it is written,
- * so the loops carry no dependence: say so, or the compilers fall back to scalar code when
- * the pointers are equal. */
-#if defined(__clang__)
-/* loops around libm calls stay scalar; clang would report the hint it could not honour */
-#pragma clang diagnostic ignored "-Wpass-failed"
-#define AV_IVDEP _Pragma("clang loop vectorize(assume_safety)")
-#elif defined(__GNUC__)
-#define AV_IVDEP _Pragma("GCC ivdep")
-#else
-#define AV_IVDEP
-#endif
-
-/* x86-64: each loop also gets an AVX2 clone picked at load time (same IEEE operations, twice
- * the vector width); other targets build the portable loop only. */
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define AV_NO_CLONES 1 /* ifunc resolvers run before the sanitizer runtimes start */
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define AV_NO_CLONES 1
-#endif
-#if defined(__x86_64__) && defined(__ELF__) && !defined(AV_NO_CLONES)
-#define AV_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define AV_CLONES
-#endif
 
 #define UNARY(name, T, TO, EXPR)                                                            \
   AV_CLONES static void name(const void *const *in, void *out, int64_t n, const void *aux) {         \

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "runtime/kernels/reduce_elem.h"
+#include "runtime/kernels/simd_clones.h"
 #include "runtime/thread_pool.h"
 
 typedef struct red_shape {
@@ -105,7 +106,7 @@ static av_code validate(const av_reduce_params *p, const av_view *in, const av_v
 /* RUN(src, n, &acc): folds a contiguous run into acc exactly as the loop would, or returns
  * false (acc untouched) to leave it to the loop. */
 #define DEFINE_FOLD_RUN(name, T, OP, RUN)                                                     \
-  static void name(const red_shape *s, const T *in, T *out) {                                 \
+  AV_CLONES static void name(const red_shape *s, const T *in, T *out) {                                 \
     int r = s->rank;                                                                          \
     int64_t idx[AV_KMAX_RANK] = {0};                                                          \
     int64_t inner = s->dims[r - 1], total = 1;                                                \
@@ -140,22 +141,24 @@ static av_code validate(const av_reduce_params *p, const av_view *in, const av_v
  * but when the run has no NaN or infinity and its extreme is not zero, every element equal
  * to the extreme has the same bits, so the lane result is exactly the fold's. Otherwise
  * (probe lanes x*0 turn NaN) the caller runs the sequential loop. */
-#define DEFINE_EXTREME_RUN(name, T, CMP)                                                      \
-  static bool name(const T *restrict src, int64_t n, T *acc) {                                \
+#define DEFINE_EXTREME_RUN(name, T, MASK, CMP)                                                \
+  static inline bool name(const T *restrict src, int64_t n, T *acc) {                         \
     enum { L = 16 };                                                                          \
+    /* explicit vectors: gcc does not vectorise the ternary max over lane arrays */           \
+    typedef T vec __attribute__((vector_size(L * sizeof(T))));                                \
+    typedef MASK mask __attribute__((vector_size(L * sizeof(T))));                            \
     if (n < 2 * L || isnan(*acc)) return false;                                               \
-    T m[L], probe[L];                                                                         \
-    for (int k = 0; k < L; k++) {                                                             \
-      m[k] = src[k];                                                                          \
-      probe[k] = src[k] * (T)0;                                                               \
-    }                                                                                         \
+    vec m, probe, zero = {0};                                                                 \
+    memcpy(&m, src, sizeof m);                                                                \
+    probe = m * zero;                                                                         \
     int64_t j = L;                                                                            \
-    for (; j + L <= n; j += L)                                                                \
-      for (int k = 0; k < L; k++) {                                                           \
-        T x = src[j + k];                                                                     \
-        m[k] = x CMP m[k] ? x : m[k];                                                         \
-        probe[k] += x * (T)0;                                                                 \
-      }                                                                                       \
+    for (; j + L <= n; j += L) {                                                              \
+      vec x;                                                                                  \
+      memcpy(&x, src + j, sizeof x);                                                          \
+      mask take = (mask)(x CMP m);                                                            \
+      m = (vec)(((mask)x & take) | ((mask)m & ~take));                                        \
+      probe += x * zero;                                                                      \
+    }                                                                                         \
     for (; j < n; j++) {                                                                      \
       T x = src[j];                                                                           \
       m[0] = x CMP m[0] ? x : m[0];                                                           \
@@ -171,9 +174,9 @@ static av_code validate(const av_reduce_params *p, const av_view *in, const av_v
     return true;                                                                              \
   }
 
-#define DEFINE_FOLDS_FLOAT(T, sfx)                                                            \
-  DEFINE_EXTREME_RUN(max_run_##sfx, T, >)                                                     \
-  DEFINE_EXTREME_RUN(min_run_##sfx, T, <)                                                     \
+#define DEFINE_FOLDS_FLOAT(T, MASK, sfx)                                                      \
+  DEFINE_EXTREME_RUN(max_run_##sfx, T, MASK, >)                                               \
+  DEFINE_EXTREME_RUN(min_run_##sfx, T, MASK, <)                                               \
   DEFINE_FOLD(fold_add_##sfx, T, IADD)                                                        \
   DEFINE_FOLD(fold_mul_##sfx, T, IMUL)                                                        \
   DEFINE_FOLD_RUN(fold_max_##sfx, T, FMAXF, max_run_##sfx)                                    \
@@ -187,8 +190,8 @@ static av_code validate(const av_reduce_params *p, const av_view *in, const av_v
   DEFINE_FOLD(fold_or_##sfx, T, IOR)                                                          \
   DEFINE_FOLD(fold_xor_##sfx, T, IXOR)
 
-DEFINE_FOLDS_FLOAT(float, f32)
-DEFINE_FOLDS_FLOAT(double, f64)
+DEFINE_FOLDS_FLOAT(float, int32_t, f32)
+DEFINE_FOLDS_FLOAT(double, int64_t, f64)
 /* Wrapping integer add/mul: done on unsigned types of the same width; max/min need signed. */
 DEFINE_FOLDS_INT(uint8_t, u8)
 DEFINE_FOLDS_INT(uint16_t, u16)
@@ -214,7 +217,7 @@ DEFINE_FOLD(fold_min_s64, int64_t, IMIN)
 #define SUM_BLOCK 256
 
 #define DEFINE_SUM_RUN(name, T)                                                               \
-  static double name(const T *restrict src, int64_t n) {                                      \
+  static inline double name(const T *restrict src, int64_t n) {                                      \
     double total = -0.0; /* -0 is the additive identity: a sum of -0s stays -0 */             \
     int64_t j = 0;                                                                            \
     for (; j + SUM_BLOCK <= n; j += SUM_BLOCK) {                                              \
@@ -231,7 +234,7 @@ DEFINE_FOLD(fold_min_s64, int64_t, IMIN)
   }
 DEFINE_SUM_RUN(sum_run_f32, float)
 
-static double sum_run_f64(const double *restrict src, int64_t n) {
+static inline double sum_run_f64(const double *restrict src, int64_t n) {
   double lane[SUM_LANES];
   for (int k = 0; k < SUM_LANES; k++) lane[k] = -0.0;
   int64_t j = 0;
@@ -246,7 +249,7 @@ static double sum_run_f64(const double *restrict src, int64_t n) {
 
 /* Returns false (nothing written) when the double scratch cannot be allocated. */
 #define DEFINE_SUM(name, T, RUN)                                                              \
-  static bool name(const red_shape *s, const T *in, T *out, int64_t nout) {                   \
+  AV_CLONES static bool name(const red_shape *s, const T *in, T *out, int64_t nout) {                   \
     double *acc = malloc((size_t)(nout > 0 ? nout : 1) * sizeof(double));                     \
     if (!acc) return false;                                                                   \
     for (int64_t i = 0; i < nout; i++) acc[i] = (double)out[i];                               \

@@ -53,10 +53,14 @@ av_code av_step_alloc_out_reuse(const av_step *s, av_frame *f, uint32_t k, uint3
         s->out[k] != s->in[in_index]) {
       /* The same slot may appear twice among the inputs (add(x, x)); elementwise kernels
        * read each element before writing it, so sharing is fine for them. */
+      /* The output takes the input's reference; the input slot keeps pointing at the bytes
+       * (the kernel still reads them) as a borrowed value until its release after the step:
+       * no reference-count traffic, which loop bodies would pay every iteration. */
       av_slot *o = &f->slots[s->out[k]];
       av_slot_release(o);
-      o->st = av_storage_retain(in->st);
+      o->st = in->st;
       o->data = in->data;
+      in->st = NULL;
       return AV_OK;
     }
   }
@@ -76,6 +80,19 @@ static av_code run_steps(const av_block_plan *b, av_frame *f, av_diag *d) {
   return AV_OK;
 }
 
+/* Result i's slot is released at the block's exit anyway (its last use is the terminator)
+ * and no later result names it, so its reference can be moved into the result. Loop bodies
+ * return their carried values this way every iteration; the scan is bounded for huge blocks. */
+static bool result_can_move(const av_block_plan *b, uint32_t i) {
+  if ((uint64_t)b->nresults * b->ndead_exit > 4096) return false;
+  int32_t slot = b->results[i];
+  for (uint32_t j = i + 1; j < b->nresults; j++)
+    if (b->results[j] == slot) return false;
+  for (uint32_t j = 0; j < b->ndead_exit; j++)
+    if (b->dead_at_exit[j] == slot) return true;
+  return false;
+}
+
 av_code av_run_block(const av_block_plan *b, av_frame *f, av_slot *args, av_slot *results,
                      av_diag *d) {
   for (uint32_t i = 0; i < b->nargs; i++) {
@@ -89,9 +106,16 @@ av_code av_run_block(const av_block_plan *b, av_frame *f, av_slot *args, av_slot
   av_code c = run_steps(b, f, d);
   if (c != AV_OK) return c;
   for (uint32_t i = 0; i < b->nresults; i++) {
-    const av_slot *src = &f->slots[b->results[i]];
+    av_slot *src = &f->slots[b->results[i]];
     results[i].data = src->data;
-    results[i].st = src->st ? av_storage_retain(src->st) : NULL;
+    results[i].st = NULL;
+    if (!src->st) continue;
+    if (result_can_move(b, i)) { /* hand the block's reference over instead of sharing it */
+      results[i].st = src->st;
+      src->st = NULL;
+    } else {
+      results[i].st = av_storage_retain(src->st);
+    }
   }
   for (uint32_t i = 0; i < b->ndead_exit; i++) av_slot_release(&f->slots[b->dead_at_exit[i]]);
   return AV_OK;

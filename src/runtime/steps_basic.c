@@ -7,6 +7,7 @@
 
 /* Large elementwise loops are split over the pool in chunks of whole EW_GRAIN blocks. */
 enum { EW_GRAIN = 1024, EW_MIN_CHUNK = 64 * 1024 };
+enum { SMALL_CONST_BYTES = 64 }; /* constants up to this size are lent, not shared */
 
 typedef struct ew_split {
   enum { SPLIT_EW, SPLIT_CONVERT, SPLIT_SELECT } kind;
@@ -40,7 +41,10 @@ av_code av_step_const(const av_step *s, av_frame *f, av_diag *d) {
   const av_const_params *p = s->params;
   av_slot *o = &f->slots[s->out[0]];
   av_slot_release(o);
-  o->st = av_storage_retain(p->st);
+  /* Small constants (the scalars of loop bodies, run every iteration) are lent: the plan
+   * outlives every run, and whoever needs to own them copies a few bytes (av_slot_share)
+   * instead of every use paying two atomic reference-count updates. */
+  o->st = p->st->size <= SMALL_CONST_BYTES ? NULL : av_storage_retain(p->st);
   o->data = p->st->data;
   return AV_OK;
 }

@@ -55,6 +55,30 @@ static bool arg_is_used(const av_block *blk, const av_value *arg) {
   return false;
 }
 
+/* The inline form of a binary op or comparison on f32/f64/32-bit/64-bit ints, or -1. */
+static int fast_form(av_opcode code, av_dtype t, av_cmp_type ct) {
+  bool f32 = t == AV_DT_F32, f64 = t == AV_DT_F64;
+  bool i32 = t == AV_DT_S32 || t == AV_DT_U32, i64 = t == AV_DT_S64 || t == AV_DT_U64;
+  switch (code) {
+    case AV_OP_ADD:
+      return f32 ? AV_SF_ADD_F32 : f64 ? AV_SF_ADD_F64 : i32 ? AV_SF_ADD_I32 : i64 ? AV_SF_ADD_I64 : -1;
+    case AV_OP_SUBTRACT:
+      return f32 ? AV_SF_SUB_F32 : f64 ? AV_SF_SUB_F64 : i32 ? AV_SF_SUB_I32 : i64 ? AV_SF_SUB_I64 : -1;
+    case AV_OP_MULTIPLY:
+      return f32 ? AV_SF_MUL_F32 : f64 ? AV_SF_MUL_F64 : i32 ? AV_SF_MUL_I32 : i64 ? AV_SF_MUL_I64 : -1;
+    case AV_OP_DIVIDE: return f32 ? AV_SF_DIV_F32 : f64 ? AV_SF_DIV_F64 : -1;
+    case AV_OP_COMPARE:
+      if ((f32 || f64) && (ct == AV_CMP_DEFAULT || ct == AV_CMP_FLOAT))
+        return f32 ? AV_SF_CMP_F32 : AV_SF_CMP_F64;
+      if ((t == AV_DT_S32 || t == AV_DT_S64) && (ct == AV_CMP_DEFAULT || ct == AV_CMP_SIGNED))
+        return t == AV_DT_S32 ? AV_SF_CMP_S32 : AV_SF_CMP_S64;
+      if ((t == AV_DT_U32 || t == AV_DT_U64) && (ct == AV_CMP_DEFAULT || ct == AV_CMP_UNSIGNED))
+        return t == AV_DT_U32 ? AV_SF_CMP_U32 : AV_SF_CMP_U64;
+      return -1;
+    default: return -1;
+  }
+}
+
 const av_scalar_prog *av_build_scalar_prog(av_lower *c, const av_region *region) {
   if (region->nblocks != 1) return NULL;
   const av_block *blk = &region->blocks[0];
@@ -134,6 +158,12 @@ const av_scalar_prog *av_build_scalar_prog(av_lower *c, const av_region *region)
       if (!k || !av_ew_prepare(op->code, idt, rdt, dir, ct, k)) return NULL;
       s->kind = AV_SI_EW;
       s->ew = k;
+      int fast = op->noperands == 2 && op->operands[1]->type->dtype == idt ? fast_form(op->code, idt, ct) : -1;
+      if (fast >= 0) {
+        s->kind = AV_SI_FAST;
+        s->fast = (uint8_t)fast;
+        s->cmp_dir = (uint8_t)dir;
+      }
     } else {
       return NULL;
     }

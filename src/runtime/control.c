@@ -122,12 +122,22 @@ static av_code scalar_loop(const av_while_params *p, av_frame *f, av_slot *cur, 
     outs[i] = st->data;
     ins[i] = st->data;
   }
+  av_sregs body_regs, cond_regs;
+  av_scalar_prog_init(p->body_prog, f, body_regs); /* constants and captures: loaded once */
+  if (p->cond_prog) av_scalar_prog_init(p->cond_prog, f, cond_regs);
   for (;;) {
     bool go = false;
-    av_code c = eval_cond(p, f, cur, tmp, n, ptrs, &go, d);
-    if (c != AV_OK || !go) return c;
-    c = av_scalar_prog_run(p->body_prog, f, ins, outs, d);
-    if (c != AV_OK) return c;
+    if (p->cond_prog) {
+      uint8_t pred = 0;
+      void *pout[1] = {&pred};
+      av_scalar_prog_exec(p->cond_prog, cond_regs, ins, pout);
+      go = pred != 0;
+    } else {
+      av_code c = eval_cond(p, f, cur, tmp, n, ptrs, &go, d);
+      if (c != AV_OK) return c;
+    }
+    if (!go) return AV_OK;
+    av_scalar_prog_exec(p->body_prog, body_regs, ins, outs);
   }
 }
 

@@ -12,10 +12,23 @@
 
 enum { AV_SPROG_MAX_REGS = 64, AV_SPROG_NO_REG = 255 /* an argument the program ignores */ };
 
-typedef enum av_sinstr_kind { AV_SI_EW, AV_SI_SELECT, AV_SI_CONVERT } av_sinstr_kind;
+typedef enum av_sinstr_kind { AV_SI_EW, AV_SI_SELECT, AV_SI_CONVERT, AV_SI_FAST } av_sinstr_kind;
+
+/* AV_SI_FAST: the commonest loop-counter and accumulator ops done inline (the same IEEE or
+ * wrapping operation as their kernel, so the same bits) instead of a kernel call with n = 1. */
+typedef enum av_sfast {
+  AV_SF_ADD_F32, AV_SF_SUB_F32, AV_SF_MUL_F32, AV_SF_DIV_F32,
+  AV_SF_ADD_F64, AV_SF_SUB_F64, AV_SF_MUL_F64, AV_SF_DIV_F64,
+  AV_SF_ADD_I32, AV_SF_SUB_I32, AV_SF_MUL_I32, /* wrapping, any signedness */
+  AV_SF_ADD_I64, AV_SF_SUB_I64, AV_SF_MUL_I64,
+  /* comparisons: signed ints, unsigned ints, IEEE floats (FLOAT compare type) */
+  AV_SF_CMP_S32, AV_SF_CMP_U32, AV_SF_CMP_S64, AV_SF_CMP_U64, AV_SF_CMP_F32, AV_SF_CMP_F64,
+} av_sfast;
 
 typedef struct av_sinstr {
   av_sinstr_kind kind;
+  uint8_t fast;     /* AV_SI_FAST: an av_sfast */
+  uint8_t cmp_dir;  /* AV_SF_CMP_*: an av_cmp_dir */
   const av_ew_kernel *ew;
   const av_convert *cv;
   uint8_t in[3];
@@ -43,6 +56,17 @@ typedef struct av_scalar_prog {
   uint32_t nresults;
 } av_scalar_prog;
 
+/* The register file of one program run. */
+typedef uint64_t av_sregs[AV_SPROG_MAX_REGS][2];
+
+/* Loads the registers that do not change between runs in one frame: constants and captured
+ * values (a loop loads them once, then executes its programs every iteration). */
+void av_scalar_prog_init(const av_scalar_prog *p, const av_frame *f, av_sregs regs);
+/* Runs the program on registers prepared by av_scalar_prog_init: arguments from `in`,
+ * results to `out` (every argument is read before any result is written). */
+void av_scalar_prog_exec(const av_scalar_prog *p, av_sregs regs, const void *const *in,
+                         void *const *out);
+/* init + exec. */
 av_code av_scalar_prog_run(const av_scalar_prog *p, const av_frame *f, const void *const *in,
                            void *const *out, av_diag *d);
 

@@ -87,6 +87,74 @@ static void test_scalar_loop(void **state) {
   av_program_free(p);
 }
 
+
+/* The register program's inline ops (scalar_prog.c run_fast) keep their kernels' semantics:
+ * 32-bit wrap-around, unsigned comparison of ui32, IEEE comparisons with NaN, f64 division.
+ * Four iterations; every expected value is worked out by hand in the comments. */
+static void test_scalar_loop_inline_ops(void **state) {
+  (void)state;
+  static const char text[] =
+      "func.func public @main(%w0: tensor<i32>, %u0: tensor<ui32>, %x0: tensor<f32>, %d0: tensor<f64>) -> (tensor<i32>, tensor<i32>, tensor<ui32>, tensor<i32>, tensor<i32>, tensor<i32>, tensor<f64>) {\n"
+      "  %z = \"stablehlo.constant\"() {value = dense<0> : tensor<i32>} : () -> tensor<i32>\n"
+      "  %one = \"stablehlo.constant\"() {value = dense<1> : tensor<i32>} : () -> tensor<i32>\n"
+      "  %four = \"stablehlo.constant\"() {value = dense<4> : tensor<i32>} : () -> tensor<i32>\n"
+      "  %three = \"stablehlo.constant\"() {value = dense<3> : tensor<ui32>} : () -> tensor<ui32>\n"
+      "  %five = \"stablehlo.constant\"() {value = dense<5> : tensor<ui32>} : () -> tensor<ui32>\n"
+      "  %two = \"stablehlo.constant\"() {value = dense<2.0> : tensor<f32>} : () -> tensor<f32>\n"
+      "  %thr = \"stablehlo.constant\"() {value = dense<3.0> : tensor<f64>} : () -> tensor<f64>\n"
+      "  %r:8 = \"stablehlo.while\"(%z, %w0, %u0, %z, %x0, %z, %z, %d0) ({\n"
+      "  ^bb0(%n: tensor<i32>, %w: tensor<i32>, %u: tensor<ui32>, %c1: tensor<i32>, %x: tensor<f32>, %c2: tensor<i32>, %c3: tensor<i32>, %d: tensor<f64>):\n"
+      "    %lt = \"stablehlo.compare\"(%n, %four) {comparison_direction = #stablehlo<comparison_direction LT>, compare_type = #stablehlo<comparison_type SIGNED>} : (tensor<i32>, tensor<i32>) -> tensor<i1>\n"
+      "    \"stablehlo.return\"(%lt) : (tensor<i1>) -> ()\n"
+      "  }, {\n"
+      "  ^bb0(%n: tensor<i32>, %w: tensor<i32>, %u: tensor<ui32>, %c1: tensor<i32>, %x: tensor<f32>, %c2: tensor<i32>, %c3: tensor<i32>, %d: tensor<f64>):\n"
+      "    %n1 = \"stablehlo.add\"(%n, %one) : (tensor<i32>, tensor<i32>) -> tensor<i32>\n"
+      "    %w1 = \"stablehlo.add\"(%w, %one) : (tensor<i32>, tensor<i32>) -> tensor<i32>\n"
+      "    %u1 = \"stablehlo.multiply\"(%u, %three) : (tensor<ui32>, tensor<ui32>) -> tensor<ui32>\n"
+      "    %gt = \"stablehlo.compare\"(%u, %five) {comparison_direction = #stablehlo<comparison_direction GT>} : (tensor<ui32>, tensor<ui32>) -> tensor<i1>\n"
+      "    %gti = \"stablehlo.convert\"(%gt) : (tensor<i1>) -> tensor<i32>\n"
+      "    %c1n = \"stablehlo.add\"(%c1, %gti) : (tensor<i32>, tensor<i32>) -> tensor<i32>\n"
+      "    %ne = \"stablehlo.compare\"(%x, %x) {comparison_direction = #stablehlo<comparison_direction NE>} : (tensor<f32>, tensor<f32>) -> tensor<i1>\n"
+      "    %nei = \"stablehlo.convert\"(%ne) : (tensor<i1>) -> tensor<i32>\n"
+      "    %c2n = \"stablehlo.add\"(%c2, %nei) : (tensor<i32>, tensor<i32>) -> tensor<i32>\n"
+      "    %xl = \"stablehlo.compare\"(%x, %two) {comparison_direction = #stablehlo<comparison_direction LT>} : (tensor<f32>, tensor<f32>) -> tensor<i1>\n"
+      "    %xli = \"stablehlo.convert\"(%xl) : (tensor<i1>) -> tensor<i32>\n"
+      "    %c3n = \"stablehlo.add\"(%c3, %xli) : (tensor<i32>, tensor<i32>) -> tensor<i32>\n"
+      "    %xm = \"stablehlo.subtract\"(%x, %x) : (tensor<f32>, tensor<f32>) -> tensor<f32>\n"
+      "    %x1 = \"stablehlo.divide\"(%xm, %xm) : (tensor<f32>, tensor<f32>) -> tensor<f32>\n"
+      "    %d1 = \"stablehlo.divide\"(%d, %thr) : (tensor<f64>, tensor<f64>) -> tensor<f64>\n"
+      "    \"stablehlo.return\"(%n1, %w1, %u1, %c1n, %x1, %c2n, %c3n, %d1) : (tensor<i32>, tensor<i32>, tensor<ui32>, tensor<i32>, tensor<f32>, tensor<i32>, tensor<i32>, tensor<f64>) -> ()\n"
+      "  }) : (tensor<i32>, tensor<i32>, tensor<ui32>, tensor<i32>, tensor<f32>, tensor<i32>, tensor<i32>, tensor<f64>) -> (tensor<i32>, tensor<i32>, tensor<ui32>, tensor<i32>, tensor<f32>, tensor<i32>, tensor<i32>, tensor<f64>)\n"
+      "  \"func.return\"(%r#0, %r#1, %r#2, %r#3, %r#5, %r#6, %r#7) : (tensor<i32>, tensor<i32>, tensor<ui32>, tensor<i32>, tensor<i32>, tensor<i32>, tensor<f64>) -> ()\n"
+      "}\n";
+  av_program *p = compile(text);
+  int32_t w0 = 2147483646;
+  uint32_t u0 = 0xFFFFFFFEu;
+  float x0 = 1.0f;
+  double d0 = 1.0;
+  av_tensor in[4] = {input(AV_DT_S32, 0, 1, &w0, 4), input(AV_DT_U32, 0, 1, &u0, 4),
+                     input(AV_DT_F32, 0, 1, &x0, 4), input(AV_DT_F64, 0, 1, &d0, 8)};
+  av_tensor out[7];
+  run(p, in, out);
+  assert_int_equal(*(int32_t *)out[0].storage->data, 4);
+  /* 2147483646 + 4 wraps to -2147483646 */
+  assert_int_equal(*(int32_t *)out[1].storage->data, -2147483646);
+  /* (-2) * 3^4 = -162 mod 2^32 */
+  assert_int_equal(*(uint32_t *)out[2].storage->data, 0xFFFFFF5Eu);
+  /* u = 0xFFFFFFFE, ...FA, ...EE, ...CA: all above 5 unsigned (all below as signed) */
+  assert_int_equal(*(int32_t *)out[3].storage->data, 4);
+  /* x = 1, then (x - x) / (x - x) = 0/0 = NaN for the other three: NaN != NaN three times, */
+  assert_int_equal(*(int32_t *)out[4].storage->data, 3);
+  /* and x < 2 holds only for x = 1 (every comparison with NaN is false) */
+  assert_int_equal(*(int32_t *)out[5].storage->data, 1);
+  volatile double want = 1.0;
+  for (int k = 0; k < 4; k++) want = want / 3.0;
+  assert_true(*(double *)out[6].storage->data == want);
+  for (int k = 0; k < 7; k++) av_storage_release(out[k].storage);
+  for (int k = 0; k < 4; k++) av_storage_release(in[k].storage);
+  av_program_free(p);
+}
+
 /* The condition ignores the carried array (a register program); the body calls a function
  * on it. The loop's initial array is also returned unchanged after the loop, and the body
  * uses its argument again after the call (so it may not be moved into the call), and calls
@@ -277,6 +345,7 @@ static void test_recursion_and_deep_call_chains(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_scalar_loop),
+      cmocka_unit_test(test_scalar_loop_inline_ops),
       cmocka_unit_test(test_array_loop_with_calls),
       cmocka_unit_test(test_block_condition_and_swaps),
       cmocka_unit_test(test_carried_value_also_captured),

@@ -7,15 +7,9 @@ JAX finds this module through the ``jax_plugins`` entry point and calls
 Configuration (environment):
   ANVIL_DEVICE_COUNT   number of CPU devices the client exposes (default 1)
   ANVIL_TRACE=1        log every PJRT call to stderr
-  OPENBLAS_CORETYPE    OpenBLAS kernels for matmul; set here on AMD CPUs with AVX-512 when
-                       unset (see _blas.py), before the library is loaded
 """
 
 import os
-
-from . import _blas
-
-_blas.configure()
 
 __all__ = ["library_path", "initialize", "client_create_options"]
 

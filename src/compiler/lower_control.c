@@ -74,6 +74,7 @@ static bool lower_while(av_lower *c, const av_op *op) {
   if (s->nin == op->noperands) { /* no tuples: block arguments are the carried slots */
     p->cond_prog = av_build_scalar_prog(c, &op->regions[0]);
     if (p->cond_prog) p->body_prog = av_build_scalar_prog(c, &op->regions[1]);
+    if (c->nerrors == 0) p->loop_prog = av_build_loop_prog(c, op);
   }
   return true;
 }

@@ -114,6 +114,12 @@ av_cmp_type av_parse_cmp_type(const char *s);
 /* A register program for a region of scalar elementwise ops; NULL when it does not qualify. */
 struct av_scalar_prog;
 const struct av_scalar_prog *av_build_scalar_prog(av_lower *c, const av_region *r);
+/* The inline form (an av_sfast) of a scalar binary op or comparison, or -1. */
+int av_scalar_fast_form(av_opcode code, av_dtype t, av_cmp_type ct);
+/* A whole-loop register program for a while op (loop_prog_build.c); NULL when it does not
+ * qualify. */
+struct av_loop_prog;
+const struct av_loop_prog *av_build_loop_prog(av_lower *c, const av_op *op);
 
 /* Fuses runs of elementwise steps of one block (fuse_elementwise.c); call before in_dies. */
 void av_fuse_elementwise(av_lower *c, av_step_vec *steps);

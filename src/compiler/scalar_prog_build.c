@@ -55,8 +55,7 @@ static bool arg_is_used(const av_block *blk, const av_value *arg) {
   return false;
 }
 
-/* The inline form of a binary op or comparison on f32/f64/32-bit/64-bit ints, or -1. */
-static int fast_form(av_opcode code, av_dtype t, av_cmp_type ct) {
+int av_scalar_fast_form(av_opcode code, av_dtype t, av_cmp_type ct) {
   bool f32 = t == AV_DT_F32, f64 = t == AV_DT_F64;
   bool i32 = t == AV_DT_S32 || t == AV_DT_U32, i64 = t == AV_DT_S64 || t == AV_DT_U64;
   switch (code) {
@@ -158,7 +157,7 @@ const av_scalar_prog *av_build_scalar_prog(av_lower *c, const av_region *region)
       if (!k || !av_ew_prepare(op->code, idt, rdt, dir, ct, k)) return NULL;
       s->kind = AV_SI_EW;
       s->ew = k;
-      int fast = op->noperands == 2 && op->operands[1]->type->dtype == idt ? fast_form(op->code, idt, ct) : -1;
+      int fast = op->noperands == 2 && op->operands[1]->type->dtype == idt ? av_scalar_fast_form(op->code, idt, ct) : -1;
       if (fast >= 0) {
         s->kind = AV_SI_FAST;
         s->fast = (uint8_t)fast;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/loop_prog.h"
 #include "runtime/scalar_prog.h"
 #include "runtime/steps.h"
 
@@ -154,7 +155,9 @@ av_code av_step_while(const av_step *s, av_frame *f, av_diag *d) {
   }
   av_slot *tmp = cur + n + 1;
   av_code c = take_inputs(s, f, cur, p->captured, d);
-  if (c == AV_OK && p->body_prog && n <= AV_SPROG_MAX_REGS) {
+  if (c == AV_OK && p->loop_prog) {
+    c = av_loop_prog_run(p->loop_prog, f, cur, d);
+  } else if (c == AV_OK && p->body_prog && n <= AV_SPROG_MAX_REGS) {
     c = scalar_loop(p, f, cur, tmp, n, ptrs, d);
   } else {
     while (c == AV_OK) {

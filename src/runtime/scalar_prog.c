@@ -4,19 +4,19 @@
 
 #define LOAD2(T)                                                                             \
   T x, y;                                                                                    \
-  memcpy(&x, regs[s->in[0]], sizeof x);                                                      \
-  memcpy(&y, regs[s->in[1]], sizeof y)
+  memcpy(&x, a, sizeof x);                                                                   \
+  memcpy(&y, b, sizeof y)
 #define BIN(T, OP)                                                                           \
   do {                                                                                       \
     LOAD2(T);                                                                                \
     T r = (T)(x OP y);                                                                       \
-    memcpy(regs[s->out], &r, sizeof r);                                                      \
+    memcpy(out, &r, sizeof r);                                                               \
   } while (0)
 #define CMP(T)                                                                               \
   do {                                                                                       \
     LOAD2(T);                                                                                \
-    uint8_t r = compare(s->cmp_dir, x < y, x == y, y < x);                                   \
-    memcpy(regs[s->out], &r, 1);                                                             \
+    uint8_t r = compare(dir, x < y, x == y, y < x);                                          \
+    memcpy(out, &r, 1);                                                                      \
   } while (0)
 
 /* IEEE semantics from the three relations: NaN makes all three false, so only NE holds. */
@@ -31,8 +31,8 @@ static inline uint8_t compare(uint8_t dir, bool lt, bool eq, bool gt) {
   }
 }
 
-static void run_fast(const av_sinstr *s, uint64_t (*regs)[2]) {
-  switch ((av_sfast)s->fast) {
+void av_sfast_run(uint8_t fast, uint8_t dir, const void *a, const void *b, void *out) {
+  switch ((av_sfast)fast) {
     case AV_SF_ADD_F32: BIN(float, +); break;
     case AV_SF_SUB_F32: BIN(float, -); break;
     case AV_SF_MUL_F32: BIN(float, *); break;
@@ -86,7 +86,7 @@ void av_scalar_prog_exec(const av_scalar_prog *p, av_sregs regs, const void *con
         av_convert_run(s->cv, regs[s->in[0]], regs[s->out], 1);
         break;
       case AV_SI_FAST:
-        run_fast(s, regs);
+        av_sfast_run(s->fast, s->cmp_dir, regs[s->in[0]], regs[s->in[1]], regs[s->out]);
         break;
     }
   }

@@ -25,6 +25,9 @@ typedef enum av_sfast {
   AV_SF_CMP_S32, AV_SF_CMP_U32, AV_SF_CMP_S64, AV_SF_CMP_U64, AV_SF_CMP_F32, AV_SF_CMP_F64,
 } av_sfast;
 
+/* out = a OP b for an av_sfast (comparisons: direction `dir`, an av_cmp_dir). */
+void av_sfast_run(uint8_t fast, uint8_t dir, const void *a, const void *b, void *out);
+
 typedef struct av_sinstr {
   av_sinstr_kind kind;
   uint8_t fast;     /* AV_SI_FAST: an av_sfast */

@@ -107,6 +107,9 @@ typedef struct av_while_params {
   /* register-program forms of the regions when they qualify (scalar ops only; the condition
    * may ignore non-scalar carried values); NULL otherwise */
   const struct av_scalar_prog *cond_prog, *body_prog;
+  /* the whole loop as one register program (runtime/loop_prog.h) when it qualifies; NULL
+   * otherwise */
+  const struct av_loop_prog *loop_prog;
   /* bit i: operand i is also read inside the regions (a captured value), so the step must
    * share it, not move it into the carried state (first 32 operands) */
   uint32_t captured;

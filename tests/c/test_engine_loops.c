@@ -155,6 +155,77 @@ static void test_scalar_loop_inline_ops(void **state) {
   av_program_free(p);
 }
 
+
+/* A loop over small arrays runs as one register program (runtime/loop_prog.c): the carried
+ * values must come out as the step-by-step semantics give them when the body swaps values
+ * (b' = a reads the old a), returns one value twice (a' and h'), rewrites a value computed
+ * by a call every iteration (g', swapped buffers), passes one through (k'), and reads captured
+ * arrays and scalars, a scalar predicate, an array predicate, a convert and a reshape, and
+ * calls one function twice. Three iterations, worked out by hand:
+ *   i=0: a=[1,2,3,4] b=0 -> a'=0*0.5+K=[1,2,3,4] b'=[1,2,3,4] d'=c e'=[1,2,3,4] g'=K
+ *   i=1: a'=0.5*[1,2,3,4]+K=[1.5,3,4.5,6] b'=[1,2,3,4] d'=a=[1,2,3,4] e'=b g'=K*c+K
+ *   i=2: a'=[1.5,3,4.5,6] b'=[1.5,3,4.5,6] d'=a e'=a (a > b everywhere) g'=g*c+K */
+static void test_array_loop_program(void **state) {
+  (void)state;
+  static const char text[] =
+      "func.func private @f(%x: tensor<4xf32>, %y: tensor<4xf32>) -> tensor<4xf32> {\n"
+      "  %K = \"stablehlo.constant\"() {value = dense<[1.0, 2.0, 3.0, 4.0]> : tensor<4xf32>} : () -> tensor<4xf32>\n"
+      "  %p = \"stablehlo.multiply\"(%x, %y) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>\n"
+      "  %r = \"stablehlo.add\"(%p, %K) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>\n"
+      "  \"func.return\"(%r) : (tensor<4xf32>) -> ()\n"
+      "}\n"
+      "func.func public @main(%i0: tensor<i32>, %a0: tensor<4xf32>, %c: tensor<4xf32>, %s: tensor<f32>) -> (tensor<i32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<2x2xi32>) {\n"
+      "  %z = \"stablehlo.constant\"() {value = dense<0.0> : tensor<4xf32>} : () -> tensor<4xf32>\n"
+      "  %zi = \"stablehlo.constant\"() {value = dense<0> : tensor<2x2xi32>} : () -> tensor<2x2xi32>\n"
+      "  %three = \"stablehlo.constant\"() {value = dense<3> : tensor<i32>} : () -> tensor<i32>\n"
+      "  %one = \"stablehlo.constant\"() {value = dense<1> : tensor<i32>} : () -> tensor<i32>\n"
+      "  %r:9 = \"stablehlo.while\"(%i0, %a0, %z, %a0, %z, %z, %z, %z, %zi) ({\n"
+      "  ^bb0(%i: tensor<i32>, %a: tensor<4xf32>, %b: tensor<4xf32>, %k: tensor<4xf32>, %d: tensor<4xf32>, %e: tensor<4xf32>, %g: tensor<4xf32>, %h: tensor<4xf32>, %m: tensor<2x2xi32>):\n"
+      "    %lt = \"stablehlo.compare\"(%i, %three) {comparison_direction = #stablehlo<comparison_direction LT>} : (tensor<i32>, tensor<i32>) -> tensor<i1>\n"
+      "    \"stablehlo.return\"(%lt) : (tensor<i1>) -> ()\n"
+      "  }, {\n"
+      "  ^bb0(%i: tensor<i32>, %a: tensor<4xf32>, %b: tensor<4xf32>, %k: tensor<4xf32>, %d: tensor<4xf32>, %e: tensor<4xf32>, %g: tensor<4xf32>, %h: tensor<4xf32>, %m: tensor<2x2xi32>):\n"
+      "    %i1 = \"stablehlo.add\"(%i, %one) : (tensor<i32>, tensor<i32>) -> tensor<i32>\n"
+      "    %sb = \"stablehlo.broadcast_in_dim\"(%s) {broadcast_dimensions = array<i64>} : (tensor<f32>) -> tensor<4xf32>\n"
+      "    %a1 = \"func.call\"(%b, %sb) {callee = @f} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>\n"
+      "    %lt1 = \"stablehlo.compare\"(%i, %one) {comparison_direction = #stablehlo<comparison_direction LT>} : (tensor<i32>, tensor<i32>) -> tensor<i1>\n"
+      "    %d1 = \"stablehlo.select\"(%lt1, %c, %a) : (tensor<i1>, tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>\n"
+      "    %gt = \"stablehlo.compare\"(%a, %b) {comparison_direction = #stablehlo<comparison_direction GT>} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xi1>\n"
+      "    %e1 = \"stablehlo.select\"(%gt, %a, %b) : (tensor<4xi1>, tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>\n"
+      "    %g1 = \"func.call\"(%g, %c) {callee = @f} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>\n"
+      "    %cv = \"stablehlo.convert\"(%a1) : (tensor<4xf32>) -> tensor<4xi32>\n"
+      "    %m1 = \"stablehlo.reshape\"(%cv) : (tensor<4xi32>) -> tensor<2x2xi32>\n"
+      "    \"stablehlo.return\"(%i1, %a1, %a, %k, %d1, %e1, %g1, %a1, %m1) : (tensor<i32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<2x2xi32>) -> ()\n"
+      "  }) : (tensor<i32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<2x2xi32>) -> (tensor<i32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<2x2xi32>)\n"
+      "  \"func.return\"(%r#0, %r#1, %r#2, %r#3, %r#4, %r#5, %r#6, %r#7, %r#8) : (tensor<i32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<2x2xi32>) -> ()\n"
+      "}\n";
+  av_program *p = compile(text);
+  int32_t i0 = 0;
+  float a0[4] = {1, 2, 3, 4}, c[4] = {10, 20, 30, 40}, s = 0.5f;
+  av_tensor in[4] = {input(AV_DT_S32, 0, 1, &i0, 4), input(AV_DT_F32, 1, 4, a0, 16),
+                     input(AV_DT_F32, 1, 4, c, 16), input(AV_DT_F32, 0, 1, &s, 4)};
+  static const float zero[4], last[4] = {1.5f, 3, 4.5f, 6}, g[4] = {111, 842, 2793, 6564};
+  const float *want3[8] = {last, last, a0, last, last, g, last};
+  const float *want0[8] = {a0, zero, a0, zero, zero, zero, zero};
+  for (int start = 0; start <= 5; start += 5) { /* three iterations, then none */
+    memcpy(in[0].storage->data, &start, 4);
+    av_tensor out[9];
+    run(p, in, out);
+    assert_int_equal(*(int32_t *)out[0].storage->data, start ? 5 : 3);
+    for (int k = 0; k < 7; k++)
+      if (memcmp(out[1 + k].storage->data, (start ? want0 : want3)[k], 16) != 0)
+        fail_msg("start %d: output %d is [%g %g %g %g]", start, 1 + k,
+                 ((float *)out[1 + k].storage->data)[0], ((float *)out[1 + k].storage->data)[1],
+                 ((float *)out[1 + k].storage->data)[2], ((float *)out[1 + k].storage->data)[3]);
+    static const int32_t m3[4] = {1, 3, 4, 6}, m0[4] = {0, 0, 0, 0};
+    assert_memory_equal(out[8].storage->data, start ? m0 : m3, 16);
+    for (int k = 0; k < 9; k++) av_storage_release(out[k].storage);
+  }
+  assert_memory_equal(in[1].storage->data, a0, 16); /* inputs untouched */
+  for (int k = 0; k < 4; k++) av_storage_release(in[k].storage);
+  av_program_free(p);
+}
+
 /* The condition ignores the carried array (a register program); the body calls a function
  * on it. The loop's initial array is also returned unchanged after the loop, and the body
  * uses its argument again after the call (so it may not be moved into the call), and calls
@@ -346,6 +417,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_scalar_loop),
       cmocka_unit_test(test_scalar_loop_inline_ops),
+      cmocka_unit_test(test_array_loop_program),
       cmocka_unit_test(test_array_loop_with_calls),
       cmocka_unit_test(test_block_condition_and_swaps),
       cmocka_unit_test(test_carried_value_also_captured),

@@ -1,0 +1,344 @@
+/* Builds an av_loop_prog for a stablehlo.while (see runtime/loop_prog.h). Never reports
+ * errors: a loop that does not qualify returns NULL and runs as steps, which handle (and
+ * diagnose) everything. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "compiler/lower_internal.h"
+#include "runtime/loop_prog.h"
+#include "runtime/scalar_prog.h"
+
+enum {
+  MAX_INSTRS = 512, /* per list (invariant / condition / body) */
+  MAX_VALUES = 2048,
+  MAX_INLINE_DEPTH = 4,
+  NO_REG = 0xffff,
+};
+
+typedef struct vmap {
+  const av_value *v;
+  uint16_t reg;
+} vmap;
+
+typedef struct ilist {
+  av_linstr v[MAX_INSTRS];
+  uint32_t n;
+} ilist;
+
+typedef struct lbuild {
+  av_lower *c;
+  int64_t n; /* elements of every array value; 0 until the first one is seen */
+  av_lreg regs[AV_LOOP_MAX_REGS];
+  bool invariant[AV_LOOP_MAX_REGS];
+  uint32_t nregs;
+  vmap map[MAX_VALUES];
+  uint32_t nmap;
+  ilist pre, cond, body;
+  ilist *cur; /* cond or body, for ops that are not invariant */
+  size_t scratch;
+} lbuild;
+
+/* Elements and element type of a value usable here: a scalar (rank 0) or an array of the
+ * loop's element count. Returns the element count, or -1. */
+static int64_t value_elems(lbuild *b, const av_value *v, av_dtype *dt) {
+  const av_type *t = v->type;
+  if (!t || t->kind != AV_TYPE_TENSOR || !av_type_is_static(t)) return -1;
+  int64_t e = av_type_num_elements(t);
+  size_t es = av_dtype_size(t->dtype);
+  if (e < 0 || e > AV_LOOP_MAX_SCRATCH || es == 0 || es > 16) return -1; /* bytes never wrap */
+  *dt = t->dtype;
+  if (t->rank == 0) return 1;
+  if (e < 1) return -1;
+  if (b->n == 0) b->n = e;
+  return e == b->n ? e : -1;
+}
+
+static int reg_of(const lbuild *b, const av_value *v) {
+  for (uint32_t i = b->nmap; i-- > 0;)
+    if (b->map[i].v == v) return b->map[i].reg;
+  return -1;
+}
+
+static bool bind(lbuild *b, const av_value *v, int reg) {
+  if (reg < 0 || b->nmap >= MAX_VALUES) return false;
+  b->map[b->nmap++] = (vmap){v, (uint16_t)reg};
+  return true;
+}
+
+static int new_reg(lbuild *b, av_lreg_kind kind, size_t bytes) {
+  if (b->nregs >= AV_LOOP_MAX_REGS || bytes > AV_LOOP_MAX_SCRATCH) return -1;
+  av_lreg *g = &b->regs[b->nregs];
+  memset(g, 0, sizeof *g);
+  g->kind = kind;
+  g->bytes = (uint32_t)bytes;
+  if (kind == AV_LR_SCRATCH || kind == AV_LR_CARRIED) {
+    size_t room = (kind == AV_LR_CARRIED ? 2 : 1) * ((bytes + 63) & ~(size_t)63);
+    g->offset = b->scratch;
+    b->scratch += room;
+    if (b->scratch > AV_LOOP_MAX_SCRATCH) return -1;
+  }
+  b->invariant[b->nregs] = kind == AV_LR_CONST || kind == AV_LR_SLOT;
+  return (int)b->nregs++;
+}
+
+/* Register of an operand; a value from outside the loop becomes a captured register. */
+static int operand(lbuild *b, const av_value *v) {
+  int r = reg_of(b, v);
+  if (r >= 0) return r;
+  av_dtype dt;
+  int64_t e = value_elems(b, v, &dt);
+  int32_t slot = av_vslot(b->c, v);
+  if (e < 0 || slot < 0 || av_stype(b->c, slot)->token) return -1;
+  r = new_reg(b, AV_LR_SLOT, (size_t)e * av_dtype_size(dt));
+  if (r < 0) return -1;
+  b->regs[r].slot = slot;
+  return bind(b, v, r) ? r : -1;
+}
+
+/* Appends an op writing a new scratch register for `result`: to the invariant list when all
+ * its inputs are invariant, else to the current list. */
+static bool emit(lbuild *b, av_linstr ins, int nin, const av_value *result, size_t bytes) {
+  bool inv = true;
+  for (int i = 0; i < nin; i++) inv = inv && b->invariant[ins.in[i]];
+  for (int i = nin; i < 3; i++) ins.in[i] = ins.in[0];
+  int r = new_reg(b, AV_LR_SCRATCH, bytes);
+  if (r < 0) return false;
+  b->invariant[r] = inv;
+  ins.out = (uint16_t)r;
+  ilist *l = inv ? &b->pre : b->cur;
+  if (l->n >= MAX_INSTRS) return false;
+  l->v[l->n++] = ins;
+  return bind(b, result, r);
+}
+
+static bool constant(lbuild *b, const av_op *op) {
+  av_dtype dt;
+  int64_t e = value_elems(b, &op->results[0], &dt);
+  const av_attr *a = av_op_attr(op, "value");
+  if (e < 0 || !a || a->kind != AV_ATTR_DENSE) return false;
+  size_t es = av_dtype_size(dt), bytes = (size_t)e * es;
+  if (a->type && a->type->kind == AV_TYPE_TENSOR && a->type->dtype != dt) return false;
+  bool splat = a->u.dense.size == es;
+  if (!splat && a->u.dense.size != bytes) return false;
+  av_storage *st = av_lower_const_storage(b->c, bytes);
+  if (!st) return false;
+  if (splat)
+    av_fill(st->data, e, a->u.dense.data, es);
+  else
+    memcpy(st->data, a->u.dense.data, bytes);
+  int r = new_reg(b, AV_LR_CONST, bytes);
+  if (r < 0) return false;
+  b->regs[r].data = st->data;
+  return bind(b, &op->results[0], r);
+}
+
+/* broadcast_in_dim of a scalar (a fill) or an identity broadcast (the same register). */
+static bool broadcast(lbuild *b, const av_op *op) {
+  av_dtype it, rt;
+  int64_t ie = value_elems(b, op->operands[0], &it), re = value_elems(b, &op->results[0], &rt);
+  int in = operand(b, op->operands[0]);
+  if (ie < 0 || re < 0 || in < 0 || it != rt) return false;
+  if (op->operands[0]->type->rank == 0) {
+    av_linstr ins = {.kind = AV_LI_FILL, .in = {(uint16_t)in}, .n = re,
+                     .esize = (uint32_t)av_dtype_size(rt)};
+    return emit(b, ins, 1, &op->results[0], (size_t)re * av_dtype_size(rt));
+  }
+  const av_type *t = op->operands[0]->type, *u = op->results[0].type;
+  int64_t dims[AV_BOX_MAX_RANK];
+  size_t nd = 0;
+  if (t->rank != u->rank || !av_attr_get_ints(op, "broadcast_dimensions", dims, AV_BOX_MAX_RANK, &nd) ||
+      nd != (size_t)t->rank)
+    return false;
+  for (int i = 0; i < t->rank; i++)
+    if (dims[i] != i || t->dims[i] != u->dims[i]) return false;
+  return bind(b, &op->results[0], in);
+}
+
+static bool elementwise(lbuild *b, const av_op *op) {
+  int arity = av_ew_arity(op->code);
+  if (arity < 1 || arity > 3 || op->noperands != (uint32_t)arity || op->nresults != 1) return false;
+  av_dtype rt, t0 = AV_DT_PRED, ti;
+  int64_t n = value_elems(b, &op->results[0], &rt);
+  av_linstr ins = {.kind = AV_LI_EW, .n = n};
+  for (int i = 0; i < arity; i++) {
+    int r = operand(b, op->operands[i]);
+    if (r < 0 || value_elems(b, op->operands[i], &ti) != n ||
+        op->operands[i]->type->rank != op->results[0].type->rank)
+      return false;
+    if (i == 0) t0 = ti;
+    if (ti != t0) return false;
+    ins.in[i] = (uint16_t)r;
+  }
+  if (n < 0 || ((op->code == AV_OP_REAL || op->code == AV_OP_IMAG) && !av_dtype_is_complex(t0)))
+    return false;
+  av_cmp_dir dir = AV_CMP_EQ;
+  av_cmp_type ct = AV_CMP_DEFAULT;
+  if (op->code == AV_OP_COMPARE) {
+    char buf[32];
+    if ((!av_attr_get_enum(op, "comparison_direction", buf, sizeof buf) &&
+         !av_attr_get_enum(op, "direction", buf, sizeof buf)) ||
+        !av_parse_cmp_dir(buf, &dir))
+      return false;
+    if (av_attr_get_enum(op, "compare_type", buf, sizeof buf)) ct = av_parse_cmp_type(buf);
+  }
+  av_ew_kernel *k = av_arena_alloc(b->c->a, sizeof *k);
+  if (!k || !av_ew_prepare(op->code, t0, rt, dir, ct, k)) return false;
+  ins.ew = k;
+  int fast = n == 1 && op->results[0].type->rank == 0 && arity == 2 ? av_scalar_fast_form(op->code, t0, ct) : -1;
+  if (fast >= 0) {
+    ins.kind = AV_LI_FAST;
+    ins.fast = (uint8_t)fast;
+    ins.cmp_dir = (uint8_t)dir;
+  }
+  return emit(b, ins, arity, &op->results[0], (size_t)n * av_dtype_size(rt));
+}
+
+static bool convert(lbuild *b, const av_op *op) {
+  av_dtype it, rt;
+  int64_t n = value_elems(b, &op->results[0], &rt);
+  int in = operand(b, op->operands[0]);
+  if (n < 0 || in < 0 || value_elems(b, op->operands[0], &it) != n) return false;
+  av_convert *cv = av_arena_alloc(b->c->a, sizeof *cv);
+  if (!cv || !av_convert_prepare(it, rt, cv)) return false;
+  av_linstr ins = {.kind = AV_LI_CONVERT, .in = {(uint16_t)in}, .n = n, .cv = cv};
+  return emit(b, ins, 1, &op->results[0], (size_t)n * av_dtype_size(rt));
+}
+
+static bool select_op(lbuild *b, const av_op *op) {
+  if (op->noperands != 3) return false;
+  av_dtype pt, at, ct, rt;
+  int64_t n = value_elems(b, &op->results[0], &rt);
+  int64_t pn = value_elems(b, op->operands[0], &pt);
+  int p = operand(b, op->operands[0]), x = operand(b, op->operands[1]), y = operand(b, op->operands[2]);
+  if (n < 0 || pn < 0 || p < 0 || x < 0 || y < 0 || pt != AV_DT_PRED ||
+      value_elems(b, op->operands[1], &at) != n || value_elems(b, op->operands[2], &ct) != n ||
+      at != rt || ct != rt)
+    return false;
+  bool pred_scalar = op->operands[0]->type->rank == 0;
+  if (!pred_scalar && pn != n) return false;
+  av_linstr ins = {.kind = AV_LI_SELECT, .in = {(uint16_t)p, (uint16_t)x, (uint16_t)y}, .n = n,
+                   .esize = (uint32_t)av_dtype_size(rt), .pred_scalar = pred_scalar};
+  return emit(b, ins, 3, &op->results[0], (size_t)n * av_dtype_size(rt));
+}
+
+static const av_op *walk_block(lbuild *b, const av_block *blk, int depth);
+
+/* func.call / stablehlo.call of a one-block function: its body, inlined. */
+static bool call(lbuild *b, const av_op *op, int depth) {
+  const char *name = av_attr_get_str(op, "callee");
+  const av_func *fn = name ? av_module_find_func(b->c->m, name) : NULL;
+  if (!fn || depth >= MAX_INLINE_DEPTH || fn->body.nblocks != 1) return false;
+  const av_block *blk = &fn->body.blocks[0];
+  if (blk->nargs != op->noperands) return false;
+  for (uint32_t i = 0; i < op->noperands; i++)
+    if (!bind(b, &blk->args[i], operand(b, op->operands[i]))) return false;
+  const av_op *term = walk_block(b, blk, depth + 1);
+  if (!term || term->noperands != op->nresults) return false;
+  for (uint32_t i = 0; i < op->nresults; i++)
+    if (!bind(b, &op->results[i], reg_of(b, term->operands[i]))) return false;
+  return true;
+}
+
+/* Emits the ops of `blk` (arguments already bound); returns its terminator, or NULL. */
+static const av_op *walk_block(lbuild *b, const av_block *blk, int depth) {
+  for (const av_op *op = blk->first; op; op = op->next) {
+    if (op->code == AV_OP_RETURN || op->code == AV_OP_FUNC_RETURN) {
+      for (uint32_t i = 0; i < op->noperands; i++)
+        if (operand(b, op->operands[i]) < 0) return NULL;
+      return op->next ? NULL : op;
+    }
+    if (op->nregions) return NULL;
+    bool ok;
+    switch (op->code) {
+      case AV_OP_CONSTANT: ok = op->nresults == 1 && constant(b, op); break;
+      case AV_OP_BROADCAST_IN_DIM: ok = op->noperands == 1 && broadcast(b, op); break;
+      case AV_OP_RESHAPE: {
+        av_dtype it, rt;
+        int in = op->noperands == 1 ? operand(b, op->operands[0]) : -1;
+        ok = in >= 0 && value_elems(b, op->operands[0], &it) >= 0 &&
+             value_elems(b, &op->results[0], &rt) >= 0 && it == rt &&
+             av_type_num_elements(op->operands[0]->type) == av_type_num_elements(op->results[0].type) &&
+             bind(b, &op->results[0], in);
+        break;
+      }
+      case AV_OP_CONVERT: ok = op->noperands == 1 && convert(b, op); break;
+      case AV_OP_SELECT: ok = select_op(b, op); break;
+      case AV_OP_FUNC_CALL: case AV_OP_CALL: ok = call(b, op, depth); break;
+      default: ok = elementwise(b, op); break;
+    }
+    if (!ok) return NULL;
+  }
+  return NULL;
+}
+
+static void *arena_copy(av_lower *c, const void *src, size_t bytes) {
+  return av_arena_memdup(c->a, src, bytes ? bytes : 1);
+}
+
+const av_loop_prog *av_build_loop_prog(av_lower *c, const av_op *op) {
+  uint32_t nc = op->noperands;
+  if (op->nregions != 2 || op->regions[0].nblocks != 1 || op->regions[1].nblocks != 1 ||
+      nc == 0 || nc > 64)
+    return NULL;
+  const av_block *cb = &op->regions[0].blocks[0], *bb = &op->regions[1].blocks[0];
+  if (cb->nargs != nc || bb->nargs != nc) return NULL;
+  lbuild *b = malloc(sizeof *b); /* large: every table is filled before it is read */
+  if (!b) return NULL;
+  b->c = c;
+  b->n = 0;
+  b->nregs = b->nmap = 0;
+  b->pre.n = b->cond.n = b->body.n = 0;
+  b->scratch = 0;
+  av_loop_prog *p = NULL;
+  uint16_t carried[64], results[64];
+  bool swap[64];
+  for (uint32_t i = 0; i < nc; i++) {
+    av_dtype dt;
+    int64_t e = value_elems(b, &op->results[i], &dt);
+    int r = e < 0 ? -1 : new_reg(b, AV_LR_CARRIED, (size_t)e * av_dtype_size(dt));
+    if (r < 0 || !bind(b, &cb->args[i], r) || !bind(b, &bb->args[i], r)) goto done;
+    b->regs[r].carried = i;
+    carried[i] = (uint16_t)r;
+  }
+  b->cur = &b->cond;
+  const av_op *cterm = walk_block(b, cb, 0);
+  if (!cterm || cterm->noperands != 1) goto done;
+  int cond_reg = reg_of(b, cterm->operands[0]);
+  av_dtype pt;
+  if (cond_reg < 0 || value_elems(b, cterm->operands[0], &pt) != 1 || pt != AV_DT_PRED ||
+      cterm->operands[0]->type->rank != 0)
+    goto done;
+  b->cur = &b->body;
+  uint32_t body_first_reg = b->nregs;
+  const av_op *bterm = walk_block(b, bb, 0);
+  if (!bterm || bterm->noperands != nc) goto done;
+  for (uint32_t i = 0; i < nc; i++) results[i] = (uint16_t)reg_of(b, bterm->operands[i]);
+  for (uint32_t i = 0; i < nc; i++) {
+    uint16_t r = results[i];
+    /* swapping needs a register the body itself writes every iteration, for one value */
+    swap[i] = r >= body_first_reg && b->regs[r].kind == AV_LR_SCRATCH && !b->invariant[r];
+    for (uint32_t j = 0; j < nc && swap[i]; j++)
+      if (j != i && results[j] == r) swap[i] = false;
+  }
+  p = av_arena_alloc(c->a, sizeof *p);
+  if (!p) goto done;
+  p->nregs = b->nregs;
+  p->regs = arena_copy(c, b->regs, b->nregs * sizeof *b->regs);
+  p->pre = arena_copy(c, b->pre.v, b->pre.n * sizeof *b->pre.v);
+  p->npre = b->pre.n;
+  p->cond = arena_copy(c, b->cond.v, b->cond.n * sizeof *b->cond.v);
+  p->ncond = b->cond.n;
+  p->body = arena_copy(c, b->body.v, b->body.n * sizeof *b->body.v);
+  p->nbody = b->body.n;
+  p->ncarried = nc;
+  p->carried_reg = arena_copy(c, carried, nc * sizeof *carried);
+  p->result_reg = arena_copy(c, results, nc * sizeof *results);
+  p->swap = arena_copy(c, swap, nc * sizeof *swap);
+  p->cond_reg = (uint16_t)cond_reg;
+  p->scratch_bytes = b->scratch;
+  if (!p->regs || !p->pre || !p->cond || !p->body || !p->carried_reg || !p->result_reg || !p->swap)
+    p = NULL;
+done:
+  free(b);
+  return p;
+}

@@ -1,0 +1,112 @@
+#include "runtime/loop_prog.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/kernels/shape.h"
+#include "runtime/scalar_prog.h"
+
+static void exec(const av_linstr *ins, uint32_t n, void *const *r) {
+  for (uint32_t i = 0; i < n; i++) {
+    const av_linstr *s = &ins[i];
+    switch ((av_linstr_kind)s->kind) {
+      case AV_LI_EW: {
+        const void *ops[AV_EW_MAX_IN] = {r[s->in[0]], r[s->in[1]], r[s->in[2]]};
+        av_ew_run(s->ew, ops, r[s->out], s->n);
+        break;
+      }
+      case AV_LI_FAST:
+        av_sfast_run(s->fast, s->cmp_dir, r[s->in[0]], r[s->in[1]], r[s->out]);
+        break;
+      case AV_LI_SELECT:
+        if (s->pred_scalar)
+          memcpy(r[s->out], *(const uint8_t *)r[s->in[0]] ? r[s->in[1]] : r[s->in[2]],
+                 (size_t)s->n * s->esize);
+        else
+          av_select_run(r[s->in[0]], r[s->in[1]], r[s->in[2]], r[s->out], s->n, s->esize);
+        break;
+      case AV_LI_CONVERT:
+        av_convert_run(s->cv, r[s->in[0]], r[s->out], s->n);
+        break;
+      case AV_LI_FILL:
+        av_fill(r[s->out], s->n, r[s->in[0]], s->esize);
+        break;
+    }
+  }
+}
+
+av_code av_loop_prog_run(const av_loop_prog *p, const av_frame *f, av_slot *vals, av_diag *d) {
+  char *scratch = malloc(p->scratch_bytes ? p->scratch_bytes : 1);
+  void **r = malloc(sizeof *r * (p->nregs ? p->nregs : 1));
+  /* which of its two buffers carried value i currently uses */
+  uint8_t *side = calloc(p->ncarried ? p->ncarried : 1, 1);
+  if (!scratch || !r || !side) {
+    free(scratch);
+    free(r);
+    free(side);
+    return av_diag_set(d, AV_RESOURCE_EXHAUSTED, "out of memory for a loop's registers");
+  }
+  for (uint32_t i = 0; i < p->nregs; i++) {
+    const av_lreg *g = &p->regs[i];
+    switch (g->kind) {
+      case AV_LR_SCRATCH: r[i] = scratch + g->offset; break;
+      case AV_LR_CONST: r[i] = (void *)g->data; break; /* only ever read */
+      case AV_LR_SLOT:
+        r[i] = f->slots[g->slot].data;
+        if (!r[i]) { /* the plan guarantees captured values are live; never trust it blindly */
+          free(scratch);
+          free(r);
+          free(side);
+          return av_diag_set(d, AV_INTERNAL, "a loop reads a value that is not computed");
+        }
+        break;
+      case AV_LR_CARRIED:
+        r[i] = scratch + g->offset;
+        memcpy(r[i], vals[g->carried].data, g->bytes);
+        break;
+    }
+  }
+  exec(p->pre, p->npre, r);
+  for (;;) {
+    exec(p->cond, p->ncond, r);
+    if (!*(const uint8_t *)r[p->cond_reg]) break;
+    exec(p->body, p->nbody, r);
+    /* New carried values: first every copy (reading the current buffers, writing each
+     * value's other buffer, which nothing else reads), then the pointer changes. */
+    for (uint32_t i = 0; i < p->ncarried; i++) {
+      uint16_t c = p->carried_reg[i], res = p->result_reg[i];
+      if (res == c || p->swap[i]) continue;
+      side[i] ^= 1;
+      memcpy(scratch + p->regs[c].offset + (side[i] ? p->regs[c].bytes : 0), r[res],
+             p->regs[c].bytes);
+    }
+    for (uint32_t i = 0; i < p->ncarried; i++) {
+      uint16_t c = p->carried_reg[i], res = p->result_reg[i];
+      if (res == c) continue; /* passed through unchanged */
+      if (p->swap[i]) { /* the body's output becomes current; the old buffer is its next one */
+        void *t = r[c];
+        r[c] = r[res];
+        r[res] = t;
+      } else {
+        r[c] = scratch + p->regs[c].offset + (side[i] ? p->regs[c].bytes : 0);
+      }
+    }
+  }
+  av_code code = AV_OK;
+  for (uint32_t i = 0; i < p->ncarried; i++) {
+    const av_lreg *g = &p->regs[p->carried_reg[i]];
+    av_storage *st = av_storage_alloc_uninit(g->bytes);
+    if (!st) {
+      code = av_diag_set(d, AV_RESOURCE_EXHAUSTED, "out of memory for a loop's results");
+      break;
+    }
+    memcpy(st->data, r[p->carried_reg[i]], g->bytes);
+    av_slot_release(&vals[i]);
+    vals[i].st = st;
+    vals[i].data = st->data;
+  }
+  free(scratch);
+  free(r);
+  free(side);
+  return code;
+}

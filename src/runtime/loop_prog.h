@@ -1,0 +1,84 @@
+/* Whole while loops over small arrays and scalars, run as one register program.
+ *
+ * A loop whose condition and body (with the functions they call, inlined) are made only of
+ * elementwise ops, converts, selects, constants, scalar broadcasts and reshapes over arrays of
+ * one element count (plus scalars) runs here instead of as steps: every value has a register
+ * (a buffer in one scratch block, or a pointer to a constant or a captured value), ops whose
+ * inputs never change are computed once before the first iteration, and an iteration is the
+ * condition's and the body's ops on those registers plus swapping the new carried values in.
+ * No allocation, reference counting or step dispatch per iteration; the ops are the same
+ * kernels the steps call, so the results are the same bits (compiler/loop_prog_build.c). */
+#ifndef ANVIL_RUNTIME_LOOP_PROG_H
+#define ANVIL_RUNTIME_LOOP_PROG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "runtime/kernels/convert.h"
+#include "runtime/kernels/elementwise.h"
+#include "runtime/plan.h"
+
+enum {
+  AV_LOOP_MAX_REGS = 256,
+  AV_LOOP_MAX_SCRATCH = 256 * 1024, /* bytes of registers: beyond that, steps use the pool */
+};
+
+typedef enum av_lreg_kind {
+  AV_LR_SCRATCH, /* a buffer at `offset` in the scratch block */
+  AV_LR_CONST,   /* `data`: a constant of the plan */
+  AV_LR_SLOT,    /* a captured value: frame slot `slot` */
+  AV_LR_CARRIED, /* carried value `carried`: two buffers at `offset` (current / next) */
+} av_lreg_kind;
+
+typedef struct av_lreg {
+  av_lreg_kind kind;
+  uint32_t bytes;
+  size_t offset;
+  const void *data;
+  int32_t slot;
+  uint32_t carried;
+} av_lreg;
+
+typedef enum av_linstr_kind {
+  AV_LI_EW,      /* elementwise kernel over n elements */
+  AV_LI_FAST,    /* scalar op done inline (an av_sfast, runtime/scalar_prog.h) */
+  AV_LI_SELECT,  /* select; pred_scalar: one predicate for all n elements */
+  AV_LI_CONVERT, /* convert over n elements */
+  AV_LI_FILL,    /* broadcast of a scalar to n elements */
+} av_linstr_kind;
+
+typedef struct av_linstr {
+  uint8_t kind;
+  uint8_t fast, cmp_dir; /* AV_LI_FAST */
+  bool pred_scalar;      /* AV_LI_SELECT */
+  uint16_t in[3], out;
+  uint32_t esize; /* SELECT / FILL: bytes per element */
+  int64_t n;      /* elements */
+  const av_ew_kernel *ew;
+  const av_convert *cv;
+} av_linstr;
+
+typedef struct av_loop_prog {
+  uint32_t nregs;
+  const av_lreg *regs;
+  const av_linstr *pre; /* loop-invariant ops: run once, before the first condition */
+  uint32_t npre;
+  const av_linstr *cond;
+  uint32_t ncond;
+  const av_linstr *body;
+  uint32_t nbody;
+  uint32_t ncarried;
+  const uint16_t *carried_reg; /* register of carried value i (cond and body arguments) */
+  const uint16_t *result_reg;  /* register the body returns as carried value i */
+  /* bit per carried value: the result register is a body op's output used by nothing after
+   * the iteration, so the two buffers swap instead of being copied */
+  const bool *swap;
+  uint16_t cond_reg; /* the condition's i1 */
+  size_t scratch_bytes;
+} av_loop_prog;
+
+/* Runs the loop: `vals` holds the carried values on entry (read) and receives new owned
+ * references to the final ones (the entry references are released). */
+av_code av_loop_prog_run(const av_loop_prog *p, const av_frame *f, av_slot *vals, av_diag *d);
+
+#endif

@@ -4,7 +4,8 @@
  * Files: testdata-style modules (zero-argument public @main; results checked by
  * custom_call @check.expect_*), and interpret-style files split on `// -----` (each case is
  * run and counted on its own, named FILE#N). A test passes when it compiles and runs with
- * every check satisfied. It is skipped, with the reason printed, only when it uses what
+ * every check satisfied; cases of the interpreter's multi-process harness
+ * (interpreter.run_parallel) run on several devices (conformance/parallel.c). It is skipped, with the reason printed, only when it uses what
  * anvil deliberately does not support (dynamic shapes, quantized types); everything else
  * that does not pass is a failure. Each test runs in a child process (crashes and hangs
  * become failures), unless --no-fork.
@@ -22,6 +23,7 @@
 #include <unistd.h>
 
 #include "compiler/program.h"
+#include "conformance/parallel.h"
 #include "util/file.h"
 #include "util/split_marker.h"
 
@@ -60,6 +62,12 @@ static const char *skip_reason(const char *msg) {
 
 /* Compiles and runs one module; fills reason on failure/skip. */
 static int run_one(const char *text, size_t len, char *reason) {
+  switch (av_conf_run_parallel(text, len, reason, REASON_MAX)) {
+    case AV_CONF_PASS: return RESULT_PASS;
+    case AV_CONF_FAIL: return RESULT_FAIL;
+    case AV_CONF_SKIP: return RESULT_SKIP;
+    default: break; /* an ordinary case */
+  }
   av_diag d;
   av_diag_init(&d);
   av_program *p = av_program_compile("mlir", 4, text, len, NULL, &d);

@@ -1,4 +1,5 @@
-/* Lowering of all_reduce, all_gather, reduce_scatter, collective_permute and all_to_all. */
+/* Lowering of all_reduce, all_gather, reduce_scatter, collective_permute, all_to_all,
+ * collective_broadcast and collective_reduce. */
 #include <string.h>
 
 #include "compiler/lower_internal.h"
@@ -44,7 +45,7 @@ static bool combiner(av_lower *c, const av_op *op, av_coll_params *p) {
     return AV_UNSUPPORTED(c, "only single binary-op computations are supported");
   av_ew_kernel *k = av_lower_alloc(c, (op->noperands + 1) * sizeof *k);
   if (!k) return false;
-  for (uint32_t i = 0; i < op->noperands; i++) {
+  for (uint32_t i = 0; i < op->nresults; i++) {
     const av_slot_type *t = av_tensor_of(c, op->operands[i], "operand");
     if (!t) return false;
     if (av_ew_arity(f->code) != 2 || f->code == AV_OP_COMPARE ||
@@ -66,11 +67,20 @@ bool av_lower_collective_op(av_lower *c, const av_op *op, bool *handled) {
     case AV_OP_COLLECTIVE_PERMUTE: p->kind = AV_COLL_PERMUTE; break;
     case AV_OP_ALL_TO_ALL: p->kind = AV_COLL_ALL_TO_ALL; break;
     case AV_OP_COLLECTIVE_BROADCAST: p->kind = AV_COLL_BROADCAST; break;
+    case AV_OP_COLLECTIVE_REDUCE: p->kind = AV_COLL_REDUCE; break;
     default: *handled = false; return false;
   }
-  if (op->noperands < 1 || op->noperands != op->nresults) return AV_INVALID(c, "operand and result counts differ");
-  for (uint32_t i = 0; i < op->noperands; i++)
+  p->dynamic_root = p->kind == AV_COLL_BROADCAST && av_op_attr(op, "has_dynamic_root");
+  uint32_t ndata = op->noperands - (p->dynamic_root ? 1 : 0); /* operands that are data */
+  if (op->noperands < 1 || ndata < 1 || ndata != op->nresults)
+    return AV_INVALID(c, "operand and result counts differ");
+  for (uint32_t i = 0; i < ndata; i++)
     if (!av_tensor_of(c, op->operands[i], "operand") || !av_tensor_of(c, &op->results[i], "result")) return false;
+  if (p->dynamic_root) {
+    const av_slot_type *rt = av_tensor_of(c, op->operands[ndata], "root");
+    if (!rt) return false;
+    if (rt->rank != 1 || rt->dtype != AV_DT_S32) return AV_INVALID(c, "root must be a 1-d i32 tensor");
+  }
   if (!pairs_attr(c, op, "replica_groups", &p->ngroups, &p->group_size, &p->groups)) return false;
   bool global = false;
   av_attr_get_bool(op, "use_global_device_ids", &global);
@@ -89,7 +99,7 @@ bool av_lower_collective_op(av_lower *c, const av_op *op, bool *handled) {
     if (!pairs_attr(c, op, "source_target_pairs", &p->npairs, &cols, &p->pairs)) return false;
     if (p->npairs && cols != 2) return AV_INVALID(c, "source_target_pairs must be pairs");
   }
-  if (p->kind == AV_COLL_ALL_REDUCE || p->kind == AV_COLL_REDUCE_SCATTER) {
+  if (p->kind == AV_COLL_ALL_REDUCE || p->kind == AV_COLL_REDUCE_SCATTER || p->kind == AV_COLL_REDUCE) {
     if (!combiner(c, op, p)) return false;
   }
   const char *dim_attr = p->kind == AV_COLL_ALL_GATHER ? "all_gather_dim"

@@ -522,6 +522,33 @@ static av_code parse_main_shardings(const av_module *m, const av_func *ef, const
   return AV_OK;
 }
 
+/* Whether ops of `r` (outside manual computations, through called functions) give each device
+ * its own value: ids and collectives. Such a program means something per device, so it is
+ * never run once for all of them. */
+static bool region_is_per_device(const av_module *m, const av_region *r, int depth) {
+  if (depth > 8) return true; /* deep call chains: stay on the safe side */
+  for (uint32_t b = 0; b < r->nblocks; b++)
+    for (const av_op *op = r->blocks[b].first; op; op = op->next) {
+      switch (op->code) {
+        case AV_OP_PARTITION_ID: case AV_OP_REPLICA_ID: case AV_OP_ALL_GATHER:
+        case AV_OP_ALL_REDUCE: case AV_OP_ALL_TO_ALL: case AV_OP_COLLECTIVE_BROADCAST:
+        case AV_OP_COLLECTIVE_PERMUTE: case AV_OP_COLLECTIVE_REDUCE: case AV_OP_REDUCE_SCATTER:
+          return true;
+        case AV_OP_SDY_MANUAL_COMPUTATION: continue; /* runs per device anyway */
+        case AV_OP_FUNC_CALL: case AV_OP_CALL: {
+          const char *callee = av_attr_get_str(op, "callee");
+          const av_func *fn = callee ? av_module_find_func(m, callee) : NULL;
+          if (fn && region_is_per_device(m, &fn->body, depth + 1)) return true;
+          break;
+        }
+        default: break;
+      }
+      for (uint32_t k = 0; k < op->nregions; k++)
+        if (region_is_per_device(m, &op->regions[k], depth + 1)) return true;
+    }
+  return false;
+}
+
 av_code av_spmd_program_build(const av_module *m, const av_plan *plan, int num_replicas,
                               int num_partitions, av_spmd_program **out, av_diag *d) {
   *out = NULL;
@@ -533,7 +560,9 @@ av_code av_spmd_program_build(const av_module *m, const av_plan *plan, int num_r
     return av_diag_set(d, AV_UNIMPLEMENTED, "%d devices (at most %d)", ndev, AV_SPMD_MAX_DEVICES);
   uint32_t nin = e->body.nargs, nout = e->body.nresults;
   const av_op *mc = plan->manual_entry ? wrapped_manual(ef) : NULL;
-  bool run_global = !plan->manual_entry && num_replicas == 1;
+  /* one run for all partitions: a global-view program (shardings say where each device's
+   * block lies); a program of ids and collectives runs per device, as XLA runs it */
+  bool run_global = !plan->manual_entry && num_replicas == 1 && !region_is_per_device(m, &ef->body, 0);
   /* tuples flattened into several leaves: keep the per-device path */
   if ((uint32_t)ef->type->ninputs != nin || (uint32_t)(ef->type->nelems - ef->type->ninputs) != nout)
     return AV_OK;

@@ -194,8 +194,10 @@ av_code av_step_collective(const av_step *s, av_frame *f, av_diag *d) {
     if (rank < 0)
       return av_diag_set(d, AV_INVALID_ARGUMENT, "collective: device %d is in no replica group", dev);
   }
-  if (p->mode == AV_COLL_CROSS_REPLICA_AND_PARTITION) { /* every partition of each replica */
-    rank = rank * npart + partition;
+  if (p->mode == AV_COLL_CROSS_REPLICA_AND_PARTITION) {
+    /* every partition of the group's replicas, partition-major: the spec orders the
+     * processes (replica_group[0], 0), (replica_group[1], 0), ..., (replica_group[0], 1), ... */
+    rank = partition * size + rank;
     size *= npart;
   }
   if (rank < 0 || rank >= size)
@@ -273,7 +275,23 @@ av_code av_step_collective(const av_step *s, av_frame *f, av_diag *d) {
       break;
     }
     case AV_COLL_BROADCAST:
-      for (uint32_t k = 0; k < s->nout; k++) memcpy(av_out(s, f, k), ins[0][k], av_out_type(s, f, k)->nbytes);
+      for (uint32_t k = 0; k < s->nout; k++) {
+        int root = 0;
+        if (p->dynamic_root) { /* root[k]: operand k's source, by its index in the group */
+          int32_t v = -1;
+          if ((int64_t)k < av_in_type(s, f, s->nout)->nelems)
+            memcpy(&v, (const char *)av_in(s, f, s->nout) + 4 * (size_t)k, 4);
+          root = v >= 0 && v < size ? v : -1; /* out of the group: zeros */
+        }
+        if (root >= 0) memcpy(av_out(s, f, k), ins[root][k], av_out_type(s, f, k)->nbytes);
+        else memset(av_out(s, f, k), 0, av_out_type(s, f, k)->nbytes);
+      }
+      break;
+    case AV_COLL_REDUCE:
+      for (uint32_t k = 0; k < s->nout; k++) {
+        if (rank == 0) reduce_into(p, k, av_in_type(s, f, k), ins, size, av_out(s, f, k));
+        else memset(av_out(s, f, k), 0, av_out_type(s, f, k)->nbytes);
+      }
       break;
     case AV_COLL_ALL_TO_ALL:
       for (uint32_t k = 0; k < s->nout; k++) {

@@ -1,5 +1,5 @@
 /* Collectives between the devices running one program (all_reduce, all_gather,
- * reduce_scatter, collective_permute, all_to_all).
+ * reduce_scatter, collective_permute, all_to_all, collective_broadcast, collective_reduce).
  *
  * Every device runs the program on its own thread; at a collective each participant
  * deposits a pointer to its input in a rendezvous owned by the program (the one piece of
@@ -37,7 +37,9 @@ typedef enum av_coll_kind {
   AV_COLL_REDUCE_SCATTER,
   AV_COLL_PERMUTE,
   AV_COLL_ALL_TO_ALL,
-  AV_COLL_BROADCAST, /* collective_broadcast: the group's first member's operand */
+  AV_COLL_BROADCAST, /* collective_broadcast: the group's root member's operand */
+  AV_COLL_REDUCE,    /* collective_reduce: the reduction at the group's first member, zeros
+                        elsewhere */
 } av_coll_kind;
 
 /* StableHLO's process grouping modes (from channel_id and use_global_device_ids). */
@@ -59,6 +61,9 @@ typedef struct av_coll_params {
   const av_ew_kernel *combine; /* all_reduce / reduce_scatter: the region as a binary op */
   const int64_t *pairs;   /* collective_permute: (source, target) ids */
   int npairs;
+  /* collective_broadcast with has_dynamic_root: the last input holds, per operand, the index
+   * within the group of the member whose operand everyone gets (default: the first) */
+  bool dynamic_root;
 } av_coll_params;
 
 av_code av_step_collective(const av_step *s, av_frame *f, av_diag *d);

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test: C tests (gcc and clang builds, then an ASan+UBSan build) under ctest,
-# then the Python/JAX tests under pytest against the installed package.
+# then the Python/JAX tests under pytest against the installed package, and a print/parse
+# round trip of every program those tests compiled.
 # Expects scripts/setup.sh to have run (it installs the tools and the venv).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,9 +31,14 @@ fi
 
 echo "== Python tests"
 .venv/bin/pip install -q --no-build-isolation .
+# Every program the suites compile is dumped, then must survive print -> parse -> print.
+DUMPS=$(mktemp -d)
+trap 'rm -rf "$DUMPS"' EXIT
 set +e
-.venv/bin/python -m pytest -q tests/python "$@"
+ANVIL_DUMP_DIR=$DUMPS .venv/bin/python -m pytest -q tests/python "$@"
 status=$?
 set -e
+echo "== Round trip of every program the Python tests compiled (ANVIL_DUMP_DIR)"
+find "$DUMPS" -name '*.mlir' -print0 | xargs -0 -r build/test-gcc/anvil-run --roundtrip || status=1
 # pytest exits 5 when nothing was collected; that is a failure of this script too.
 exit $status

@@ -11,7 +11,9 @@
  *
  * anvil-run --print FILE [--hlo] loads the program without compiling it and prints anvil's IR
  * of it as MLIR text (generic op form, ir/printer.h), which anvil-run reads back: printing a
- * printed program again gives the same text. */
+ * printed program again gives the same text. anvil-run --roundtrip FILE... checks exactly that
+ * for programs anvil printed (the test command runs it over every program the pytest suites
+ * compiled, dumped with ANVIL_DUMP_DIR). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -147,7 +149,44 @@ static int print_program(const char *code, size_t size, bool hlo) {
   return fflush(stdout) == 0 ? 0 : 1;
 }
 
+/* The program's IR printed as text, or NULL (reason on stderr). */
+static char *printed(const char *what, const char *code, size_t size) {
+  av_diag d;
+  av_diag_init(&d);
+  av_module *m = av_load_module("mlir", 4, code, size, &d);
+  if (!m) {
+    fprintf(stderr, "%s: cannot load (%s): %.300s\n", what, av_code_name(d.code), d.msg);
+    return NULL;
+  }
+  char *text = av_module_verify(m, &d) == AV_OK ? av_module_print(m) : NULL;
+  if (!text) fprintf(stderr, "%s: invalid program: %.300s\n", what, d.msg);
+  av_module_free(m);
+  return text;
+}
+
+/* --roundtrip FILE...: each file is a program anvil printed (ANVIL_DUMP_DIR); loading it and
+ * printing it again must give the file's text exactly, and so must a second round. */
+static int roundtrip(int n, char **paths) {
+  int bad = 0;
+  for (int i = 0; i < n; i++) {
+    size_t size;
+    char *code = av_read_file(paths[i], &size);
+    char *a = code ? printed(paths[i], code, size) : NULL;
+    char *b = a ? printed(paths[i], a, strlen(a)) : NULL;
+    if (!code || !a || !b || strcmp(a, b) != 0 || strlen(a) != size || memcmp(a, code, size) != 0) {
+      fprintf(stderr, "round trip differs: %s\n", paths[i]);
+      bad++;
+    }
+    free(code);
+    free(a);
+    free(b);
+  }
+  printf("round trip: %d programs, %d differ\n", n, bad);
+  return bad ? 1 : 0;
+}
+
 int main(int argc, char **argv) {
+  if (argc > 1 && strcmp(argv[1], "--roundtrip") == 0) return roundtrip(argc - 2, argv + 2);
   const char *path = NULL, *save_prefix = NULL;
   bool hlo = false, print = false;
   int64_t max = 64;
@@ -168,7 +207,8 @@ int main(int argc, char **argv) {
   if (!path) {
     fprintf(stderr, "usage: anvil-run FILE.mlir|FILE.mlirbc [--hlo] [--inputs V...] [--max N] "
                     "[--save-outputs PREFIX]\n"
-                    "       anvil-run --print FILE.mlir|FILE.mlirbc [--hlo]\n");
+                    "       anvil-run --print FILE.mlir|FILE.mlirbc [--hlo]\n"
+                    "       anvil-run --roundtrip FILE.mlir...\n");
     return 2;
   }
   size_t size;

@@ -36,12 +36,14 @@ static void exec(const av_linstr *ins, uint32_t n, void *const *r) {
 }
 
 av_code av_loop_prog_run(const av_loop_prog *p, const av_frame *f, av_slot *vals, av_diag *d) {
-  char *scratch = malloc(p->scratch_bytes ? p->scratch_bytes : 1);
+  /* 64-byte aligned like every other tensor: split-line vector stores cost several times more */
+  char *block = malloc(p->scratch_bytes + 64);
+  char *scratch = block ? (char *)(((uintptr_t)block + 63) & ~(uintptr_t)63) : NULL;
   void **r = malloc(sizeof *r * (p->nregs ? p->nregs : 1));
   /* which of its two buffers carried value i currently uses */
   uint8_t *side = calloc(p->ncarried ? p->ncarried : 1, 1);
   if (!scratch || !r || !side) {
-    free(scratch);
+    free(block);
     free(r);
     free(side);
     return av_diag_set(d, AV_RESOURCE_EXHAUSTED, "out of memory for a loop's registers");
@@ -54,7 +56,7 @@ av_code av_loop_prog_run(const av_loop_prog *p, const av_frame *f, av_slot *vals
       case AV_LR_SLOT:
         r[i] = f->slots[g->slot].data;
         if (!r[i]) { /* the plan guarantees captured values are live; never trust it blindly */
-          free(scratch);
+          free(block);
           free(r);
           free(side);
           return av_diag_set(d, AV_INTERNAL, "a loop reads a value that is not computed");
@@ -105,7 +107,7 @@ av_code av_loop_prog_run(const av_loop_prog *p, const av_frame *f, av_slot *vals
     vals[i].st = st;
     vals[i].data = st->data;
   }
-  free(scratch);
+  free(block);
   free(r);
   free(side);
   return code;

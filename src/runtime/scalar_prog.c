@@ -2,60 +2,6 @@
 
 #include <string.h>
 
-#define LOAD2(T)                                                                             \
-  T x, y;                                                                                    \
-  memcpy(&x, a, sizeof x);                                                                   \
-  memcpy(&y, b, sizeof y)
-#define BIN(T, OP)                                                                           \
-  do {                                                                                       \
-    LOAD2(T);                                                                                \
-    T r = (T)(x OP y);                                                                       \
-    memcpy(out, &r, sizeof r);                                                               \
-  } while (0)
-#define CMP(T)                                                                               \
-  do {                                                                                       \
-    LOAD2(T);                                                                                \
-    uint8_t r = compare(dir, x < y, x == y, y < x);                                          \
-    memcpy(out, &r, 1);                                                                      \
-  } while (0)
-
-/* IEEE semantics from the three relations: NaN makes all three false, so only NE holds. */
-static inline uint8_t compare(uint8_t dir, bool lt, bool eq, bool gt) {
-  switch (dir) {
-    case AV_CMP_EQ: return eq;
-    case AV_CMP_NE: return !eq;
-    case AV_CMP_LT: return lt;
-    case AV_CMP_LE: return lt || eq;
-    case AV_CMP_GT: return gt;
-    default: return gt || eq;
-  }
-}
-
-void av_sfast_run(uint8_t fast, uint8_t dir, const void *a, const void *b, void *out) {
-  switch ((av_sfast)fast) {
-    case AV_SF_ADD_F32: BIN(float, +); break;
-    case AV_SF_SUB_F32: BIN(float, -); break;
-    case AV_SF_MUL_F32: BIN(float, *); break;
-    case AV_SF_DIV_F32: BIN(float, /); break;
-    case AV_SF_ADD_F64: BIN(double, +); break;
-    case AV_SF_SUB_F64: BIN(double, -); break;
-    case AV_SF_MUL_F64: BIN(double, *); break;
-    case AV_SF_DIV_F64: BIN(double, /); break;
-    case AV_SF_ADD_I32: BIN(uint32_t, +); break;
-    case AV_SF_SUB_I32: BIN(uint32_t, -); break;
-    case AV_SF_MUL_I32: BIN(uint32_t, *); break;
-    case AV_SF_ADD_I64: BIN(uint64_t, +); break;
-    case AV_SF_SUB_I64: BIN(uint64_t, -); break;
-    case AV_SF_MUL_I64: BIN(uint64_t, *); break;
-    case AV_SF_CMP_S32: CMP(int32_t); break;
-    case AV_SF_CMP_U32: CMP(uint32_t); break;
-    case AV_SF_CMP_S64: CMP(int64_t); break;
-    case AV_SF_CMP_U64: CMP(uint64_t); break;
-    case AV_SF_CMP_F32: CMP(float); break;
-    case AV_SF_CMP_F64: CMP(double); break;
-  }
-}
-
 void av_scalar_prog_init(const av_scalar_prog *p, const av_frame *f, av_sregs regs) {
   for (uint32_t i = 0; i < p->ninits; i++) {
     const av_sinit *s = &p->inits[i];

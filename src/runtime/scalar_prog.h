@@ -4,7 +4,9 @@
 #ifndef ANVIL_RUNTIME_SCALAR_PROG_H
 #define ANVIL_RUNTIME_SCALAR_PROG_H
 
+#include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "runtime/kernels/convert.h"
 #include "runtime/kernels/elementwise.h"
@@ -25,8 +27,63 @@ typedef enum av_sfast {
   AV_SF_CMP_S32, AV_SF_CMP_U32, AV_SF_CMP_S64, AV_SF_CMP_U64, AV_SF_CMP_F32, AV_SF_CMP_F64,
 } av_sfast;
 
-/* out = a OP b for an av_sfast (comparisons: direction `dir`, an av_cmp_dir). */
-void av_sfast_run(uint8_t fast, uint8_t dir, const void *a, const void *b, void *out);
+/* out = a OP b for an av_sfast (comparisons: direction `dir`, an av_cmp_dir); inline, so the
+ * loops that run these every iteration pay no call. */
+#define AV_SF_LOAD2(T)                                                                             \
+  T x, y;                                                                                    \
+  memcpy(&x, a, sizeof x);                                                                   \
+  memcpy(&y, b, sizeof y)
+#define AV_SF_BIN(T, OP)                                                                           \
+  do {                                                                                       \
+    AV_SF_LOAD2(T);                                                                                \
+    T r = (T)(x OP y);                                                                       \
+    memcpy(out, &r, sizeof r);                                                               \
+  } while (0)
+#define AV_SF_CMP(T)                                                                               \
+  do {                                                                                       \
+    AV_SF_LOAD2(T);                                                                                \
+    uint8_t r = av_sfast_compare(dir, x < y, x == y, y < x);                                          \
+    memcpy(out, &r, 1);                                                                      \
+  } while (0)
+
+/* IEEE semantics from the three relations: NaN makes all three false, so only NE holds. */
+static inline uint8_t av_sfast_compare(uint8_t dir, bool lt, bool eq, bool gt) {
+  switch (dir) {
+    case AV_CMP_EQ: return eq;
+    case AV_CMP_NE: return !eq;
+    case AV_CMP_LT: return lt;
+    case AV_CMP_LE: return lt || eq;
+    case AV_CMP_GT: return gt;
+    default: return gt || eq;
+  }
+}
+
+static inline void av_sfast_run(uint8_t fast, uint8_t dir, const void *a, const void *b,
+                                void *out) {
+  switch ((av_sfast)fast) {
+    case AV_SF_ADD_F32: AV_SF_BIN(float, +); break;
+    case AV_SF_SUB_F32: AV_SF_BIN(float, -); break;
+    case AV_SF_MUL_F32: AV_SF_BIN(float, *); break;
+    case AV_SF_DIV_F32: AV_SF_BIN(float, /); break;
+    case AV_SF_ADD_F64: AV_SF_BIN(double, +); break;
+    case AV_SF_SUB_F64: AV_SF_BIN(double, -); break;
+    case AV_SF_MUL_F64: AV_SF_BIN(double, *); break;
+    case AV_SF_DIV_F64: AV_SF_BIN(double, /); break;
+    case AV_SF_ADD_I32: AV_SF_BIN(uint32_t, +); break;
+    case AV_SF_SUB_I32: AV_SF_BIN(uint32_t, -); break;
+    case AV_SF_MUL_I32: AV_SF_BIN(uint32_t, *); break;
+    case AV_SF_ADD_I64: AV_SF_BIN(uint64_t, +); break;
+    case AV_SF_SUB_I64: AV_SF_BIN(uint64_t, -); break;
+    case AV_SF_MUL_I64: AV_SF_BIN(uint64_t, *); break;
+    case AV_SF_CMP_S32: AV_SF_CMP(int32_t); break;
+    case AV_SF_CMP_U32: AV_SF_CMP(uint32_t); break;
+    case AV_SF_CMP_S64: AV_SF_CMP(int64_t); break;
+    case AV_SF_CMP_U64: AV_SF_CMP(uint64_t); break;
+    case AV_SF_CMP_F32: AV_SF_CMP(float); break;
+    case AV_SF_CMP_F64: AV_SF_CMP(double); break;
+  }
+}
+
 
 typedef struct av_sinstr {
   av_sinstr_kind kind;

@@ -221,3 +221,68 @@ def test_top_k_3d_and_k_equal_n():
         got, xla = both(lambda v: lax.top_k(v, k), x)
         np.testing.assert_array_equal(bits(got[0]), bits(xla[0]))
         np.testing.assert_array_equal(np.asarray(got[1]), np.asarray(xla[1]))
+
+
+# ------------------------------------------------- whole loops as register programs
+# Loops over small arrays whose bodies are elementwise run as one register program
+# (runtime/loop_prog.c). Exact operations (integer, select, add/mul by exact constants) must
+# match XLA bit for bit; transcendental ones within a few ulp (the kernels differ).
+
+
+def test_loop_program_integer_and_select():
+    def f(x, n):
+        def body(i, c):
+            v, w, k = c
+            v = jnp.where(v % 3 == 0, v // 3, v * 2 + i)  # select on an array predicate
+            w = w ^ (v << 1)
+            k = lax.select(i < 5, k + 1, k - 1)  # scalar predicate over scalars
+            return v, w, k
+        return lax.fori_loop(0, n, body, (x, x * 7, jnp.int32(0)))
+    x = rng.integers(-1000, 1000, 64).astype(np.int32)
+    got, xla = both(f, x, np.int32(37))
+    for g, e in zip(got, xla):
+        np.testing.assert_array_equal(g, e)
+
+
+def test_loop_program_swaps_and_converts():
+    def f(a, b):
+        def body(c):
+            i, a, b, h = c
+            # swap a and b, keep a copy of the new a, convert through int and back
+            na = b * 0.5 + a.astype(jnp.int32).astype(jnp.float32)
+            return i + 1, na, a, na
+        return lax.while_loop(lambda c: c[0] < 9, body, (0, a, b, a))
+    a = np.linspace(-3, 3, 48).astype(np.float32)
+    b = np.linspace(5, -5, 48).astype(np.float32)
+    got, xla = both(f, a, b)
+    for g, e in zip(got, xla):
+        np.testing.assert_array_equal(bits(g), bits(e))
+
+
+def test_loop_program_transcendental_and_captures():
+    w = rng.standard_normal(64).astype(np.float32)
+
+    def f(x, s):
+        # captured array w and scalar s, a sin per iteration, 200 iterations
+        return lax.fori_loop(0, 200, lambda i, v: v * 0.999 + jnp.sin(v * s + w) * 1e-3, x)
+    got, xla = both(f, rng.standard_normal(64).astype(np.float32), np.float32(0.7))
+    np.testing.assert_allclose(np.asarray(got), np.asarray(xla), rtol=1e-5, atol=1e-6)
+
+
+def test_loop_program_f64_scalars():
+    jax.config.update("jax_enable_x64", True)
+    try:
+        def f(x):
+            def body(c):
+                i, s, t = c
+                return i + 1, s * 0.999 + x, t + s / (i + 1).astype(jnp.float64)
+            return lax.while_loop(lambda c: c[0] < 500, body, (0, x, x * 0))[1:]
+        got, xla = both(f, np.float64(0.25))
+        # the same IEEE double operations in Python (XLA may fuse s * 0.999 + x into an FMA)
+        s, t = 0.25, 0.0
+        for i in range(500):
+            s, t = s * 0.999 + 0.25, t + s / float(i + 1)
+        assert float(got[0]) == s and float(got[1]) == t
+        np.testing.assert_allclose([float(v) for v in got], [float(v) for v in xla], rtol=1e-13)
+    finally:
+        jax.config.update("jax_enable_x64", False)

@@ -256,3 +256,15 @@ def test_executable_serialize_round_trip():
         se.deserialize_and_load(bytes(bad), in_tree, out_tree)
     except Exception:  # noqa: BLE001 - any clean error is acceptable
         pass
+
+
+def test_complex_expm1_of_reals_stays_real():
+    """expm1 of a complex number with zero imaginary part is real: exp(re) * sin(0) must not
+    turn into inf * 0 = NaN when exp(re) overflows (jax's complex-plane test found it)."""
+    re = np.array([1e30, 100.0, 88.0, 1.0, -5.0, -1e30], np.float32)
+    z = (re + 0j).astype(np.complex64)
+    got = np.asarray(jax.jit(jnp.expm1)(jax.device_put(z, jax.devices("anvil")[0])))
+    np.testing.assert_array_equal(got.imag, np.zeros(6, np.float32))
+    with np.errstate(over="ignore"):
+        want = np.expm1(re.astype(np.float64)).astype(np.float32)
+    np.testing.assert_allclose(got.real, want, rtol=1e-6)

@@ -57,7 +57,8 @@ static inline cd csign_(cd x) {
 static inline cd cexpm1_(cd z) {
   double re = creal(z), im = cimag(z);
   double em1 = expm1(re), s = sin(im / 2);
-  return mk_cd(em1 * cos(im) - 2 * s * s, exp(re) * sin(im));
+  /* a real argument has a real result (exp(re) * sin(0) would be inf * 0 = NaN for large re) */
+  return mk_cd(em1 * cos(im) - 2 * s * s, im == 0 ? im : exp(re) * sin(im));
 }
 static inline cf cexpm1f_(cf z) { return (cf)cexpm1_((cd)z); }
 static inline cd clog1p_(cd z) {

@@ -270,19 +270,17 @@ def test_loop_program_transcendental_and_captures():
 
 
 def test_loop_program_f64_scalars():
-    jax.config.update("jax_enable_x64", True)
-    try:
-        def f(x):
-            def body(c):
-                i, s, t = c
-                return i + 1, s * 0.999 + x, t + s / (i + 1).astype(jnp.float64)
-            return lax.while_loop(lambda c: c[0] < 500, body, (0, x, x * 0))[1:]
-        got, xla = both(f, np.float64(0.25))
-        # the same IEEE double operations in Python (XLA may fuse s * 0.999 + x into an FMA)
-        s, t = 0.25, 0.0
-        for i in range(500):
-            s, t = s * 0.999 + 0.25, t + s / float(i + 1)
-        assert float(got[0]) == s and float(got[1]) == t
-        np.testing.assert_allclose([float(v) for v in got], [float(v) for v in xla], rtol=1e-13)
-    finally:
-        jax.config.update("jax_enable_x64", False)
+    # f64 (conftest.py turns jax_enable_x64 on for every test)
+    def f(x):
+        def body(c):
+            i, s, t = c
+            return i + 1, s * 0.999 + x, t + s / (i + 1).astype(jnp.float64)
+        return lax.while_loop(lambda c: c[0] < 500, body, (0, x, x * 0))[1:]
+    got, xla = both(f, np.float64(0.25))
+    assert got[0].dtype == jnp.float64
+    # the same IEEE double operations in Python (XLA may fuse s * 0.999 + x into an FMA)
+    s, t = 0.25, 0.0
+    for i in range(500):
+        s, t = s * 0.999 + 0.25, t + s / float(i + 1)
+    assert float(got[0]) == s and float(got[1]) == t
+    np.testing.assert_allclose([float(v) for v in got], [float(v) for v in xla], rtol=1e-13)

@@ -1,5 +1,7 @@
-/* bench-program FILE [--runs N] [--compiles N]: how long anvil takes to compile a program
- * (split into load = frontend into IR, and lower = check + lower + plan) and to run it.
+/* bench-program FILE [--runs N] [--compiles N] [--threads N]: how long anvil takes to compile a
+ * program (split into load = frontend into IR, and lower = check + lower + plan) and to run it
+ * on a thread pool of N threads (default: what a client would use, ANVIL_NUM_THREADS or the
+ * CPUs the process may run on; 1 runs everything on the calling thread).
  *
  *   build/bench-program transformer_bwd.mlirbc --compiles 20 --runs 0
  *   build/bench-program fori.mlir --runs 2000
@@ -15,6 +17,7 @@
 #include "compiler/program_module.h"
 #include "frontend/load.h"
 #include "runtime/kernels/convert.h"
+#include "runtime/thread_pool.h"
 #include "util/file.h"
 
 static double now(void) {
@@ -57,13 +60,15 @@ static bool fill_input(const av_program *p, int i, av_tensor *t) {
 
 int main(int argc, char **argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: bench-program FILE.mlirbc|FILE.mlir|FILE.pb [--runs N] [--compiles N]\n");
+    fprintf(stderr, "usage: bench-program FILE.mlirbc|FILE.mlir|FILE.pb [--runs N] [--compiles N] "
+                    "[--threads N]\n");
     return 2;
   }
-  int runs = 200, compiles = 10;
+  int runs = 200, compiles = 10, threads = av_default_num_threads();
   for (int i = 2; i + 1 < argc; i += 2) {
     if (strcmp(argv[i], "--runs") == 0) runs = atoi(argv[i + 1]);
     else if (strcmp(argv[i], "--compiles") == 0) compiles = atoi(argv[i + 1]);
+    else if (strcmp(argv[i], "--threads") == 0) threads = atoi(argv[i + 1]);
   }
   if (compiles < 1) compiles = 1;
   if (runs < 0) runs = 0;
@@ -98,6 +103,9 @@ int main(int argc, char **argv) {
   double ml = median(tl, compiles) * 1e3, mc = median(tc, compiles) * 1e3;
   printf("%s: compile %.3f ms (load %.3f + lower %.3f), median of %d; min %.3f + %.3f\n", argv[1],
          ml + mc, ml, mc, compiles, tl[0] * 1e3, tc[0] * 1e3);
+  av_thread_pool *pool = threads > 1 ? av_thread_pool_create(threads) : NULL;
+  if (pool) av_program_use_thread_pool(p, pool); /* the program takes its own reference */
+  av_thread_pool_release(pool);
   int nin = av_program_num_inputs(p), nout = av_program_num_outputs(p);
   av_tensor *ins = calloc((size_t)nin + 1, sizeof *ins), *outs = calloc((size_t)nout + 1, sizeof *outs);
   for (int i = 0; i < nin; i++)

@@ -27,7 +27,6 @@ typedef struct ilist {
 
 typedef struct lbuild {
   av_lower *c;
-  int64_t n; /* elements of every array value; 0 until the first one is seen */
   av_lreg regs[AV_LOOP_MAX_REGS];
   bool invariant[AV_LOOP_MAX_REGS];
   uint32_t nregs;
@@ -36,21 +35,23 @@ typedef struct lbuild {
   ilist pre, cond, body;
   ilist *cur; /* cond or body, for ops that are not invariant */
   size_t scratch;
+  /* in-place updates: carried values allowed to have one (bit i), and the body op that
+   * updates carried value i in place (-1: none), checked once the body is known */
+  uint64_t inplace_ok;
+  int inplace_at[64];
 } lbuild;
 
-/* Elements and element type of a value usable here: a scalar (rank 0) or an array of the
- * loop's element count. Returns the element count, or -1. */
-static int64_t value_elems(lbuild *b, const av_value *v, av_dtype *dt) {
+/* Elements and element type of a value usable here: a scalar (rank 0, one element) or a
+ * static array. Returns the element count, or -1. */
+static int64_t value_elems(const av_value *v, av_dtype *dt) {
   const av_type *t = v->type;
+  *dt = AV_DT_INVALID;
   if (!t || t->kind != AV_TYPE_TENSOR || !av_type_is_static(t)) return -1;
   int64_t e = av_type_num_elements(t);
   size_t es = av_dtype_size(t->dtype);
-  if (e < 0 || e > AV_LOOP_MAX_SCRATCH || es == 0 || es > 16) return -1; /* bytes never wrap */
+  if (e < 1 || e > ((int64_t)1 << 36) || es == 0 || es > 16) return -1; /* bytes never wrap */
   *dt = t->dtype;
-  if (t->rank == 0) return 1;
-  if (e < 1) return -1;
-  if (b->n == 0) b->n = e;
-  return e == b->n ? e : -1;
+  return e;
 }
 
 static int reg_of(const lbuild *b, const av_value *v) {
@@ -66,18 +67,17 @@ static bool bind(lbuild *b, const av_value *v, int reg) {
 }
 
 static int new_reg(lbuild *b, av_lreg_kind kind, size_t bytes) {
-  if (b->nregs >= AV_LOOP_MAX_REGS || bytes > AV_LOOP_MAX_SCRATCH) return -1;
+  if (b->nregs >= AV_LOOP_MAX_REGS || bytes > UINT32_MAX) return -1;
   av_lreg *g = &b->regs[b->nregs];
   memset(g, 0, sizeof *g);
   g->kind = kind;
   g->bytes = (uint32_t)bytes;
-  if (kind == AV_LR_SCRATCH || kind == AV_LR_CARRIED) {
-    size_t room = (kind == AV_LR_CARRIED ? 2 : 1) * ((bytes + 63) & ~(size_t)63);
+  if (kind == AV_LR_SCRATCH) { /* carried buffers are laid out once their kind is known */
     g->offset = b->scratch;
-    b->scratch += room;
+    b->scratch += (bytes + 63) & ~(size_t)63;
     if (b->scratch > AV_LOOP_MAX_SCRATCH) return -1;
   }
-  b->invariant[b->nregs] = kind == AV_LR_CONST || kind == AV_LR_SLOT;
+  b->invariant[b->nregs] = kind == AV_LR_CONST || kind == AV_LR_SLOT || kind == AV_LR_CARRIED_IN;
   return (int)b->nregs++;
 }
 
@@ -86,7 +86,7 @@ static int operand(lbuild *b, const av_value *v) {
   int r = reg_of(b, v);
   if (r >= 0) return r;
   av_dtype dt;
-  int64_t e = value_elems(b, v, &dt);
+  int64_t e = value_elems(v, &dt);
   int32_t slot = av_vslot(b->c, v);
   if (e < 0 || slot < 0 || av_stype(b->c, slot)->token) return -1;
   r = new_reg(b, AV_LR_SLOT, (size_t)e * av_dtype_size(dt));
@@ -113,7 +113,7 @@ static bool emit(lbuild *b, av_linstr ins, int nin, const av_value *result, size
 
 static bool constant(lbuild *b, const av_op *op) {
   av_dtype dt;
-  int64_t e = value_elems(b, &op->results[0], &dt);
+  int64_t e = value_elems(&op->results[0], &dt);
   const av_attr *a = av_op_attr(op, "value");
   if (e < 0 || !a || a->kind != AV_ATTR_DENSE) return false;
   size_t es = av_dtype_size(dt), bytes = (size_t)e * es;
@@ -132,37 +132,119 @@ static bool constant(lbuild *b, const av_op *op) {
   return bind(b, &op->results[0], r);
 }
 
-/* broadcast_in_dim of a scalar (a fill) or an identity broadcast (the same register). */
+/* broadcast_in_dim of a scalar (a fill), or one that copies nothing (every operand dim kept,
+ * in order, the other result dims 1: the same elements, so the same register). */
 static bool broadcast(lbuild *b, const av_op *op) {
   av_dtype it, rt;
-  int64_t ie = value_elems(b, op->operands[0], &it), re = value_elems(b, &op->results[0], &rt);
+  int64_t ie = value_elems(op->operands[0], &it), re = value_elems(&op->results[0], &rt);
   int in = operand(b, op->operands[0]);
   if (ie < 0 || re < 0 || in < 0 || it != rt) return false;
-  if (op->operands[0]->type->rank == 0) {
+  const av_type *t = op->operands[0]->type, *u = op->results[0].type;
+  if (t->rank == 0) {
     av_linstr ins = {.kind = AV_LI_FILL, .in = {(uint16_t)in}, .n = re,
                      .esize = (uint32_t)av_dtype_size(rt)};
     return emit(b, ins, 1, &op->results[0], (size_t)re * av_dtype_size(rt));
   }
-  const av_type *t = op->operands[0]->type, *u = op->results[0].type;
   int64_t dims[AV_BOX_MAX_RANK];
   size_t nd = 0;
-  if (t->rank != u->rank || !av_attr_get_ints(op, "broadcast_dimensions", dims, AV_BOX_MAX_RANK, &nd) ||
+  if (ie != re || !av_attr_get_ints(op, "broadcast_dimensions", dims, AV_BOX_MAX_RANK, &nd) ||
       nd != (size_t)t->rank)
     return false;
   for (int i = 0; i < t->rank; i++)
-    if (dims[i] != i || t->dims[i] != u->dims[i]) return false;
+    if (dims[i] < 0 || dims[i] >= u->rank || (i && dims[i] <= dims[i - 1]) ||
+        t->dims[i] != u->dims[dims[i]])
+      return false;
   return bind(b, &op->results[0], in);
+}
+
+/* dynamic_slice, or dynamic_update_slice (in place when its operand is a carried value that
+ * may be updated so: the checks that make that safe run once the body is known). */
+static bool slice_op(lbuild *b, const av_op *op, bool update) {
+  uint32_t first = update ? 2 : 1;
+  const av_type *ot = op->operands[0]->type;
+  av_dtype dt, ut, rt;
+  int64_t n = value_elems(op->operands[0], &dt);
+  if (n < 0 || ot->rank < 1 || ot->rank > AV_LOOP_MAX_INDICES || op->nresults != 1 ||
+      op->noperands != first + (uint32_t)ot->rank || value_elems(&op->results[0], &rt) < 0 ||
+      rt != dt)
+    return false;
+  int r = ot->rank, in = operand(b, op->operands[0]);
+  av_dyn_slice_params *p = av_arena_alloc(b->c->a, sizeof *p);
+  if (in < 0 || !p) return false;
+  memset(p, 0, sizeof *p);
+  p->rank = r;
+  p->esize = av_dtype_size(dt);
+  av_row_major_strides(r, ot->dims, p->strides);
+  const av_type *st = update ? op->operands[1]->type : op->results[0].type;
+  if (!st || st->kind != AV_TYPE_TENSOR || st->rank != r) return false;
+  if (update && (value_elems(op->operands[1], &ut) < 0 || ut != dt)) return false;
+  if (!update) {
+    int64_t sizes[AV_BOX_MAX_RANK];
+    size_t ns = 0;
+    if (!av_attr_get_ints(op, "slice_sizes", sizes, AV_BOX_MAX_RANK, &ns) || ns != (size_t)r) return false;
+    for (int k = 0; k < r; k++)
+      if (sizes[k] != st->dims[k]) return false;
+  } else if (!av_type_equal(op->results[0].type, ot)) {
+    return false;
+  }
+  av_linstr ins = {.kind = update ? AV_LI_UPDATE : AV_LI_SLICE, .ds = p,
+                   .esize = (uint32_t)p->esize, .n = n};
+  for (int k = 0; k < r; k++) {
+    p->dims[k] = ot->dims[k];
+    p->sizes[k] = st->dims[k];
+    if (p->sizes[k] < 0 || p->sizes[k] > p->dims[k]) return false;
+    const av_value *iv = op->operands[first + (uint32_t)k];
+    av_dtype idt;
+    int ir = operand(b, iv);
+    if (ir < 0 || value_elems(iv, &idt) != 1 || iv->type->rank != 0 || !av_dtype_is_int(idt))
+      return false;
+    p->index_dtype[k] = idt;
+    ins.idx[k] = (uint16_t)ir;
+  }
+  ins.in[0] = ins.in[1] = ins.in[2] = (uint16_t)in;
+  bool inv = b->invariant[in];
+  for (int k = 0; k < r; k++) inv = inv && b->invariant[ins.idx[k]];
+  if (!update) {
+    int64_t m = av_type_num_elements(st);
+    int o = new_reg(b, AV_LR_SCRATCH, (size_t)m * p->esize);
+    ilist *l = inv ? &b->pre : b->cur;
+    if (o < 0 || l->n >= MAX_INSTRS) return false;
+    b->invariant[o] = inv;
+    ins.out = (uint16_t)o;
+    l->v[l->n++] = ins;
+    return bind(b, &op->results[0], o);
+  }
+  int u = operand(b, op->operands[1]);
+  if (u < 0) return false;
+  ins.in[1] = (uint16_t)u;
+  inv = inv && b->invariant[u];
+  const av_lreg *g = &b->regs[in];
+  uint32_t j = g->carried;
+  if (!inv && b->cur == &b->body && g->kind == AV_LR_CARRIED && j < 64 &&
+      (b->inplace_ok >> j & 1) && b->inplace_at[j] < 0 && b->body.n < MAX_INSTRS) {
+    ins.out = (uint16_t)in; /* the carried buffer itself */
+    b->inplace_at[j] = (int)b->body.n;
+    b->body.v[b->body.n++] = ins;
+    return bind(b, &op->results[0], in);
+  }
+  int o = new_reg(b, AV_LR_SCRATCH, (size_t)n * p->esize);
+  ilist *l = inv ? &b->pre : b->cur;
+  if (o < 0 || l->n >= MAX_INSTRS) return false;
+  b->invariant[o] = inv;
+  ins.out = (uint16_t)o;
+  l->v[l->n++] = ins;
+  return bind(b, &op->results[0], o);
 }
 
 static bool elementwise(lbuild *b, const av_op *op) {
   int arity = av_ew_arity(op->code);
   if (arity < 1 || arity > 3 || op->noperands != (uint32_t)arity || op->nresults != 1) return false;
   av_dtype rt, t0 = AV_DT_PRED, ti;
-  int64_t n = value_elems(b, &op->results[0], &rt);
+  int64_t n = value_elems(&op->results[0], &rt);
   av_linstr ins = {.kind = AV_LI_EW, .n = n};
   for (int i = 0; i < arity; i++) {
     int r = operand(b, op->operands[i]);
-    if (r < 0 || value_elems(b, op->operands[i], &ti) != n ||
+    if (r < 0 || value_elems(op->operands[i], &ti) != n ||
         op->operands[i]->type->rank != op->results[0].type->rank)
       return false;
     if (i == 0) t0 = ti;
@@ -195,9 +277,9 @@ static bool elementwise(lbuild *b, const av_op *op) {
 
 static bool convert(lbuild *b, const av_op *op) {
   av_dtype it, rt;
-  int64_t n = value_elems(b, &op->results[0], &rt);
+  int64_t n = value_elems(&op->results[0], &rt);
   int in = operand(b, op->operands[0]);
-  if (n < 0 || in < 0 || value_elems(b, op->operands[0], &it) != n) return false;
+  if (n < 0 || in < 0 || value_elems(op->operands[0], &it) != n) return false;
   av_convert *cv = av_arena_alloc(b->c->a, sizeof *cv);
   if (!cv || !av_convert_prepare(it, rt, cv)) return false;
   av_linstr ins = {.kind = AV_LI_CONVERT, .in = {(uint16_t)in}, .n = n, .cv = cv};
@@ -207,11 +289,11 @@ static bool convert(lbuild *b, const av_op *op) {
 static bool select_op(lbuild *b, const av_op *op) {
   if (op->noperands != 3) return false;
   av_dtype pt, at, ct, rt;
-  int64_t n = value_elems(b, &op->results[0], &rt);
-  int64_t pn = value_elems(b, op->operands[0], &pt);
+  int64_t n = value_elems(&op->results[0], &rt);
+  int64_t pn = value_elems(op->operands[0], &pt);
   int p = operand(b, op->operands[0]), x = operand(b, op->operands[1]), y = operand(b, op->operands[2]);
   if (n < 0 || pn < 0 || p < 0 || x < 0 || y < 0 || pt != AV_DT_PRED ||
-      value_elems(b, op->operands[1], &at) != n || value_elems(b, op->operands[2], &ct) != n ||
+      value_elems(op->operands[1], &at) != n || value_elems(op->operands[2], &ct) != n ||
       at != rt || ct != rt)
     return false;
   bool pred_scalar = op->operands[0]->type->rank == 0;
@@ -255,14 +337,16 @@ static const av_op *walk_block(lbuild *b, const av_block *blk, int depth) {
       case AV_OP_RESHAPE: {
         av_dtype it, rt;
         int in = op->noperands == 1 ? operand(b, op->operands[0]) : -1;
-        ok = in >= 0 && value_elems(b, op->operands[0], &it) >= 0 &&
-             value_elems(b, &op->results[0], &rt) >= 0 && it == rt &&
+        ok = in >= 0 && value_elems(op->operands[0], &it) >= 0 &&
+             value_elems(&op->results[0], &rt) >= 0 && it == rt &&
              av_type_num_elements(op->operands[0]->type) == av_type_num_elements(op->results[0].type) &&
              bind(b, &op->results[0], in);
         break;
       }
       case AV_OP_CONVERT: ok = op->noperands == 1 && convert(b, op); break;
       case AV_OP_SELECT: ok = select_op(b, op); break;
+      case AV_OP_DYNAMIC_SLICE: ok = slice_op(b, op, false); break;
+      case AV_OP_DYNAMIC_UPDATE_SLICE: ok = slice_op(b, op, true); break;
       case AV_OP_FUNC_CALL: case AV_OP_CALL: ok = call(b, op, depth); break;
       default: ok = elementwise(b, op); break;
     }
@@ -271,31 +355,79 @@ static const av_op *walk_block(lbuild *b, const av_block *blk, int depth) {
   return NULL;
 }
 
+static bool reads(const av_linstr *s, uint16_t r) {
+  if (s->in[0] == r || s->in[1] == r || s->in[2] == r) return true;
+  if (s->kind == AV_LI_SLICE || s->kind == AV_LI_UPDATE)
+    for (int k = 0; k < s->ds->rank; k++)
+      if (s->idx[k] == r) return true;
+  return false;
+}
+
+/* Carried values whose in-place update is unsafe (bit i): the body must return the updated
+ * array at the same position and nowhere else, and read the carried register no more after
+ * the update (a read there could mean the old value; the check cannot tell, so it refuses). */
+static uint64_t unsafe_updates(const lbuild *b, const uint16_t *carried, const uint16_t *results,
+                               uint32_t nc) {
+  uint64_t bad = 0;
+  for (uint32_t j = 0; j < nc; j++) {
+    int at = b->inplace_at[j];
+    if (at < 0) continue;
+    bool ok = results[j] == carried[j];
+    for (uint32_t k = 0; k < nc && ok; k++) ok = k == j || results[k] != carried[j];
+    for (uint32_t i = (uint32_t)at + 1; i < b->body.n && ok; i++) ok = !reads(&b->body.v[i], carried[j]);
+    if (!ok) bad |= 1ull << j;
+  }
+  return bad;
+}
+
+/* Places the carried buffers once their kinds are known; false when they do not fit. */
+static bool layout_carried(lbuild *b, const uint16_t *carried, uint32_t nc) {
+  size_t own = 0;
+  for (uint32_t i = 0; i < nc; i++) {
+    av_lreg *g = &b->regs[carried[i]];
+    size_t room = ((size_t)g->bytes + 63) & ~(size_t)63;
+    if (g->kind == AV_LR_CARRIED_IN) continue;
+    if (g->kind == AV_LR_CARRIED_OWN) { /* in its own storage, not in the scratch block */
+      own += room;
+      continue;
+    }
+    g->offset = b->scratch;
+    b->scratch += 2 * room;
+  }
+  return own <= AV_LOOP_MAX_STATE && b->scratch <= AV_LOOP_MAX_SCRATCH;
+}
+
 static void *arena_copy(av_lower *c, const void *src, size_t bytes) {
   return av_arena_memdup(c->a, src, bytes ? bytes : 1);
 }
 
-const av_loop_prog *av_build_loop_prog(av_lower *c, const av_op *op) {
+/* One attempt with in-place updates allowed for the carried values in `inplace_ok`; on a
+ * refusal because some of them are unsafe, *bad says which. */
+static const av_loop_prog *build(av_lower *c, const av_op *op, uint64_t inplace_ok, uint64_t *bad) {
   uint32_t nc = op->noperands;
-  if (op->nregions != 2 || op->regions[0].nblocks != 1 || op->regions[1].nblocks != 1 ||
-      nc == 0 || nc > 64)
-    return NULL;
   const av_block *cb = &op->regions[0].blocks[0], *bb = &op->regions[1].blocks[0];
-  if (cb->nargs != nc || bb->nargs != nc) return NULL;
+  const av_op *ret = bb->last;
   lbuild *b = malloc(sizeof *b); /* large: every table is filled before it is read */
-  if (!b) return NULL;
+  if (!b || !ret || ret->noperands != nc) {
+    free(b);
+    return NULL;
+  }
   b->c = c;
-  b->n = 0;
   b->nregs = b->nmap = 0;
   b->pre.n = b->cond.n = b->body.n = 0;
   b->scratch = 0;
+  b->inplace_ok = inplace_ok;
+  for (int i = 0; i < 64; i++) b->inplace_at[i] = -1;
+  *bad = 0;
   av_loop_prog *p = NULL;
   uint16_t carried[64], results[64];
   bool swap[64];
   for (uint32_t i = 0; i < nc; i++) {
     av_dtype dt;
-    int64_t e = value_elems(b, &op->results[i], &dt);
-    int r = e < 0 ? -1 : new_reg(b, AV_LR_CARRIED, (size_t)e * av_dtype_size(dt));
+    int64_t e = value_elems(&op->results[i], &dt);
+    /* a value the body returns unchanged is read where it came in, never copied */
+    av_lreg_kind kind = ret->operands[i] == &bb->args[i] ? AV_LR_CARRIED_IN : AV_LR_CARRIED;
+    int r = e < 0 ? -1 : new_reg(b, kind, (size_t)e * av_dtype_size(dt));
     if (r < 0 || !bind(b, &cb->args[i], r) || !bind(b, &bb->args[i], r)) goto done;
     b->regs[r].carried = i;
     carried[i] = (uint16_t)r;
@@ -305,7 +437,7 @@ const av_loop_prog *av_build_loop_prog(av_lower *c, const av_op *op) {
   if (!cterm || cterm->noperands != 1) goto done;
   int cond_reg = reg_of(b, cterm->operands[0]);
   av_dtype pt;
-  if (cond_reg < 0 || value_elems(b, cterm->operands[0], &pt) != 1 || pt != AV_DT_PRED ||
+  if (cond_reg < 0 || value_elems(cterm->operands[0], &pt) != 1 || pt != AV_DT_PRED ||
       cterm->operands[0]->type->rank != 0)
     goto done;
   b->cur = &b->body;
@@ -313,6 +445,11 @@ const av_loop_prog *av_build_loop_prog(av_lower *c, const av_op *op) {
   const av_op *bterm = walk_block(b, bb, 0);
   if (!bterm || bterm->noperands != nc) goto done;
   for (uint32_t i = 0; i < nc; i++) results[i] = (uint16_t)reg_of(b, bterm->operands[i]);
+  *bad = unsafe_updates(b, carried, results, nc);
+  if (*bad) goto done;
+  for (uint32_t i = 0; i < nc; i++)
+    if (b->inplace_at[i] >= 0) b->regs[carried[i]].kind = AV_LR_CARRIED_OWN;
+  if (!layout_carried(b, carried, nc)) goto done;
   for (uint32_t i = 0; i < nc; i++) {
     uint16_t r = results[i];
     /* swapping needs a register the body itself writes every iteration, for one value */
@@ -340,5 +477,17 @@ const av_loop_prog *av_build_loop_prog(av_lower *c, const av_op *op) {
     p = NULL;
 done:
   free(b);
+  return p;
+}
+
+const av_loop_prog *av_build_loop_prog(av_lower *c, const av_op *op) {
+  uint32_t nc = op->noperands;
+  if (op->nregions != 2 || op->regions[0].nblocks != 1 || op->regions[1].nblocks != 1 ||
+      nc == 0 || nc > 64 || op->regions[0].blocks[0].nargs != nc ||
+      op->regions[1].blocks[0].nargs != nc)
+    return NULL;
+  uint64_t bad = 0;
+  const av_loop_prog *p = build(c, op, ~(uint64_t)0, &bad);
+  if (!p && bad) p = build(c, op, ~bad, &bad); /* again, copying where in place is unsafe */
   return p;
 }

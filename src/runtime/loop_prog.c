@@ -5,6 +5,36 @@
 
 #include "runtime/kernels/shape.h"
 #include "runtime/scalar_prog.h"
+#include "runtime/steps.h"
+
+/* Element offset of a dynamic slice / update: every start clamped into [0, dim - size]. */
+static int64_t slice_offset(const av_linstr *s, void *const *r) {
+  const av_dyn_slice_params *p = s->ds;
+  int64_t off = 0;
+  for (int k = 0; k < p->rank; k++) {
+    int64_t st = av_read_index(r[s->idx[k]], p->index_dtype[k]);
+    int64_t hi = p->dims[k] - p->sizes[k];
+    off += (st > hi ? hi : st < 0 ? 0 : st) * p->strides[k];
+  }
+  return off;
+}
+
+/* Copies the slice box between the operand (strided) and a dense array of the slice's shape. */
+static void slice_copy(const av_dyn_slice_params *p, char *operand, char *dense, bool into) {
+  av_box b;
+  int64_t dstr[AV_BOX_MAX_RANK];
+  av_row_major_strides(p->rank, p->sizes, dstr);
+  b.rank = p->rank;
+  for (int k = 0; k < p->rank; k++) {
+    b.dims[k] = p->sizes[k];
+    b.sstride[k] = into ? dstr[k] : p->strides[k];
+    b.dstride[k] = into ? p->strides[k] : dstr[k];
+  }
+  if (into)
+    av_box_copy(&b, dense, operand, p->esize);
+  else
+    av_box_copy(&b, operand, dense, p->esize);
+}
 
 static void exec(const av_linstr *ins, uint32_t n, void *const *r) {
   for (uint32_t i = 0; i < n; i++) {
@@ -31,8 +61,34 @@ static void exec(const av_linstr *ins, uint32_t n, void *const *r) {
       case AV_LI_FILL:
         av_fill(r[s->out], s->n, r[s->in[0]], s->esize);
         break;
+      case AV_LI_SLICE:
+        slice_copy(s->ds, (char *)r[s->in[0]] + slice_offset(s, r) * (int64_t)s->ds->esize,
+                   r[s->out], false);
+        break;
+      case AV_LI_UPDATE: {
+        int64_t off = slice_offset(s, r);
+        if (r[s->out] != r[s->in[0]]) memcpy(r[s->out], r[s->in[0]], (size_t)s->n * s->esize);
+        slice_copy(s->ds, (char *)r[s->out] + off * (int64_t)s->ds->esize, r[s->in[1]], true);
+        break;
+      }
     }
   }
+}
+
+/* Gives `v` storage of its own (taken over when nobody else holds it, else a copy), so the
+ * loop may write it in place. */
+static bool make_private(av_slot *v, size_t bytes) {
+  av_storage *st = v->st;
+  if (st && st->owned && v->data == st->data && st->size == bytes &&
+      atomic_load_explicit(&st->refcount, memory_order_acquire) == 1)
+    return true;
+  st = av_storage_alloc_uninit(bytes);
+  if (!st) return false;
+  memcpy(st->data, v->data, bytes);
+  av_slot_release(v);
+  v->st = st;
+  v->data = st->data;
+  return true;
 }
 
 av_code av_loop_prog_run(const av_loop_prog *p, const av_frame *f, av_slot *vals, av_diag *d) {
@@ -66,6 +122,16 @@ av_code av_loop_prog_run(const av_loop_prog *p, const av_frame *f, av_slot *vals
         r[i] = scratch + g->offset;
         memcpy(r[i], vals[g->carried].data, g->bytes);
         break;
+      case AV_LR_CARRIED_OWN: /* updated in place: in storage of our own, which becomes the result */
+        if (!make_private(&vals[g->carried], g->bytes)) {
+          free(block);
+          free(r);
+          free(side);
+          return av_diag_set(d, AV_RESOURCE_EXHAUSTED, "out of memory for a loop's state");
+        }
+        r[i] = vals[g->carried].data;
+        break;
+      case AV_LR_CARRIED_IN: r[i] = vals[g->carried].data; break; /* only ever read */
     }
   }
   exec(p->pre, p->npre, r);
@@ -97,6 +163,7 @@ av_code av_loop_prog_run(const av_loop_prog *p, const av_frame *f, av_slot *vals
   av_code code = AV_OK;
   for (uint32_t i = 0; i < p->ncarried; i++) {
     const av_lreg *g = &p->regs[p->carried_reg[i]];
+    if (g->kind == AV_LR_CARRIED_IN || g->kind == AV_LR_CARRIED_OWN) continue; /* vals[i] holds it */
     av_storage *st = av_storage_alloc_uninit(g->bytes);
     if (!st) {
       code = av_diag_set(d, AV_RESOURCE_EXHAUSTED, "out of memory for a loop's results");

@@ -1,11 +1,14 @@
 /* Whole while loops over small arrays and scalars, run as one register program.
  *
  * A loop whose condition and body (with the functions they call, inlined) are made only of
- * elementwise ops, converts, selects, constants, scalar broadcasts and reshapes over arrays of
- * one element count (plus scalars) runs here instead of as steps: every value has a register
- * (a buffer in one scratch block, or a pointer to a constant or a captured value), ops whose
- * inputs never change are computed once before the first iteration, and an iteration is the
- * condition's and the body's ops on those registers plus swapping the new carried values in.
+ * elementwise ops, converts, selects, constants, scalar broadcasts, reshapes and dynamic
+ * slices / updates (lax.scan reading xs[i] and writing ys[i]) runs here instead of as steps:
+ * every value has a register (a buffer in one scratch block, or a pointer to a constant, a
+ * captured value or a carried value the loop never changes), ops whose inputs never change are
+ * computed once before the first iteration, and an iteration is the condition's and the
+ * body's ops on those registers plus swapping the new carried values in. A carried array the
+ * body only updates with dynamic_update_slice (and reads no more after that) is updated in
+ * place.
  * No allocation, reference counting or step dispatch per iteration; the ops are the same
  * kernels the steps call, so the results are the same bits (compiler/loop_prog_build.c). */
 #ifndef ANVIL_RUNTIME_LOOP_PROG_H
@@ -20,7 +23,10 @@
 
 enum {
   AV_LOOP_MAX_REGS = 256,
-  AV_LOOP_MAX_SCRATCH = 256 * 1024, /* bytes of registers: beyond that, steps use the pool */
+  AV_LOOP_MAX_SCRATCH = 256 * 1024,  /* bytes of computed registers: beyond that, steps (which
+                                        split large arrays over the pool) do better */
+  AV_LOOP_MAX_STATE = 64 << 20,      /* bytes of carried arrays updated in place */
+  AV_LOOP_MAX_INDICES = 8,           /* start indices of a dynamic slice / update */
 };
 
 typedef enum av_lreg_kind {
@@ -28,6 +34,9 @@ typedef enum av_lreg_kind {
   AV_LR_CONST,   /* `data`: a constant of the plan */
   AV_LR_SLOT,    /* a captured value: frame slot `slot` */
   AV_LR_CARRIED, /* carried value `carried`: two buffers at `offset` (current / next) */
+  AV_LR_CARRIED_IN,  /* carried value the body passes through: read where it came in */
+  AV_LR_CARRIED_OWN, /* carried value updated in place, in storage of its own (the entry
+                        value's when nobody else holds it) that becomes the result */
 } av_lreg_kind;
 
 typedef struct av_lreg {
@@ -45,6 +54,9 @@ typedef enum av_linstr_kind {
   AV_LI_SELECT,  /* select; pred_scalar: one predicate for all n elements */
   AV_LI_CONVERT, /* convert over n elements */
   AV_LI_FILL,    /* broadcast of a scalar to n elements */
+  AV_LI_SLICE,   /* dynamic_slice: in[0] the operand, idx the start scalars */
+  AV_LI_UPDATE,  /* dynamic_update_slice: in[0] operand, in[1] update, idx the starts; out is
+                    in[0] itself when updated in place, else a copy is made first */
 } av_linstr_kind;
 
 typedef struct av_linstr {
@@ -56,6 +68,8 @@ typedef struct av_linstr {
   int64_t n;      /* elements */
   const av_ew_kernel *ew;
   const av_convert *cv;
+  const struct av_dyn_slice_params *ds; /* SLICE / UPDATE (runtime/steps.h) */
+  uint16_t idx[AV_LOOP_MAX_INDICES];     /* SLICE / UPDATE: registers of the start indices */
 } av_linstr;
 
 typedef struct av_loop_prog {

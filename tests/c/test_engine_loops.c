@@ -226,6 +226,69 @@ static void test_array_loop_program(void **state) {
   av_program_free(p);
 }
 
+
+/* lax.scan's loop as a register program: xs passed through and read with dynamic_slice (one
+ * index clamped), ys written with dynamic_update_slice in place, and zs written the same way
+ * but read afterwards in the same iteration (its old row must be seen, so it is copied, not
+ * updated in place). Worked out by hand: c is the running sum of the rows of xs, ys holds it
+ * row by row, zs the same rows in reverse order, l the last row of xs (index i + 10 clamped). */
+static void test_scan_loop_program(void **state) {
+  (void)state;
+  static const char text[] =
+      "func.func public @main(%xs: tensor<4x3xf32>, %c0: tensor<3xf32>) -> (tensor<3xf32>, tensor<4x3xf32>, tensor<4x3xf32>, tensor<3xf32>) {\n"
+      "  %z = \"stablehlo.constant\"() {value = dense<0.0> : tensor<4x3xf32>} : () -> tensor<4x3xf32>\n"
+      "  %zr = \"stablehlo.constant\"() {value = dense<0.0> : tensor<3xf32>} : () -> tensor<3xf32>\n"
+      "  %i0 = \"stablehlo.constant\"() {value = dense<0> : tensor<i32>} : () -> tensor<i32>\n"
+      "  %r:6 = \"stablehlo.while\"(%i0, %c0, %xs, %z, %z, %zr) ({\n"
+      "  ^bb0(%i: tensor<i32>, %c: tensor<3xf32>, %x: tensor<4x3xf32>, %ys: tensor<4x3xf32>, %zs: tensor<4x3xf32>, %l: tensor<3xf32>):\n"
+      "    %four = \"stablehlo.constant\"() {value = dense<4> : tensor<i32>} : () -> tensor<i32>\n"
+      "    %lt = \"stablehlo.compare\"(%i, %four) {comparison_direction = #stablehlo<comparison_direction LT>} : (tensor<i32>, tensor<i32>) -> tensor<i1>\n"
+      "    \"stablehlo.return\"(%lt) : (tensor<i1>) -> ()\n"
+      "  }, {\n"
+      "  ^bb0(%i: tensor<i32>, %c: tensor<3xf32>, %x: tensor<4x3xf32>, %ys: tensor<4x3xf32>, %zs: tensor<4x3xf32>, %l: tensor<3xf32>):\n"
+      "    %zero = \"stablehlo.constant\"() {value = dense<0> : tensor<i32>} : () -> tensor<i32>\n"
+      "    %one = \"stablehlo.constant\"() {value = dense<1> : tensor<i32>} : () -> tensor<i32>\n"
+      "    %three = \"stablehlo.constant\"() {value = dense<3> : tensor<i32>} : () -> tensor<i32>\n"
+      "    %ten = \"stablehlo.constant\"() {value = dense<10> : tensor<i32>} : () -> tensor<i32>\n"
+      "    %row = \"stablehlo.dynamic_slice\"(%x, %i, %zero) {slice_sizes = dense<[1, 3]> : tensor<2xi64>} : (tensor<4x3xf32>, tensor<i32>, tensor<i32>) -> tensor<1x3xf32>\n"
+      "    %xr = \"stablehlo.reshape\"(%row) : (tensor<1x3xf32>) -> tensor<3xf32>\n"
+      "    %c1 = \"stablehlo.add\"(%c, %xr) : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>\n"
+      "    %u = \"stablehlo.broadcast_in_dim\"(%c1) {broadcast_dimensions = dense<[1]> : tensor<1xi64>} : (tensor<3xf32>) -> tensor<1x3xf32>\n"
+      "    %ys1 = \"stablehlo.dynamic_update_slice\"(%ys, %u, %i, %zero) : (tensor<4x3xf32>, tensor<1x3xf32>, tensor<i32>, tensor<i32>) -> tensor<4x3xf32>\n"
+      "    %j = \"stablehlo.subtract\"(%three, %i) : (tensor<i32>, tensor<i32>) -> tensor<i32>\n"
+      "    %zs1 = \"stablehlo.dynamic_update_slice\"(%zs, %u, %j, %zero) : (tensor<4x3xf32>, tensor<1x3xf32>, tensor<i32>, tensor<i32>) -> tensor<4x3xf32>\n"
+      "    %old = \"stablehlo.dynamic_slice\"(%zs, %j, %zero) {slice_sizes = dense<[1, 3]> : tensor<2xi64>} : (tensor<4x3xf32>, tensor<i32>, tensor<i32>) -> tensor<1x3xf32>\n"
+      "    %w = \"stablehlo.reshape\"(%old) : (tensor<1x3xf32>) -> tensor<3xf32>\n"
+      "    %c2 = \"stablehlo.add\"(%c1, %w) : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>\n"
+      "    %k = \"stablehlo.add\"(%i, %ten) : (tensor<i32>, tensor<i32>) -> tensor<i32>\n"
+      "    %lr = \"stablehlo.dynamic_slice\"(%x, %k, %zero) {slice_sizes = dense<[1, 3]> : tensor<2xi64>} : (tensor<4x3xf32>, tensor<i32>, tensor<i32>) -> tensor<1x3xf32>\n"
+      "    %l1 = \"stablehlo.reshape\"(%lr) : (tensor<1x3xf32>) -> tensor<3xf32>\n"
+      "    %i1 = \"stablehlo.add\"(%i, %one) : (tensor<i32>, tensor<i32>) -> tensor<i32>\n"
+      "    \"stablehlo.return\"(%i1, %c2, %x, %ys1, %zs1, %l1) : (tensor<i32>, tensor<3xf32>, tensor<4x3xf32>, tensor<4x3xf32>, tensor<4x3xf32>, tensor<3xf32>) -> ()\n"
+      "  }) : (tensor<i32>, tensor<3xf32>, tensor<4x3xf32>, tensor<4x3xf32>, tensor<4x3xf32>, tensor<3xf32>) -> (tensor<i32>, tensor<3xf32>, tensor<4x3xf32>, tensor<4x3xf32>, tensor<4x3xf32>, tensor<3xf32>)\n"
+      "  \"func.return\"(%r#1, %r#3, %r#4, %r#5) : (tensor<3xf32>, tensor<4x3xf32>, tensor<4x3xf32>, tensor<3xf32>) -> ()\n"
+      "}\n";
+  av_program *p = compile(text);
+  float xs[12] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, c0[3] = {0, 0, 0};
+  av_tensor in[2] = {input(AV_DT_F32, 2, 4, xs, sizeof xs), input(AV_DT_F32, 1, 3, c0, sizeof c0)};
+  in[0].dims[1] = 3;
+  static const float c[3] = {22, 26, 30}, last[3] = {10, 11, 12};
+  static const float ys[12] = {1, 2, 3, 5, 7, 9, 12, 15, 18, 22, 26, 30};
+  static const float zs[12] = {22, 26, 30, 12, 15, 18, 5, 7, 9, 1, 2, 3};
+  for (int rep = 0; rep < 2; rep++) { /* no state may leak from one run into the next */
+    av_tensor out[4];
+    run(p, in, out);
+    assert_memory_equal(out[0].storage->data, c, sizeof c);
+    assert_memory_equal(out[1].storage->data, ys, sizeof ys);
+    assert_memory_equal(out[2].storage->data, zs, sizeof zs);
+    assert_memory_equal(out[3].storage->data, last, sizeof last);
+    for (int k = 0; k < 4; k++) av_storage_release(out[k].storage);
+  }
+  assert_memory_equal(in[0].storage->data, xs, sizeof xs); /* xs was read in place, not written */
+  for (int k = 0; k < 2; k++) av_storage_release(in[k].storage);
+  av_program_free(p);
+}
+
 /* The condition ignores the carried array (a register program); the body calls a function
  * on it. The loop's initial array is also returned unchanged after the loop, and the body
  * uses its argument again after the call (so it may not be moved into the call), and calls
@@ -418,6 +481,7 @@ int main(void) {
       cmocka_unit_test(test_scalar_loop),
       cmocka_unit_test(test_scalar_loop_inline_ops),
       cmocka_unit_test(test_array_loop_program),
+      cmocka_unit_test(test_scan_loop_program),
       cmocka_unit_test(test_array_loop_with_calls),
       cmocka_unit_test(test_block_condition_and_swaps),
       cmocka_unit_test(test_carried_value_also_captured),

@@ -90,6 +90,10 @@ def scan_loop(x):
     return lax.fori_loop(0, 1000, lambda i, v: v * 0.999 + jnp.sin(v) * 1e-3, x)
 
 
+def rnn_scan(c, xs):  # lax.scan over a sequence: read xs[t], write ys[t]
+    return lax.scan(lambda c, x: (c * 0.9 + jnp.tanh(x), c), c, xs)
+
+
 def trivial_loop(x):  # loop overhead: a body with almost no work
     return lax.fori_loop(0, 1000, lambda i, v: v * 0.999 + 1e-3, x)
 
@@ -122,6 +126,7 @@ def cases(quick):
         "transformer_fwd": (transformer_block, transformer_args(), None),
         "transformer_bwd": (transformer_train, transformer_args(), None),
         "fori_loop_1000": (scan_loop, (arr(64),), None),
+        "scan_1000": (rnn_scan, (arr(64), arr(1000, 64)), None),
         "fori_loop_trivial_1000": (trivial_loop, (arr(64),), None),
         "while_scalar_1000": (scalar_loop, (np.float32(0.5),), None),
         "sort_1M": (jnp.sort, (arr(1 << 20),), None),

@@ -136,6 +136,53 @@ static void test_pred_is_or_of_and(void **state) {
   assert_int_equal(c, 1);
 }
 
+/* Small real products outside BLAS (kernels/dot.c small_gemm_*): matrix-vector (16-lane sums,
+ * a tail of K % 16), B transposed, and wide results across j, f32 and f64. Inputs are small
+ * integers, so every product and partial sum is exact and any summation order gives the
+ * integer a double loop computes. */
+static void small_case(av_dtype dt, int64_t M, int64_t K, int64_t N, bool rhs_transposed) {
+  size_t es = av_dtype_size(dt);
+  char *a = malloc((size_t)(M * K) * es), *b = malloc((size_t)(K * N) * es), *o = malloc((size_t)(M * N) * es);
+  assert_non_null(a);
+  assert_non_null(b);
+  assert_non_null(o);
+  for (int64_t i = 0; i < M * K; i++) av_kel_store_real(dt, a + i * (int64_t)es, (double)(i % 7 - 3));
+  for (int64_t i = 0; i < K * N; i++) av_kel_store_real(dt, b + i * (int64_t)es, (double)(i % 5 - 2));
+  int64_t ad[2] = {M, K}, bd[2] = {rhs_transposed ? N : K, rhs_transposed ? K : N}, od[2] = {M, N};
+  av_view A = tk_view(a, dt, 2, ad), B = tk_view(b, dt, 2, bd), O = tk_view(o, dt, 2, od);
+  av_dot_params p = {.ncontract = 1, .lhs_contract = {1}, .rhs_contract = {rhs_transposed ? 1 : 0}};
+  av_diag d;
+  av_diag_init(&d);
+  assert_int_equal(av_kernel_dot_general(&p, &A, &B, &O, &d), AV_OK);
+  for (int64_t i = 0; i < M; i++)
+    for (int64_t j = 0; j < N; j++) {
+      double want = 0;
+      for (int64_t k = 0; k < K; k++) {
+        int64_t bi = rhs_transposed ? j * K + k : k * N + j;
+        want += (double)((i * K + k) % 7 - 3) * (double)(bi % 5 - 2);
+      }
+      double got = av_kel_load_real(dt, o + (i * N + j) * (int64_t)es);
+      if (got != want) fail_msg("%s %lldx%lldx%lld%s at [%lld,%lld]: %g, want %g", av_dtype_mlir_name(dt),
+                                (long long)M, (long long)K, (long long)N, rhs_transposed ? " (B^T)" : "",
+                                (long long)i, (long long)j, got, want);
+    }
+  free(a);
+  free(b);
+  free(o);
+}
+
+static void test_small_real_products(void **state) {
+  (void)state;
+  av_dtype types[2] = {AV_DT_F32, AV_DT_F64};
+  for (int t = 0; t < 2; t++) {
+    small_case(types[t], 64, 64, 1, false);  /* matrix-vector: 16-lane sums */
+    small_case(types[t], 7, 37, 1, false);   /* K % 16 != 0: tail */
+    small_case(types[t], 5, 40, 3, true);    /* B transposed: row . row */
+    small_case(types[t], 4, 7, 9, false);    /* wide: across j */
+    small_case(types[t], 3, 5, 2, false);    /* neither: the sequential loop */
+  }
+}
+
 static void test_complex_f32(void **state) {
   (void)state;
   /* (1+2i)(3+4i) + (0+1i)(0+1i) = (-5+10i) + (-1) = -6+10i */
@@ -257,7 +304,7 @@ int main(void) {
       cmocka_unit_test(test_sub_byte_int_wraps),
       cmocka_unit_test(test_complex_f32),          cmocka_unit_test(test_empty_contraction_gives_zeros),
       cmocka_unit_test(test_bad_dimension_numbers), cmocka_unit_test(test_blas_paths_with_transposes),
-      cmocka_unit_test(test_matmul_1024_speed),
+      cmocka_unit_test(test_small_real_products), cmocka_unit_test(test_matmul_1024_speed),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

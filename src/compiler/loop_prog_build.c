@@ -303,6 +303,29 @@ static bool select_op(lbuild *b, const av_op *op) {
   return emit(b, ins, 3, &op->results[0], (size_t)n * av_dtype_size(rt));
 }
 
+/* dot / dot_general through the dot kernel (its own checks and BLAS or small-product paths). */
+static bool dot_op(lbuild *b, const av_op *op) {
+  if (op->noperands != 2 || op->nresults != 1) return false;
+  const av_value *vals[3] = {op->operands[0], op->operands[1], &op->results[0]};
+  av_ldot *t = av_arena_alloc(b->c->a, sizeof *t);
+  av_dot_params *dp = av_arena_alloc(b->c->a, sizeof *dp);
+  if (!t || !dp) return false;
+  int64_t n[3];
+  for (int k = 0; k < 3; k++) {
+    n[k] = value_elems(vals[k], &t->dtype[k]);
+    if (n[k] < 0) return false;
+    t->rank[k] = vals[k]->type->rank;
+    t->dims[k] = av_arena_memdup(b->c->a, vals[k]->type->dims, sizeof(int64_t) * (size_t)(t->rank[k] + 1));
+    if (!t->dims[k]) return false;
+  }
+  if (av_dot_params_of(op, vals[0]->type, vals[1]->type, vals[2]->type, dp)) return false;
+  t->p = dp;
+  int l = operand(b, vals[0]), r = operand(b, vals[1]);
+  if (l < 0 || r < 0) return false;
+  av_linstr ins = {.kind = AV_LI_DOT, .in = {(uint16_t)l, (uint16_t)r}, .dot = t};
+  return emit(b, ins, 2, vals[2], (size_t)n[2] * av_dtype_size(t->dtype[2]));
+}
+
 static const av_op *walk_block(lbuild *b, const av_block *blk, int depth);
 
 /* func.call / stablehlo.call of a one-block function: its body, inlined. */
@@ -347,6 +370,7 @@ static const av_op *walk_block(lbuild *b, const av_block *blk, int depth) {
       case AV_OP_SELECT: ok = select_op(b, op); break;
       case AV_OP_DYNAMIC_SLICE: ok = slice_op(b, op, false); break;
       case AV_OP_DYNAMIC_UPDATE_SLICE: ok = slice_op(b, op, true); break;
+      case AV_OP_DOT: case AV_OP_DOT_GENERAL: ok = dot_op(b, op); break;
       case AV_OP_FUNC_CALL: case AV_OP_CALL: ok = call(b, op, depth); break;
       default: ok = elementwise(b, op); break;
     }

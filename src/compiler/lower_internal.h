@@ -5,6 +5,7 @@
 #include "compiler/attrs.h"
 #include "runtime/kernels/elementwise.h"
 #include "compiler/lower.h"
+#include "runtime/kernels/dot.h"
 #include "runtime/steps.h"
 
 typedef struct av_func_entry {
@@ -114,6 +115,10 @@ av_cmp_type av_parse_cmp_type(const char *s);
 /* A register program for a region of scalar elementwise ops; NULL when it does not qualify. */
 struct av_scalar_prog;
 const struct av_scalar_prog *av_build_scalar_prog(av_lower *c, const av_region *r);
+/* dot / dot_general dimension numbers checked against the types; NULL, or what is wrong
+ * (nothing reported: lower_kernels.c reports it, loop programs just decline). */
+const char *av_dot_params_of(const av_op *op, const av_type *l, const av_type *r,
+                             const av_type *res, av_dot_params *dp);
 /* The inline form (an av_sfast) of a scalar binary op or comparison, or -1. */
 int av_scalar_fast_form(av_opcode code, av_dtype t, av_cmp_type ct);
 /* A whole-loop register program for a while op (loop_prog_build.c); NULL when it does not

@@ -207,39 +207,39 @@ static bool lower_select_and_scatter(av_lower *c, const av_op *op) {
          av_emit_op(c, av_step_kernel, p);
 }
 
-static bool lower_dot(av_lower *c, const av_op *op) {
-  if (op->noperands != 2 || op->nresults != 1) return AV_INVALID(c, "bad operands");
-  if (!all_tensors(c, op)) return false;
-  const av_slot_type *l = operand(c, op, 0), *r = operand(c, op, 1);
-  av_kernel_params *p = new_params(c, AV_K_DOT);
-  if (!p || !l || !r) return false;
-  av_dot_params *dp = &p->u.dot;
+/* dot / dot_general dimension numbers of `op` (operand and result types given), checked
+ * against the shapes; NULL when fine, else what is wrong. Reports nothing (loop programs
+ * use it too). */
+const char *av_dot_params_of(const av_op *op, const av_type *l, const av_type *r,
+                             const av_type *res, av_dot_params *dp) {
+  memset(dp, 0, sizeof *dp);
   if (op->code == AV_OP_DOT) {
-    if (l->rank < 1 || l->rank > 2 || r->rank < 1 || r->rank > 2)
-      return AV_INVALID(c, "dot takes vectors or matrices");
+    if (l->rank < 1 || l->rank > 2 || r->rank < 1 || r->rank > 2) return "dot takes vectors or matrices";
     dp->ncontract = 1;
     dp->lhs_contract[0] = l->rank - 1;
     dp->rhs_contract[0] = 0;
   } else {
-    int nb2, nc2;
-    if (!ints_any(c, op, "lhs_batching_dimensions", dp->lhs_batch, &dp->nbatch) ||
-        !ints_any(c, op, "rhs_batching_dimensions", dp->rhs_batch, &nb2) ||
-        !ints_any(c, op, "lhs_contracting_dimensions", dp->lhs_contract, &dp->ncontract) ||
-        !ints_any(c, op, "rhs_contracting_dimensions", dp->rhs_contract, &nc2))
-      return false;
-    if (nb2 != dp->nbatch || nc2 != dp->ncontract)
-      return AV_INVALID(c, "lhs and rhs dimension lists differ in length");
+    static const char *const names[4] = {"lhs_batching_dimensions", "rhs_batching_dimensions",
+                                         "lhs_contracting_dimensions", "rhs_contracting_dimensions"};
+    int64_t *lists[4] = {dp->lhs_batch, dp->rhs_batch, dp->lhs_contract, dp->rhs_contract};
+    size_t got[4] = {0};
+    for (int k = 0; k < 4; k++)
+      if (av_op_attr(op, names[k]) && !av_attr_get_ints(op, names[k], lists[k], AV_KMAX_RANK, &got[k]))
+        return "bad dimension numbers";
+    if (got[0] != got[1] || got[2] != got[3]) return "lhs and rhs dimension lists differ in length";
+    dp->nbatch = (int)got[0];
+    dp->ncontract = (int)got[2];
   }
   /* result = batch dims, lhs free dims, rhs free dims */
-  const av_slot_type *rt = av_vtype(c, &op->results[0]);
   bool lused[AV_KMAX_RANK] = {0}, rused[AV_KMAX_RANK] = {0};
   int64_t want[AV_KMAX_RANK];
   int nw = 0;
+  if (l->rank > AV_KMAX_RANK || r->rank > AV_KMAX_RANK) return "rank too large";
   for (int i = 0; i < dp->nbatch; i++) {
     int64_t a = dp->lhs_batch[i], b = dp->rhs_batch[i];
     if (a < 0 || a >= l->rank || b < 0 || b >= r->rank || lused[a] || rused[b] ||
         l->dims[a] != r->dims[b])
-      return AV_INVALID(c, "bad batching dimensions");
+      return "bad batching dimensions";
     lused[a] = rused[b] = true;
     want[nw++] = l->dims[a];
   }
@@ -247,16 +247,28 @@ static bool lower_dot(av_lower *c, const av_op *op) {
     int64_t a = dp->lhs_contract[i], b = dp->rhs_contract[i];
     if (a < 0 || a >= l->rank || b < 0 || b >= r->rank || lused[a] || rused[b] ||
         l->dims[a] != r->dims[b])
-      return AV_INVALID(c, "bad contracting dimensions");
+      return "bad contracting dimensions";
     lused[a] = rused[b] = true;
   }
   for (int a = 0; a < l->rank; a++)
     if (!lused[a]) want[nw++] = l->dims[a];
   for (int b = 0; b < r->rank; b++)
     if (!rused[b]) want[nw++] = r->dims[b];
-  if (rt->rank != nw) return AV_INVALID(c, "result rank mismatch");
+  if (res->rank != nw) return "result rank mismatch";
   for (int i = 0; i < nw; i++)
-    if (rt->dims[i] != want[i]) return AV_INVALID(c, "result shape mismatch");
+    if (res->dims[i] != want[i]) return "result shape mismatch";
+  return NULL;
+}
+
+static bool lower_dot(av_lower *c, const av_op *op) {
+  if (op->noperands != 2 || op->nresults != 1) return AV_INVALID(c, "bad operands");
+  if (!all_tensors(c, op)) return false;
+  const av_slot_type *l = operand(c, op, 0), *r = operand(c, op, 1);
+  av_kernel_params *p = new_params(c, AV_K_DOT);
+  if (!p || !l || !r) return false;
+  const char *why = av_dot_params_of(op, op->operands[0]->type, op->operands[1]->type,
+                                     op->results[0].type, &p->u.dot);
+  if (why) return AV_INVALID(c, "%s", why);
   return av_emit_op(c, av_step_kernel, p) != NULL;
 }
 

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/kernels/dot.h"
 #include "runtime/kernels/shape.h"
 #include "runtime/scalar_prog.h"
 #include "runtime/steps.h"
@@ -36,7 +37,7 @@ static void slice_copy(const av_dyn_slice_params *p, char *operand, char *dense,
     av_box_copy(&b, operand, dense, p->esize);
 }
 
-static void exec(const av_linstr *ins, uint32_t n, void *const *r) {
+static av_code exec(const av_linstr *ins, uint32_t n, void *const *r, av_diag *d) {
   for (uint32_t i = 0; i < n; i++) {
     const av_linstr *s = &ins[i];
     switch ((av_linstr_kind)s->kind) {
@@ -71,8 +72,18 @@ static void exec(const av_linstr *ins, uint32_t n, void *const *r) {
         slice_copy(s->ds, (char *)r[s->out] + off * (int64_t)s->ds->esize, r[s->in[1]], true);
         break;
       }
+      case AV_LI_DOT: {
+        const av_ldot *t = s->dot;
+        av_view v[3];
+        uint16_t regs[3] = {s->in[0], s->in[1], s->out};
+        for (int k = 0; k < 3; k++) v[k] = (av_view){r[regs[k]], t->dtype[k], t->rank[k], t->dims[k]};
+        av_code c = av_kernel_dot_general(t->p, &v[0], &v[1], &v[2], d);
+        if (c != AV_OK) return c;
+        break;
+      }
     }
   }
+  return AV_OK;
 }
 
 /* Gives `v` storage of its own (taken over when nobody else holds it, else a copy), so the
@@ -134,11 +145,12 @@ av_code av_loop_prog_run(const av_loop_prog *p, const av_frame *f, av_slot *vals
       case AV_LR_CARRIED_IN: r[i] = vals[g->carried].data; break; /* only ever read */
     }
   }
-  exec(p->pre, p->npre, r);
-  for (;;) {
-    exec(p->cond, p->ncond, r);
-    if (!*(const uint8_t *)r[p->cond_reg]) break;
-    exec(p->body, p->nbody, r);
+  av_code code = exec(p->pre, p->npre, r, d);
+  while (code == AV_OK) {
+    code = exec(p->cond, p->ncond, r, d);
+    if (code != AV_OK || !*(const uint8_t *)r[p->cond_reg]) break;
+    code = exec(p->body, p->nbody, r, d);
+    if (code != AV_OK) break;
     /* New carried values: first every copy (reading the current buffers, writing each
      * value's other buffer, which nothing else reads), then the pointer changes. */
     for (uint32_t i = 0; i < p->ncarried; i++) {
@@ -160,8 +172,7 @@ av_code av_loop_prog_run(const av_loop_prog *p, const av_frame *f, av_slot *vals
       }
     }
   }
-  av_code code = AV_OK;
-  for (uint32_t i = 0; i < p->ncarried; i++) {
+  for (uint32_t i = 0; i < p->ncarried && code == AV_OK; i++) {
     const av_lreg *g = &p->regs[p->carried_reg[i]];
     if (g->kind == AV_LR_CARRIED_IN || g->kind == AV_LR_CARRIED_OWN) continue; /* vals[i] holds it */
     av_storage *st = av_storage_alloc_uninit(g->bytes);

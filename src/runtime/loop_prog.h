@@ -57,7 +57,16 @@ typedef enum av_linstr_kind {
   AV_LI_SLICE,   /* dynamic_slice: in[0] the operand, idx the start scalars */
   AV_LI_UPDATE,  /* dynamic_update_slice: in[0] operand, in[1] update, idx the starts; out is
                     in[0] itself when updated in place, else a copy is made first */
+  AV_LI_DOT,     /* dot_general of in[0] and in[1] (the kernel, through `dot`) */
 } av_linstr_kind;
+
+/* A dot's parameters and the shapes of its operands and result. */
+typedef struct av_ldot {
+  const struct av_dot_params *p;
+  av_dtype dtype[3]; /* lhs, rhs, result */
+  int rank[3];
+  const int64_t *dims[3];
+} av_ldot;
 
 typedef struct av_linstr {
   uint8_t kind;
@@ -69,6 +78,7 @@ typedef struct av_linstr {
   const av_ew_kernel *ew;
   const av_convert *cv;
   const struct av_dyn_slice_params *ds; /* SLICE / UPDATE (runtime/steps.h) */
+  const av_ldot *dot;                   /* DOT */
   uint16_t idx[AV_LOOP_MAX_INDICES];     /* SLICE / UPDATE: registers of the start indices */
 } av_linstr;
 

@@ -289,6 +289,60 @@ static void test_scan_loop_program(void **state) {
   av_program_free(p);
 }
 
+
+/* A dot inside a loop program: v <- M v with M = [[1, 1], [1, 0]] from v = [1, 0] gives
+ * [F(n+1), F(n)] after n steps (Fibonacci): [89, 55] after 10, in i32 and f32. */
+static void test_loop_program_with_dot(void **state) {
+  (void)state;
+  for (int f = 0; f < 2; f++) {
+    const char *t = f ? "f32" : "i32";
+    char text[2048];
+    snprintf(text, sizeof text,
+             "func.func public @main(%%m: tensor<2x2x%s>, %%v0: tensor<2x%s>) -> tensor<2x%s> {\n"
+             "  %%z = \"stablehlo.constant\"() {value = dense<0> : tensor<i32>} : () -> tensor<i32>\n"
+             "  %%r:2 = \"stablehlo.while\"(%%z, %%v0) ({\n"
+             "  ^bb0(%%i: tensor<i32>, %%v: tensor<2x%s>):\n"
+             "    %%n = \"stablehlo.constant\"() {value = dense<10> : tensor<i32>} : () -> tensor<i32>\n"
+             "    %%lt = \"stablehlo.compare\"(%%i, %%n) {comparison_direction = #stablehlo<comparison_direction LT>} : (tensor<i32>, tensor<i32>) -> tensor<i1>\n"
+             "    \"stablehlo.return\"(%%lt) : (tensor<i1>) -> ()\n"
+             "  }, {\n"
+             "  ^bb0(%%i: tensor<i32>, %%v: tensor<2x%s>):\n"
+             "    %%one = \"stablehlo.constant\"() {value = dense<1> : tensor<i32>} : () -> tensor<i32>\n"
+             "    %%mv = \"stablehlo.dot_general\"(%%m, %%v) {dot_dimension_numbers = #stablehlo.dot<lhs_contracting_dimensions = [1], rhs_contracting_dimensions = [0]>} : (tensor<2x2x%s>, tensor<2x%s>) -> tensor<2x%s>\n"
+             "    %%i1 = \"stablehlo.add\"(%%i, %%one) : (tensor<i32>, tensor<i32>) -> tensor<i32>\n"
+             "    \"stablehlo.return\"(%%i1, %%mv) : (tensor<i32>, tensor<2x%s>) -> ()\n"
+             "  }) : (tensor<i32>, tensor<2x%s>) -> (tensor<i32>, tensor<2x%s>)\n"
+             "  \"func.return\"(%%r#1) : (tensor<2x%s>) -> ()\n"
+             "}\n",
+             t, t, t, t, t, t, t, t, t, t, t, t);
+    av_program *p = compile(text);
+    av_tensor in[2];
+    if (f) {
+      float m[4] = {1, 1, 1, 0}, v[2] = {1, 0};
+      in[0] = input(AV_DT_F32, 2, 2, m, sizeof m);
+      in[1] = input(AV_DT_F32, 1, 2, v, sizeof v);
+    } else {
+      int32_t m[4] = {1, 1, 1, 0}, v[2] = {1, 0};
+      in[0] = input(AV_DT_S32, 2, 2, m, sizeof m);
+      in[1] = input(AV_DT_S32, 1, 2, v, sizeof v);
+    }
+    in[0].dims[1] = 2;
+    av_tensor out[1];
+    run(p, in, out);
+    if (f) {
+      const float *o = out[0].storage->data;
+      assert_true(o[0] == 89 && o[1] == 55);
+    } else {
+      const int32_t *o = out[0].storage->data;
+      assert_int_equal(o[0], 89);
+      assert_int_equal(o[1], 55);
+    }
+    av_storage_release(out[0].storage);
+    for (int k = 0; k < 2; k++) av_storage_release(in[k].storage);
+    av_program_free(p);
+  }
+}
+
 /* The condition ignores the carried array (a register program); the body calls a function
  * on it. The loop's initial array is also returned unchanged after the loop, and the body
  * uses its argument again after the call (so it may not be moved into the call), and calls
@@ -482,6 +536,7 @@ int main(void) {
       cmocka_unit_test(test_scalar_loop_inline_ops),
       cmocka_unit_test(test_array_loop_program),
       cmocka_unit_test(test_scan_loop_program),
+      cmocka_unit_test(test_loop_program_with_dot),
       cmocka_unit_test(test_array_loop_with_calls),
       cmocka_unit_test(test_block_condition_and_swaps),
       cmocka_unit_test(test_carried_value_also_captured),

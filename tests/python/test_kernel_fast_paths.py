@@ -317,3 +317,24 @@ def test_loop_program_scan_reads_updated_carry():
     t0[0] = np.arange(8)
     got, xla = both(f, t0)
     np.testing.assert_array_equal(bits(got), bits(xla))
+
+
+def test_loop_program_rnn_with_dots():
+    """A recurrent scan with matrix-vector products in the body (dot_general inside the loop
+    program) against XLA; integer dots in a fori_loop bit-identical."""
+    W = (rng.standard_normal((32, 32)) * 0.2).astype(np.float32)
+    U = (rng.standard_normal((32, 8)) * 0.2).astype(np.float32)
+    xs = rng.standard_normal((50, 8)).astype(np.float32)
+
+    def rnn(W, U, h0, xs):
+        return lax.scan(lambda h, x: (jnp.tanh(W @ h + U @ x),) * 2, h0, xs)
+    got, xla = both(rnn, W, U, np.zeros(32, np.float32), xs)
+    for g, e in zip(got, xla):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(e), rtol=2e-5, atol=2e-6)
+
+    M = rng.integers(-3, 4, (6, 6)).astype(np.int32)
+
+    def power(M, v):
+        return lax.fori_loop(0, 7, lambda i, v: (M @ v) % 1000 + i, v)
+    got, xla = both(power, M, np.arange(6, dtype=np.int32))
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(xla))

@@ -22,6 +22,22 @@ static int64_t slice_offset(const av_linstr *s, void *const *r) {
 
 /* Copies the slice box between the operand (strided) and a dense array of the slice's shape. */
 static void slice_copy(const av_dyn_slice_params *p, char *operand, char *dense, bool into) {
+  /* one run of memory when every dim after the first that is cut short is whole (xs[i] of a
+   * scan: a row): the common case, without the box walk */
+  int cut = 0;
+  int64_t n = 1;
+  while (cut < p->rank && p->sizes[cut] == 1) cut++;
+  bool contiguous = true;
+  for (int q = cut + 1; q < p->rank; q++) contiguous = contiguous && p->sizes[q] == p->dims[q];
+  if (contiguous) {
+    for (int q = 0; q < p->rank; q++) n *= p->sizes[q];
+    size_t bytes = (size_t)n * p->esize;
+    if (into)
+      memcpy(operand, dense, bytes);
+    else
+      memcpy(dense, operand, bytes);
+    return;
+  }
   av_box b;
   int64_t dstr[AV_BOX_MAX_RANK];
   av_row_major_strides(p->rank, p->sizes, dstr);

@@ -338,3 +338,16 @@ def test_loop_program_rnn_with_dots():
         return lax.fori_loop(0, 7, lambda i, v: (M @ v) % 1000 + i, v)
     got, xla = both(power, M, np.arange(6, dtype=np.int32))
     np.testing.assert_array_equal(np.asarray(got), np.asarray(xla))
+
+
+def test_loop_program_column_slices():
+    """Dynamic slices and updates of columns (strided, not one run of memory) in a loop."""
+    def f(t0):
+        def body(i, t):
+            prev = lax.dynamic_slice(t, (0, i - 1), (t.shape[0], 1))
+            return lax.dynamic_update_slice(t, prev * 3.0 - i.astype(jnp.float32), (0, i))
+        return lax.fori_loop(1, t0.shape[1], body, t0)
+    t0 = np.zeros((6, 10), np.float32)
+    t0[:, 0] = np.arange(6)
+    got, xla = both(f, t0)
+    np.testing.assert_array_equal(bits(got), bits(xla))

@@ -12,7 +12,6 @@ enum {
   MAX_INSTRS = 512, /* per list (invariant / condition / body) */
   MAX_VALUES = 2048,
   MAX_INLINE_DEPTH = 4,
-  NO_REG = 0xffff,
 };
 
 typedef struct vmap {
@@ -96,10 +95,13 @@ static int operand(lbuild *b, const av_value *v) {
 }
 
 /* Appends an op writing a new scratch register for `result`: to the invariant list when all
- * its inputs are invariant, else to the current list. */
+ * its inputs (nin operands, and a slice's start indices) are invariant, else to the current
+ * list. */
 static bool emit(lbuild *b, av_linstr ins, int nin, const av_value *result, size_t bytes) {
   bool inv = true;
   for (int i = 0; i < nin; i++) inv = inv && b->invariant[ins.in[i]];
+  if (ins.kind == AV_LI_SLICE || ins.kind == AV_LI_UPDATE)
+    for (int k = 0; k < ins.ds->rank; k++) inv = inv && b->invariant[ins.idx[k]];
   for (int i = nin; i < 3; i++) ins.in[i] = ins.in[0];
   int r = new_reg(b, AV_LR_SCRATCH, bytes);
   if (r < 0) return false;
@@ -201,39 +203,22 @@ static bool slice_op(lbuild *b, const av_op *op, bool update) {
     p->index_dtype[k] = idt;
     ins.idx[k] = (uint16_t)ir;
   }
-  ins.in[0] = ins.in[1] = ins.in[2] = (uint16_t)in;
-  bool inv = b->invariant[in];
-  for (int k = 0; k < r; k++) inv = inv && b->invariant[ins.idx[k]];
-  if (!update) {
-    int64_t m = av_type_num_elements(st);
-    int o = new_reg(b, AV_LR_SCRATCH, (size_t)m * p->esize);
-    ilist *l = inv ? &b->pre : b->cur;
-    if (o < 0 || l->n >= MAX_INSTRS) return false;
-    b->invariant[o] = inv;
-    ins.out = (uint16_t)o;
-    l->v[l->n++] = ins;
-    return bind(b, &op->results[0], o);
-  }
+  ins.in[0] = (uint16_t)in;
+  if (!update)
+    return emit(b, ins, 1, &op->results[0], (size_t)av_type_num_elements(st) * p->esize);
   int u = operand(b, op->operands[1]);
   if (u < 0) return false;
   ins.in[1] = (uint16_t)u;
-  inv = inv && b->invariant[u];
   const av_lreg *g = &b->regs[in];
   uint32_t j = g->carried;
-  if (!inv && b->cur == &b->body && g->kind == AV_LR_CARRIED && j < 64 &&
-      (b->inplace_ok >> j & 1) && b->inplace_at[j] < 0 && b->body.n < MAX_INSTRS) {
-    ins.out = (uint16_t)in; /* the carried buffer itself */
+  if (b->cur == &b->body && g->kind == AV_LR_CARRIED && j < 64 && (b->inplace_ok >> j & 1) &&
+      b->inplace_at[j] < 0 && b->body.n < MAX_INSTRS) {
+    ins.out = ins.in[2] = (uint16_t)in; /* the carried buffer itself */
     b->inplace_at[j] = (int)b->body.n;
     b->body.v[b->body.n++] = ins;
     return bind(b, &op->results[0], in);
   }
-  int o = new_reg(b, AV_LR_SCRATCH, (size_t)n * p->esize);
-  ilist *l = inv ? &b->pre : b->cur;
-  if (o < 0 || l->n >= MAX_INSTRS) return false;
-  b->invariant[o] = inv;
-  ins.out = (uint16_t)o;
-  l->v[l->n++] = ins;
-  return bind(b, &op->results[0], o);
+  return emit(b, ins, 2, &op->results[0], (size_t)n * p->esize);
 }
 
 static bool elementwise(lbuild *b, const av_op *op) {

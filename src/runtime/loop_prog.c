@@ -53,7 +53,8 @@ static void slice_copy(const av_dyn_slice_params *p, char *operand, char *dense,
     av_box_copy(&b, operand, dense, p->esize);
 }
 
-static av_code exec(const av_linstr *ins, uint32_t n, void *const *r, av_diag *d) {
+static inline __attribute__((always_inline)) av_code exec(const av_linstr *ins, uint32_t n,
+                                                             void *const *r, av_diag *d) {
   for (uint32_t i = 0; i < n; i++) {
     const av_linstr *s = &ins[i];
     switch ((av_linstr_kind)s->kind) {

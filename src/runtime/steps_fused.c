@@ -9,9 +9,21 @@
 #include "runtime/thread_pool.h"
 
 enum {
-  FUSED_TILE = 1024,            /* elements per tile: 4 KiB per f32 register */
+  FUSED_TILE = 1024,            /* at most this many elements per tile: 4 KiB per f32 register */
+  FUSED_TILE_MIN = 256,
+  FUSED_TILE_BYTES = 16 * 1024, /* all registers' tiles together stay this small (L1) */
   FUSED_MIN_CHUNK = 32 * 1024, /* elements worth handing to another thread */
 };
+
+/* Elements per tile: as many as keep every register's tile of the chain within
+ * FUSED_TILE_BYTES (long chains have many registers), a multiple of 64. Tiling never changes
+ * results: every op is elementwise. */
+static int64_t fused_tile(const av_fused_params *p) {
+  size_t per_elem = 0;
+  for (uint32_t r = 0; r < p->nregs; r++) per_elem += p->regs[r].esize;
+  int64_t t = per_elem ? (int64_t)(FUSED_TILE_BYTES / per_elem) & ~(int64_t)63 : FUSED_TILE;
+  return t < FUSED_TILE_MIN ? FUSED_TILE_MIN : t > FUSED_TILE ? FUSED_TILE : t;
+}
 
 /* dst[0..n) = the element at v (esize bytes): plain stores for 4- and 8-byte elements (a
  * loop body over small arrays fills its scalar tiles every iteration, where a chain of
@@ -151,9 +163,10 @@ av_code av_step_fused(const av_step *s, av_frame *f, av_diag *d) {
                                  : av_step_alloc_out(s, f, k, d);
     if (c != AV_OK) return c;
   }
-  fused_run fr = {s, f, p, p->n < FUSED_TILE ? p->n : FUSED_TILE, false};
+  int64_t tile = fused_tile(p);
+  fused_run fr = {s, f, p, p->n < tile ? p->n : tile, false};
   /* Chunks are whole tiles, so every op sees exactly the calls of a serial run. */
-  av_parallel_for(f->pool, p->n, FUSED_TILE, FUSED_MIN_CHUNK, fused_range, &fr);
+  av_parallel_for(f->pool, p->n, tile, FUSED_MIN_CHUNK, fused_range, &fr);
   if (atomic_load(&fr.failed))
     return av_diag_set(d, AV_RESOURCE_EXHAUSTED, "out of memory for a fused elementwise step");
   return AV_OK;

@@ -12,6 +12,7 @@ enum {
   MAX_INSTRS = 512, /* per list (invariant / condition / body) */
   MAX_VALUES = 2048,
   MAX_INLINE_DEPTH = 4,
+  MAX_CONST_BYTES = 64 * 1024, /* constants a loop program copies for itself */
 };
 
 typedef struct vmap {
@@ -119,6 +120,9 @@ static bool constant(lbuild *b, const av_op *op) {
   const av_attr *a = av_op_attr(op, "value");
   if (e < 0 || !a || a->kind != AV_ATTR_DENSE) return false;
   size_t es = av_dtype_size(dt), bytes = (size_t)e * es;
+  /* the constant is materialised again for the program (the steps have their own copy, kept
+   * if the loop does not qualify after all): only small ones */
+  if (bytes > MAX_CONST_BYTES) return false;
   if (a->type && a->type->kind == AV_TYPE_TENSOR && a->type->dtype != dt) return false;
   bool splat = a->u.dense.size == es;
   if (!splat && a->u.dense.size != bytes) return false;

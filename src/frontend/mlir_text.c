@@ -501,8 +501,13 @@ bool mt_parse_region(mt_parser *p, av_region *r, bool implicit_entry, uint32_t n
 /* ------------------------------------------------------------ ops */
 
 /* An op name is `dialect.op` (MLIR has no unqualified op outside the func shorthands
- * `return` and `call`): a word like `hello` is not an op, so prose is not a program. */
+ * `return` and `call`): a word like `hello` is not an op, so prose is not a program. Its
+ * characters are printable ASCII without quotes or backslashes: a quoted name holding an
+ * escaped NUL or control byte would not survive printing (the IR keeps names as C strings). */
 static bool is_op_name(const char *s, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if ((unsigned char)s[i] <= ' ' || (unsigned char)s[i] >= 0x7f || s[i] == '"' || s[i] == '\\')
+      return false;
   const char *dot = memchr(s, '.', n);
   return dot && dot > s && (size_t)(dot - s) + 1 < n && s[n - 1] != '.';
 }

@@ -107,21 +107,10 @@ static av_code scalar_loop(const av_while_params *p, av_frame *f, av_slot *cur, 
   void *outs[AV_SPROG_MAX_REGS];
   const void *ins[AV_SPROG_MAX_REGS];
   for (uint32_t i = 0; i < n; i++) {
-    av_storage *st = cur[i].st;
-    if (st && st->owned && cur[i].data == st->data &&
-        atomic_load_explicit(&st->refcount, memory_order_acquire) == 1) {
-      outs[i] = st->data; /* already private */
-      ins[i] = st->data;
-      continue;
-    }
-    st = av_storage_alloc_uninit(p->nbytes[i]);
-    if (!st) return av_diag_set(d, AV_RESOURCE_EXHAUSTED, "out of memory");
-    if (p->nbytes[i]) memcpy(st->data, cur[i].data, p->nbytes[i]);
-    av_slot_release(&cur[i]);
-    cur[i].st = st;
-    cur[i].data = st->data;
-    outs[i] = st->data;
-    ins[i] = st->data;
+    av_code c = av_slot_make_private(&cur[i], p->nbytes[i], d);
+    if (c != AV_OK) return c;
+    outs[i] = cur[i].data;
+    ins[i] = cur[i].data;
   }
   av_sregs body_regs, cond_regs;
   av_scalar_prog_init(p->body_prog, f, body_regs); /* constants and captures: loaded once */

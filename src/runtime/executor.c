@@ -30,6 +30,23 @@ av_code av_slot_share(const av_slot *s, size_t nbytes, av_slot *out, av_diag *d)
   return AV_OK;
 }
 
+bool av_slot_is_private(const av_slot *s, size_t nbytes) {
+  av_storage *st = s->st;
+  return st && st->owned && s->data == st->data && st->size == nbytes &&
+         atomic_load_explicit(&st->refcount, memory_order_acquire) == 1;
+}
+
+av_code av_slot_make_private(av_slot *s, size_t nbytes, av_diag *d) {
+  if (av_slot_is_private(s, nbytes)) return AV_OK;
+  av_storage *st = av_storage_alloc_uninit(nbytes);
+  if (!st) return av_diag_set(d, AV_RESOURCE_EXHAUSTED, "out of memory copying %zu bytes", nbytes);
+  if (nbytes) memcpy(st->data, s->data, nbytes);
+  av_slot_release(s);
+  s->st = st;
+  s->data = st->data;
+  return AV_OK;
+}
+
 av_code av_step_alloc_out(const av_step *s, av_frame *f, uint32_t k, av_diag *d) {
   const av_slot_type *t = av_out_type(s, f, k);
   av_slot *o = &f->slots[s->out[k]];
@@ -47,10 +64,7 @@ av_code av_step_alloc_out_reuse(const av_step *s, av_frame *f, uint32_t k, uint3
                                 av_diag *d) {
   if (in_index < 32 && in_index < s->nin && (s->in_dies >> in_index & 1u)) {
     av_slot *in = &f->slots[s->in[in_index]];
-    const av_slot_type *t = av_out_type(s, f, k);
-    if (in->st && in->st->owned && in->data == in->st->data && in->st->size == t->nbytes &&
-        atomic_load_explicit(&in->st->refcount, memory_order_acquire) == 1 &&
-        s->out[k] != s->in[in_index]) {
+    if (av_slot_is_private(in, av_out_type(s, f, k)->nbytes) && s->out[k] != s->in[in_index]) {
       /* The same slot may appear twice among the inputs (add(x, x)); elementwise kernels
        * read each element before writing it, so sharing is fine for them. */
       /* The output takes the input's reference; the input slot keeps pointing at the bytes

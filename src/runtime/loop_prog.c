@@ -8,49 +8,11 @@
 #include "runtime/scalar_prog.h"
 #include "runtime/steps.h"
 
-/* Element offset of a dynamic slice / update: every start clamped into [0, dim - size]. */
+/* Element offset of a dynamic slice / update whose start scalars are in registers. */
 static int64_t slice_offset(const av_linstr *s, void *const *r) {
-  const av_dyn_slice_params *p = s->ds;
-  int64_t off = 0;
-  for (int k = 0; k < p->rank; k++) {
-    int64_t st = av_read_index(r[s->idx[k]], p->index_dtype[k]);
-    int64_t hi = p->dims[k] - p->sizes[k];
-    off += (st > hi ? hi : st < 0 ? 0 : st) * p->strides[k];
-  }
-  return off;
-}
-
-/* Copies the slice box between the operand (strided) and a dense array of the slice's shape. */
-static void slice_copy(const av_dyn_slice_params *p, char *operand, char *dense, bool into) {
-  /* one run of memory when every dim after the first that is cut short is whole (xs[i] of a
-   * scan: a row): the common case, without the box walk */
-  int cut = 0;
-  int64_t n = 1;
-  while (cut < p->rank && p->sizes[cut] == 1) cut++;
-  bool contiguous = true;
-  for (int q = cut + 1; q < p->rank; q++) contiguous = contiguous && p->sizes[q] == p->dims[q];
-  if (contiguous) {
-    for (int q = 0; q < p->rank; q++) n *= p->sizes[q];
-    size_t bytes = (size_t)n * p->esize;
-    if (into)
-      memcpy(operand, dense, bytes);
-    else
-      memcpy(dense, operand, bytes);
-    return;
-  }
-  av_box b;
-  int64_t dstr[AV_BOX_MAX_RANK];
-  av_row_major_strides(p->rank, p->sizes, dstr);
-  b.rank = p->rank;
-  for (int k = 0; k < p->rank; k++) {
-    b.dims[k] = p->sizes[k];
-    b.sstride[k] = into ? dstr[k] : p->strides[k];
-    b.dstride[k] = into ? p->strides[k] : dstr[k];
-  }
-  if (into)
-    av_box_copy(&b, dense, operand, p->esize);
-  else
-    av_box_copy(&b, operand, dense, p->esize);
+  const void *starts[AV_LOOP_MAX_INDICES];
+  for (int k = 0; k < s->ds->rank; k++) starts[k] = r[s->idx[k]];
+  return av_dyn_slice_offset(s->ds, starts);
 }
 
 static inline __attribute__((always_inline)) av_code exec(const av_linstr *ins, uint32_t n,
@@ -80,13 +42,13 @@ static inline __attribute__((always_inline)) av_code exec(const av_linstr *ins, 
         av_fill(r[s->out], s->n, r[s->in[0]], s->esize);
         break;
       case AV_LI_SLICE:
-        slice_copy(s->ds, (char *)r[s->in[0]] + slice_offset(s, r) * (int64_t)s->ds->esize,
-                   r[s->out], false);
+        av_dyn_slice_copy(s->ds, (char *)r[s->in[0]] + slice_offset(s, r) * (int64_t)s->ds->esize,
+                          r[s->out], false);
         break;
       case AV_LI_UPDATE: {
         int64_t off = slice_offset(s, r);
         if (r[s->out] != r[s->in[0]]) memcpy(r[s->out], r[s->in[0]], (size_t)s->n * s->esize);
-        slice_copy(s->ds, (char *)r[s->out] + off * (int64_t)s->ds->esize, r[s->in[1]], true);
+        av_dyn_slice_copy(s->ds, (char *)r[s->out] + off * (int64_t)s->ds->esize, r[s->in[1]], true);
         break;
       }
       case AV_LI_DOT: {
@@ -103,35 +65,10 @@ static inline __attribute__((always_inline)) av_code exec(const av_linstr *ins, 
   return AV_OK;
 }
 
-/* Gives `v` storage of its own (taken over when nobody else holds it, else a copy), so the
- * loop may write it in place. */
-static bool make_private(av_slot *v, size_t bytes) {
-  av_storage *st = v->st;
-  if (st && st->owned && v->data == st->data && st->size == bytes &&
-      atomic_load_explicit(&st->refcount, memory_order_acquire) == 1)
-    return true;
-  st = av_storage_alloc_uninit(bytes);
-  if (!st) return false;
-  memcpy(st->data, v->data, bytes);
-  av_slot_release(v);
-  v->st = st;
-  v->data = st->data;
-  return true;
-}
-
-av_code av_loop_prog_run(const av_loop_prog *p, const av_frame *f, av_slot *vals, av_diag *d) {
-  /* 64-byte aligned like every other tensor: split-line vector stores cost several times more */
-  char *block = malloc(p->scratch_bytes + 64);
-  char *scratch = block ? (char *)(((uintptr_t)block + 63) & ~(uintptr_t)63) : NULL;
-  void **r = malloc(sizeof *r * (p->nregs ? p->nregs : 1));
-  /* which of its two buffers carried value i currently uses */
-  uint8_t *side = calloc(p->ncarried ? p->ncarried : 1, 1);
-  if (!scratch || !r || !side) {
-    free(block);
-    free(r);
-    free(side);
-    return av_diag_set(d, AV_RESOURCE_EXHAUSTED, "out of memory for a loop's registers");
-  }
+/* Points every register at its bytes: scratch buffers, constants, captured slots, and the
+ * carried values (copied into the scratch block, or made private to be updated in place). */
+static av_code bind_registers(const av_loop_prog *p, const av_frame *f, av_slot *vals,
+                              char *scratch, void **r, av_diag *d) {
   for (uint32_t i = 0; i < p->nregs; i++) {
     const av_lreg *g = &p->regs[i];
     switch (g->kind) {
@@ -139,29 +76,27 @@ av_code av_loop_prog_run(const av_loop_prog *p, const av_frame *f, av_slot *vals
       case AV_LR_CONST: r[i] = (void *)g->data; break; /* only ever read */
       case AV_LR_SLOT:
         r[i] = f->slots[g->slot].data;
-        if (!r[i]) { /* the plan guarantees captured values are live; never trust it blindly */
-          free(block);
-          free(r);
-          free(side);
-          return av_diag_set(d, AV_INTERNAL, "a loop reads a value that is not computed");
-        }
+        /* the plan guarantees captured values are live; never trust it blindly */
+        if (!r[i]) return av_diag_set(d, AV_INTERNAL, "a loop reads a value that is not computed");
         break;
       case AV_LR_CARRIED:
         r[i] = scratch + g->offset;
         memcpy(r[i], vals[g->carried].data, g->bytes);
         break;
-      case AV_LR_CARRIED_OWN: /* updated in place: in storage of our own, which becomes the result */
-        if (!make_private(&vals[g->carried], g->bytes)) {
-          free(block);
-          free(r);
-          free(side);
-          return av_diag_set(d, AV_RESOURCE_EXHAUSTED, "out of memory for a loop's state");
-        }
+      case AV_LR_CARRIED_OWN: { /* updated in place, in storage that becomes the result */
+        av_code c = av_slot_make_private(&vals[g->carried], g->bytes, d);
+        if (c != AV_OK) return c;
         r[i] = vals[g->carried].data;
         break;
+      }
       case AV_LR_CARRIED_IN: r[i] = vals[g->carried].data; break; /* only ever read */
     }
   }
+  return AV_OK;
+}
+
+/* Runs iterations until the condition is false. */
+static av_code iterate(const av_loop_prog *p, char *scratch, void **r, uint8_t *side, av_diag *d) {
   av_code code = exec(p->pre, p->npre, r, d);
   while (code == AV_OK) {
     code = exec(p->cond, p->ncond, r, d);
@@ -189,18 +124,27 @@ av_code av_loop_prog_run(const av_loop_prog *p, const av_frame *f, av_slot *vals
       }
     }
   }
+  return code;
+}
+
+av_code av_loop_prog_run(const av_loop_prog *p, const av_frame *f, av_slot *vals, av_diag *d) {
+  /* 64-byte aligned like every other tensor: split-line vector stores cost several times more */
+  char *block = malloc(p->scratch_bytes + 64);
+  char *scratch = block ? (char *)(((uintptr_t)block + 63) & ~(uintptr_t)63) : NULL;
+  void **r = malloc(sizeof *r * (p->nregs ? p->nregs : 1));
+  /* which of its two buffers carried value i currently uses */
+  uint8_t *side = calloc(p->ncarried ? p->ncarried : 1, 1);
+  av_code code = scratch && r && side
+                     ? bind_registers(p, f, vals, scratch, r, d)
+                     : av_diag_set(d, AV_RESOURCE_EXHAUSTED, "out of memory for a loop's registers");
+  if (code == AV_OK) code = iterate(p, scratch, r, side, d);
+  /* the final carried values become owned results (in place ones already are) */
   for (uint32_t i = 0; i < p->ncarried && code == AV_OK; i++) {
     const av_lreg *g = &p->regs[p->carried_reg[i]];
     if (g->kind == AV_LR_CARRIED_IN || g->kind == AV_LR_CARRIED_OWN) continue; /* vals[i] holds it */
-    av_storage *st = av_storage_alloc_uninit(g->bytes);
-    if (!st) {
-      code = av_diag_set(d, AV_RESOURCE_EXHAUSTED, "out of memory for a loop's results");
-      break;
-    }
-    memcpy(st->data, r[p->carried_reg[i]], g->bytes);
+    av_slot v = {r[p->carried_reg[i]], NULL};
     av_slot_release(&vals[i]);
-    vals[i].st = st;
-    vals[i].data = st->data;
+    code = av_slot_share(&v, g->bytes, &vals[i], d); /* a copy: the scratch block goes away */
   }
   free(block);
   free(r);

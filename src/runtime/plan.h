@@ -130,6 +130,13 @@ void av_slot_release(av_slot *s);
  * size of the value, needed for that copy. */
 av_code av_slot_share(const av_slot *s, size_t nbytes, av_slot *out, av_diag *d);
 
+/* Whether `s` holds the only reference to storage of its own of exactly `nbytes` bytes, so
+ * its bytes may be rewritten in place. */
+bool av_slot_is_private(const av_slot *s, size_t nbytes);
+/* Makes `s` private: its storage taken over when av_slot_is_private, else a copy of its
+ * bytes replaces its reference (loops that rewrite carried values in place). */
+av_code av_slot_make_private(av_slot *s, size_t nbytes, av_diag *d);
+
 /* Output k of step s gets fresh uninitialised storage of its type's size. */
 av_code av_step_alloc_out(const av_step *s, av_frame *f, uint32_t k, av_diag *d);
 /* Same, but takes over input `in_index`'s storage when nobody else can see it (the input

@@ -93,6 +93,12 @@ typedef struct av_dyn_slice_params {
   av_dtype index_dtype[AV_BOX_MAX_RANK];
   size_t esize;
 } av_dyn_slice_params;
+/* Element offset of the slice: each start (a scalar of index_dtype[k]) clamped into
+ * [0, dims[k] - sizes[k]]. */
+int64_t av_dyn_slice_offset(const av_dyn_slice_params *p, const void *const *starts);
+/* Copies the slice between the operand (at the slice's offset, strided) and a dense array of
+ * the slice's shape: into the operand when `into`, else out of it. */
+void av_dyn_slice_copy(const av_dyn_slice_params *p, char *operand, char *dense, bool into);
 av_code av_step_dynamic_slice(const av_step *s, av_frame *f, av_diag *d);
 av_code av_step_dynamic_update_slice(const av_step *s, av_frame *f, av_diag *d);
 

@@ -89,13 +89,10 @@ int64_t av_read_index(const void *p, av_dtype t) {
   }
 }
 
-/* Clamped start offset (in elements) of a dynamic slice/update whose start scalars are the
- * step inputs from `first`. */
-static int64_t clamped_offset(const av_dyn_slice_params *p, const av_step *s, const av_frame *f,
-                              uint32_t first) {
+int64_t av_dyn_slice_offset(const av_dyn_slice_params *p, const void *const *starts) {
   int64_t off = 0;
   for (int k = 0; k < p->rank; k++) {
-    int64_t st = av_read_index(av_in(s, f, first + (uint32_t)k), p->index_dtype[k]);
+    int64_t st = av_read_index(starts[k], p->index_dtype[k]);
     int64_t hi = p->dims[k] - p->sizes[k];
     if (st > hi) st = hi;
     if (st < 0) st = 0;
@@ -104,44 +101,66 @@ static int64_t clamped_offset(const av_dyn_slice_params *p, const av_step *s, co
   return off;
 }
 
-av_code av_step_dynamic_slice(const av_step *s, av_frame *f, av_diag *d) {
-  const av_dyn_slice_params *p = s->params;
-  const char *in = av_in(s, f, 0);
-  int64_t off = clamped_offset(p, s, f, 1);
-  av_code c = av_step_alloc_out(s, f, 0, d);
-  if (c != AV_OK) return c;
+void av_dyn_slice_copy(const av_dyn_slice_params *p, char *operand, char *dense, bool into) {
+  /* one run of memory when every dim after the first that is cut short is whole (xs[i] of a
+   * scan: a row): the common case, without the box walk */
+  int cut = 0;
+  while (cut < p->rank && p->sizes[cut] == 1) cut++;
+  bool contiguous = true;
+  for (int q = cut + 1; q < p->rank; q++) contiguous = contiguous && p->sizes[q] == p->dims[q];
+  if (contiguous) {
+    int64_t n = 1;
+    for (int q = 0; q < p->rank; q++) n *= p->sizes[q];
+    if (into)
+      memcpy(operand, dense, (size_t)n * p->esize);
+    else
+      memcpy(dense, operand, (size_t)n * p->esize);
+    return;
+  }
   av_box b;
+  int64_t dstr[AV_BOX_MAX_RANK];
+  av_row_major_strides(p->rank, p->sizes, dstr);
   b.rank = p->rank;
-  int64_t ostr[AV_BOX_MAX_RANK];
-  av_row_major_strides(p->rank, p->sizes, ostr);
   for (int k = 0; k < p->rank; k++) {
     b.dims[k] = p->sizes[k];
-    b.sstride[k] = p->strides[k];
-    b.dstride[k] = ostr[k];
+    b.sstride[k] = into ? dstr[k] : p->strides[k];
+    b.dstride[k] = into ? p->strides[k] : dstr[k];
   }
-  av_box_copy(&b, in + off * (int64_t)p->esize, av_out(s, f, 0), p->esize);
+  if (into)
+    av_box_copy(&b, dense, operand, p->esize);
+  else
+    av_box_copy(&b, operand, dense, p->esize);
+}
+
+/* Clamped start offset (in elements) of a dynamic slice/update whose start scalars are the
+ * step inputs from `first`. */
+static int64_t step_offset(const av_dyn_slice_params *p, const av_step *s, const av_frame *f,
+                           uint32_t first) {
+  const void *starts[AV_BOX_MAX_RANK];
+  for (int k = 0; k < p->rank; k++) starts[k] = av_in(s, f, first + (uint32_t)k);
+  return av_dyn_slice_offset(p, starts);
+}
+
+av_code av_step_dynamic_slice(const av_step *s, av_frame *f, av_diag *d) {
+  const av_dyn_slice_params *p = s->params;
+  char *in = av_in(s, f, 0);
+  int64_t off = step_offset(p, s, f, 1);
+  av_code c = av_step_alloc_out(s, f, 0, d);
+  if (c != AV_OK) return c;
+  av_dyn_slice_copy(p, in + off * (int64_t)p->esize, av_out(s, f, 0), false);
   return AV_OK;
 }
 
 av_code av_step_dynamic_update_slice(const av_step *s, av_frame *f, av_diag *d) {
   const av_dyn_slice_params *p = s->params;
   const char *operand = av_in(s, f, 0);
-  const char *update = av_in(s, f, 1);
-  int64_t off = clamped_offset(p, s, f, 2);
+  char *update = av_in(s, f, 1);
+  int64_t off = step_offset(p, s, f, 2);
   /* Update in place when the operand's storage is ours alone. */
   av_code c = av_step_alloc_out_reuse(s, f, 0, 0, d);
   if (c != AV_OK) return c;
   char *out = av_out(s, f, 0);
   if (out != operand) memcpy(out, operand, av_out_type(s, f, 0)->nbytes);
-  av_box b;
-  b.rank = p->rank;
-  int64_t ustr[AV_BOX_MAX_RANK];
-  av_row_major_strides(p->rank, p->sizes, ustr);
-  for (int k = 0; k < p->rank; k++) {
-    b.dims[k] = p->sizes[k];
-    b.sstride[k] = ustr[k];
-    b.dstride[k] = p->strides[k];
-  }
-  av_box_copy(&b, update, out + off * (int64_t)p->esize, p->esize);
+  av_dyn_slice_copy(p, out + off * (int64_t)p->esize, update, true);
   return AV_OK;
 }

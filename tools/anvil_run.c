@@ -123,45 +123,32 @@ static bool parse_input(const char *spec, av_tensor *t) {
   return true;
 }
 
-/* --print: load, verify and print the IR; 0 printed, 1 the program cannot be loaded. */
-static int print_program(const char *code, size_t size, bool hlo) {
-  const char *format = hlo ? "hlo" : "mlir";
+/* The program's IR, loaded and verified, printed as text; NULL with the reason on stderr
+ * (prefixed by `what`). */
+static char *printed(const char *what, const char *format, const char *code, size_t size) {
   av_diag d;
   av_diag_init(&d);
   av_module *m = av_load_module(format, strlen(format), code, size, &d);
   if (!m) {
-    fprintf(stderr, "anvil-run: cannot load (%s): %s\n", av_code_name(d.code), d.msg);
-    return 1;
+    fprintf(stderr, "%s: cannot load (%s): %s\n", what, av_code_name(d.code), d.msg);
+    return NULL;
   }
-  if (av_module_verify(m, &d) != AV_OK) {
-    fprintf(stderr, "anvil-run: invalid program (%s): %s\n", av_code_name(d.code), d.msg);
-    av_module_free(m);
-    return 1;
-  }
-  char *text = av_module_print(m);
+  char *text = NULL;
+  if (av_module_verify(m, &d) != AV_OK)
+    fprintf(stderr, "%s: invalid program (%s): %s\n", what, av_code_name(d.code), d.msg);
+  else if (!(text = av_module_print(m)))
+    fprintf(stderr, "%s: out of memory printing the program\n", what);
   av_module_free(m);
-  if (!text) {
-    fprintf(stderr, "anvil-run: out of memory printing the program\n");
-    return 1;
-  }
+  return text;
+}
+
+/* --print: load, verify and print the IR; 0 printed, 1 the program cannot be loaded. */
+static int print_program(const char *code, size_t size, bool hlo) {
+  char *text = printed("anvil-run", hlo ? "hlo" : "mlir", code, size);
+  if (!text) return 1;
   fputs(text, stdout);
   free(text);
   return fflush(stdout) == 0 ? 0 : 1;
-}
-
-/* The program's IR printed as text, or NULL (reason on stderr). */
-static char *printed(const char *what, const char *code, size_t size) {
-  av_diag d;
-  av_diag_init(&d);
-  av_module *m = av_load_module("mlir", 4, code, size, &d);
-  if (!m) {
-    fprintf(stderr, "%s: cannot load (%s): %.300s\n", what, av_code_name(d.code), d.msg);
-    return NULL;
-  }
-  char *text = av_module_verify(m, &d) == AV_OK ? av_module_print(m) : NULL;
-  if (!text) fprintf(stderr, "%s: invalid program: %.300s\n", what, d.msg);
-  av_module_free(m);
-  return text;
 }
 
 /* --roundtrip FILE...: each file is a program anvil printed (ANVIL_DUMP_DIR); loading it and
@@ -171,8 +158,8 @@ static int roundtrip(int n, char **paths) {
   for (int i = 0; i < n; i++) {
     size_t size;
     char *code = av_read_file(paths[i], &size);
-    char *a = code ? printed(paths[i], code, size) : NULL;
-    char *b = a ? printed(paths[i], a, strlen(a)) : NULL;
+    char *a = code ? printed(paths[i], "mlir", code, size) : NULL;
+    char *b = a ? printed(paths[i], "mlir", a, strlen(a)) : NULL;
     if (!code || !a || !b || strcmp(a, b) != 0 || strlen(a) != size || memcmp(a, code, size) != 0) {
       fprintf(stderr, "round trip differs: %s\n", paths[i]);
       bad++;

@@ -3,6 +3,8 @@
 #include <ctype.h>
 #include <string.h>
 
+#include "runtime/kernels/shape.h"
+
 static bool dense_int_at(const av_attr *a, size_t i, int64_t *v) {
   if (!a->type || a->type->kind != AV_TYPE_TENSOR) return false;
   av_dtype dt = a->type->dtype;
@@ -148,4 +150,28 @@ const char *av_attr_get_str(const av_op *op, const char *name) {
     return NULL;
   const char *s = a->u.str.s;
   return s[0] == '@' ? s + 1 : s;
+}
+
+const av_attr *av_op_dense_attr(const av_op *op) {
+  const av_attr *a = av_op_attr(op, "value");
+  for (uint32_t i = 0; !a && i < op->nattrs; i++)
+    if (op->attrs[i].value && op->attrs[i].value->kind == AV_ATTR_DENSE) a = op->attrs[i].value;
+  return a;
+}
+
+bool av_attr_dense_copy(const av_attr *a, av_dtype dt, int64_t n, void *dst) {
+  size_t es = av_dtype_size(dt), bytes = (size_t)n * es;
+  if (!a || a->kind != AV_ATTR_DENSE || n < 0 || es == 0) return false;
+  if (a->type && a->type->kind == AV_TYPE_TENSOR && a->type->dtype != dt) return false;
+  /* a splat holds one element; one element for many is a splat too */
+  bool splat = a->u.dense.splat && !(n == 1 && a->u.dense.size == es);
+  if (splat ? a->u.dense.size != es : a->u.dense.size != bytes) {
+    if (!(a->u.dense.size == es && n != 1)) return false;
+    splat = true;
+  }
+  if (splat)
+    av_fill(dst, n, a->u.dense.data, es);
+  else if (bytes)
+    memcpy(dst, a->u.dense.data, bytes);
+  return true;
 }

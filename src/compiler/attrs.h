@@ -23,5 +23,12 @@ bool av_attr_get_bool(const av_op *op, const char *name, bool *v);
 bool av_attr_get_enum(const av_op *op, const char *name, char *buf, size_t cap);
 /* String or symbol attribute (without a leading '@'); NULL if absent. */
 const char *av_attr_get_str(const av_op *op, const char *name);
+/* The value of a constant-like op: attribute `value`, else its first DENSE attribute (the
+ * generic form of check.expect_*_const). NULL if none. */
+const av_attr *av_op_dense_attr(const av_op *op);
+/* Copies the `n` elements of type `dt` a DENSE attribute stands for into dst: its data, or
+ * its one element repeated (a splat). false when it is no DENSE of `dt` holding n elements or
+ * one. */
+bool av_attr_dense_copy(const av_attr *a, av_dtype dt, int64_t n, void *dst);
 
 #endif

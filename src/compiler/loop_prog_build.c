@@ -118,20 +118,12 @@ static bool constant(lbuild *b, const av_op *op) {
   av_dtype dt;
   int64_t e = value_elems(&op->results[0], &dt);
   const av_attr *a = av_op_attr(op, "value");
-  if (e < 0 || !a || a->kind != AV_ATTR_DENSE) return false;
-  size_t es = av_dtype_size(dt), bytes = (size_t)e * es;
+  size_t bytes = (size_t)(e > 0 ? e : 0) * av_dtype_size(dt);
   /* the constant is materialised again for the program (the steps have their own copy, kept
    * if the loop does not qualify after all): only small ones */
-  if (bytes > MAX_CONST_BYTES) return false;
-  if (a->type && a->type->kind == AV_TYPE_TENSOR && a->type->dtype != dt) return false;
-  bool splat = a->u.dense.size == es;
-  if (!splat && a->u.dense.size != bytes) return false;
+  if (e < 0 || !a || bytes > MAX_CONST_BYTES) return false;
   av_storage *st = av_lower_const_storage(b->c, bytes);
-  if (!st) return false;
-  if (splat)
-    av_fill(st->data, e, a->u.dense.data, es);
-  else
-    memcpy(st->data, a->u.dense.data, bytes);
+  if (!st || !av_attr_dense_copy(a, dt, e, st->data)) return false;
   int r = new_reg(b, AV_LR_CONST, bytes);
   if (r < 0) return false;
   b->regs[r].data = st->data;
@@ -240,21 +232,9 @@ static bool elementwise(lbuild *b, const av_op *op) {
     if (ti != t0) return false;
     ins.in[i] = (uint16_t)r;
   }
-  if (n < 0 || ((op->code == AV_OP_REAL || op->code == AV_OP_IMAG) && !av_dtype_is_complex(t0)))
-    return false;
-  av_cmp_dir dir = AV_CMP_EQ;
-  av_cmp_type ct = AV_CMP_DEFAULT;
-  if (op->code == AV_OP_COMPARE) {
-    char buf[32];
-    if ((!av_attr_get_enum(op, "comparison_direction", buf, sizeof buf) &&
-         !av_attr_get_enum(op, "direction", buf, sizeof buf)) ||
-        !av_parse_cmp_dir(buf, &dir))
-      return false;
-    if (av_attr_get_enum(op, "compare_type", buf, sizeof buf)) ct = av_parse_cmp_type(buf);
-  }
-  av_ew_kernel *k = av_arena_alloc(b->c->a, sizeof *k);
-  if (!k || !av_ew_prepare(op->code, t0, rt, dir, ct, k)) return false;
-  ins.ew = k;
+  av_cmp_dir dir;
+  av_cmp_type ct;
+  if (n < 0 || !(ins.ew = av_ew_kernel_of(b->c, op, t0, rt, &dir, &ct))) return false;
   int fast = n == 1 && op->results[0].type->rank == 0 && arity == 2 ? av_scalar_fast_form(op->code, t0, ct) : -1;
   if (fast >= 0) {
     ins.kind = AV_LI_FAST;

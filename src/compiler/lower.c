@@ -269,21 +269,18 @@ av_storage *av_lower_dense(av_lower *c, const av_attr *a, const av_slot_type *t)
                   av_dtype_mlir_name(a->type->dtype), av_dtype_mlir_name(t->dtype));
     return NULL;
   }
-  bool splat = a->u.dense.splat && !(t->nelems == 1 && a->u.dense.size == es);
-  if (splat ? a->u.dense.size != es : a->u.dense.size != t->nbytes) {
-    if (!(a->u.dense.size == es && t->nelems != 1)) {
-      av_lower_fail(c, AV_INVALID_ARGUMENT, "constant holds %zu bytes, its type needs %zu",
-                    a->u.dense.size, splat ? es : t->nbytes);
-      return NULL;
-    }
-    splat = true; /* one element for many: a splat */
+  if (a->u.dense.size != es && a->u.dense.size != t->nbytes) {
+    av_lower_fail(c, AV_INVALID_ARGUMENT, "constant holds %zu bytes, its type needs %zu",
+                  a->u.dense.size, a->u.dense.splat ? es : t->nbytes);
+    return NULL;
   }
   av_storage *st = av_lower_const_storage(c, t->nbytes);
   if (!st) return NULL;
-  if (splat)
-    av_fill(st->data, t->nelems, a->u.dense.data, es);
-  else if (t->nbytes)
-    memcpy(st->data, a->u.dense.data, t->nbytes);
+  if (!av_attr_dense_copy(a, t->dtype, t->nelems, st->data)) {
+    av_lower_fail(c, AV_INVALID_ARGUMENT, "constant holds %zu bytes, its type needs %zu",
+                  a->u.dense.size, es);
+    return NULL;
+  }
   return st;
 }
 

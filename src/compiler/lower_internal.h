@@ -108,6 +108,15 @@ bool av_lower_lapack(av_lower *c, const av_op *op, const char *target);
  * case of the dynamic_* ops); false otherwise. */
 bool av_const_operand_ints(const av_value *v, int64_t *out, size_t cap, size_t *n);
 
+/* A compare op's comparison_direction (or HLO's `direction`) and compare_type; defaults for
+ * other ops. false when a compare's direction is missing (`bad` empty) or not one (`bad`
+ * holds its spelling). Reports nothing. */
+bool av_compare_attrs(const av_op *op, av_cmp_dir *dir, av_cmp_type *ct, char *bad, size_t cap);
+/* The elementwise kernel of `op` from `in` to `out` elements (compare attributes into *dir,
+ * *ct), allocated in the plan's arena; NULL when unsupported (nothing reported: the register
+ * program builders use it and decline). */
+const av_ew_kernel *av_ew_kernel_of(av_lower *c, const av_op *op, av_dtype in, av_dtype out,
+                                    av_cmp_dir *dir, av_cmp_type *ct);
 /* Comparison attribute spellings. */
 bool av_parse_cmp_dir(const char *s, av_cmp_dir *dir);
 av_cmp_type av_parse_cmp_type(const char *s);

@@ -1,4 +1,5 @@
 /* Per-op lowering: dispatch, elementwise, convert, constants, select/clamp, checks, calls. */
+#include <stdio.h>
 #include <string.h>
 
 #include "compiler/lower_internal.h"
@@ -67,6 +68,32 @@ static void set_dead(av_lower *c, av_step *s, const int32_t *slots, uint32_t n) 
   s->ndead = n;
 }
 
+bool av_compare_attrs(const av_op *op, av_cmp_dir *dir, av_cmp_type *ct, char *bad, size_t cap) {
+  *dir = AV_CMP_EQ;
+  *ct = AV_CMP_DEFAULT;
+  bad[0] = '\0';
+  if (op->code != AV_OP_COMPARE) return true;
+  char buf[32];
+  if (!av_attr_get_enum(op, "comparison_direction", buf, sizeof buf) &&
+      !av_attr_get_enum(op, "direction", buf, sizeof buf))
+    return false;
+  if (!av_parse_cmp_dir(buf, dir)) {
+    snprintf(bad, cap, "%s", buf);
+    return false;
+  }
+  if (av_attr_get_enum(op, "compare_type", buf, sizeof buf)) *ct = av_parse_cmp_type(buf);
+  return true;
+}
+
+const av_ew_kernel *av_ew_kernel_of(av_lower *c, const av_op *op, av_dtype in, av_dtype out,
+                                    av_cmp_dir *dir, av_cmp_type *ct) {
+  char bad[32];
+  if (!av_compare_attrs(op, dir, ct, bad, sizeof bad)) return NULL;
+  if ((op->code == AV_OP_REAL || op->code == AV_OP_IMAG) && !av_dtype_is_complex(in)) return NULL;
+  av_ew_kernel *k = av_arena_alloc(c->a, sizeof *k);
+  return k && av_ew_prepare(op->code, in, out, *dir, *ct, k) ? k : NULL;
+}
+
 static bool lower_elementwise(av_lower *c, const av_op *op) {
   int arity = av_ew_arity(op->code);
   if (!expect_counts(c, op, (uint32_t)arity, 1)) return false;
@@ -84,16 +111,12 @@ static bool lower_elementwise(av_lower *c, const av_op *op) {
     if (rt->dtype != t0->dtype) return AV_INVALID(c, "result element type mismatch");
     return av_emit_op(c, op->code == AV_OP_REAL ? av_step_alias : av_step_zero, NULL) != NULL;
   }
-  av_cmp_dir dir = AV_CMP_EQ;
-  av_cmp_type ctype = AV_CMP_DEFAULT;
-  if (op->code == AV_OP_COMPARE) {
-    char buf[32];
-    if (!av_attr_get_enum(op, "comparison_direction", buf, sizeof buf) &&
-        !av_attr_get_enum(op, "direction", buf, sizeof buf))
-      return AV_INVALID(c, "missing comparison_direction");
-    if (!av_parse_cmp_dir(buf, &dir)) return AV_INVALID(c, "bad comparison_direction %s", buf);
-    if (av_attr_get_enum(op, "compare_type", buf, sizeof buf)) ctype = av_parse_cmp_type(buf);
-  }
+  av_cmp_dir dir;
+  av_cmp_type ctype;
+  char bad[32];
+  if (!av_compare_attrs(op, &dir, &ctype, bad, sizeof bad))
+    return bad[0] ? AV_INVALID(c, "bad comparison_direction %s", bad)
+                  : AV_INVALID(c, "missing comparison_direction");
   av_ew_kernel *k = av_lower_alloc(c, sizeof *k);
   if (!k) return false;
   if (!av_ew_prepare(op->code, t0->dtype, rt->dtype, dir, ctype, k))
@@ -294,9 +317,7 @@ static bool lower_check(av_lower *c, const av_op *op, av_check_kind kind, bool w
     p->tolerance = tol->u.f;
   }
   if (with_const) {
-    const av_attr *a = av_op_attr(op, "value");
-    for (uint32_t i = 0; !a && i < op->nattrs; i++)
-      if (op->attrs[i].value && op->attrs[i].value->kind == AV_ATTR_DENSE) a = op->attrs[i].value;
+    const av_attr *a = av_op_dense_attr(op);
     if (a && a->type && a->type->kind == AV_TYPE_TENSOR) {
       av_slot_type et;
       if (!av_slot_type_of(c, a->type, &et) || et.dtype != t->dtype || !same_shape(&et, t))
@@ -314,14 +335,6 @@ static bool lower_check(av_lower *c, const av_op *op, av_check_kind kind, bool w
   if (!s) return false;
   for (uint32_t i = 0; i < op->noperands; i++) ((int32_t *)s->in)[i] = av_vslot(c, op->operands[i]);
   /* results (if any) are unused placeholders */
-  return true;
-}
-
-static bool check_kind_of(const char *name, av_check_kind *k) {
-  if (strcmp(name, "check.expect_eq") == 0) *k = AV_CHECK_EQ;
-  else if (strcmp(name, "check.expect_close") == 0) *k = AV_CHECK_CLOSE;
-  else if (strcmp(name, "check.expect_almost_eq") == 0) *k = AV_CHECK_ALMOST_EQ;
-  else return false;
   return true;
 }
 
@@ -394,7 +407,8 @@ static bool lower_custom_call(av_lower *c, const av_op *op) {
   const char *target = av_attr_get_str(op, "call_target_name");
   if (!target) return AV_INVALID(c, "missing call_target_name");
   av_check_kind k;
-  if (check_kind_of(target, &k)) return lower_check(c, op, k, false);
+  bool with_const;
+  if (av_check_kind_of(target, &k, &with_const) && !with_const) return lower_check(c, op, k, false);
   if (is_identity_target(target)) return lower_identity(c, op);
   /* lax.dce_sink: keeps its operands alive through DCE and does nothing else */
   if (strcmp(target, "dce_sink") == 0 && op->nresults == 0) return true;
@@ -475,17 +489,8 @@ bool av_lower_op(av_lower *c, const av_op *op) {
     }
     case AV_OP_UNKNOWN: {
       av_check_kind k;
-      const char *n = op->name;
-      size_t len = strlen(n);
-      if (len > 6 && strcmp(n + len - 6, "_const") == 0) {
-        char base[64];
-        if (len - 6 < sizeof base) {
-          memcpy(base, n, len - 6);
-          base[len - 6] = '\0';
-          if (check_kind_of(base, &k)) return lower_check(c, op, k, true);
-        }
-      }
-      if (check_kind_of(n, &k)) return lower_check(c, op, k, false);
+      bool with_const;
+      if (av_check_kind_of(op->name, &k, &with_const)) return lower_check(c, op, k, with_const);
       return AV_UNSUPPORTED(c, "unknown op");
     }
     default:

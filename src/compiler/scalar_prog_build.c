@@ -142,19 +142,10 @@ const av_scalar_prog *av_build_scalar_prog(av_lower *c, const av_region *region)
       s->kind = AV_SI_CONVERT;
       s->cv = cv;
     } else if (av_ew_arity(op->code) == (int)op->noperands) {
-      av_cmp_dir dir = AV_CMP_EQ;
-      av_cmp_type ct = AV_CMP_DEFAULT;
-      if (op->code == AV_OP_COMPARE) {
-        char buf[32];
-        if (!av_attr_get_enum(op, "comparison_direction", buf, sizeof buf) ||
-            !av_parse_cmp_dir(buf, &dir))
-          return NULL;
-        if (av_attr_get_enum(op, "compare_type", buf, sizeof buf)) ct = av_parse_cmp_type(buf);
-      }
-      if ((op->code == AV_OP_REAL || op->code == AV_OP_IMAG) && !av_dtype_is_complex(idt))
-        return NULL;
-      av_ew_kernel *k = av_arena_alloc(c->a, sizeof *k);
-      if (!k || !av_ew_prepare(op->code, idt, rdt, dir, ct, k)) return NULL;
+      av_cmp_dir dir;
+      av_cmp_type ct;
+      const av_ew_kernel *k = av_ew_kernel_of(c, op, idt, rdt, &dir, &ct);
+      if (!k) return NULL;
       s->kind = AV_SI_EW;
       s->ew = k;
       int fast = op->noperands == 2 && op->operands[1]->type->dtype == idt ? av_scalar_fast_form(op->code, idt, ct) : -1;

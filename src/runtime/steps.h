@@ -155,5 +155,8 @@ typedef struct av_check_params {
   double tolerance;     /* almost_eq */
 } av_check_params;
 av_code av_step_check(const av_step *s, av_frame *f, av_diag *d);
+/* The check an op or custom_call target name asks for: check.expect_{eq,close,almost_eq},
+ * with the expected value as an attribute when the name ends in _const (*with_const). */
+bool av_check_kind_of(const char *name, av_check_kind *k, bool *with_const);
 
 #endif

@@ -13,10 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "compiler/attrs.h"
 #include "compiler/program_module.h"
 #include "conformance/parallel.h"
 #include "frontend/load.h"
-#include "runtime/kernels/shape.h"
 #include "runtime/steps.h"
 
 enum { MAX_PROCS = 64, MAX_CHECKS = 256 };
@@ -38,29 +38,16 @@ static int say(char *reason, size_t cap, int result, const char *fmt, const char
   return result;
 }
 
-/* A tensor holding the value of a dense attribute with the given tensor type. */
+/* Storage holding the value a dense attribute gives a tensor of type t. */
 static av_storage *dense_storage(const av_attr *a, const av_type *t) {
   int64_t n = av_type_num_elements(t);
-  size_t es = av_dtype_size(t->dtype);
-  if (!a || a->kind != AV_ATTR_DENSE || n < 0 || es == 0) return NULL;
-  if (a->type && a->type->kind == AV_TYPE_TENSOR && a->type->dtype != t->dtype) return NULL;
-  size_t bytes = (size_t)n * es;
-  bool splat = a->u.dense.size == es && n != 1;
-  if (!splat && a->u.dense.size != bytes) return NULL;
-  av_storage *st = av_storage_alloc(bytes ? bytes : 1);
-  if (!st) return NULL;
-  if (splat)
-    av_fill(st->data, n, a->u.dense.data, es);
-  else if (bytes)
-    memcpy(st->data, a->u.dense.data, bytes);
+  size_t bytes = (size_t)(n > 0 ? n : 0) * av_dtype_size(t->dtype);
+  av_storage *st = n < 0 ? NULL : av_storage_alloc(bytes ? bytes : 1);
+  if (st && !av_attr_dense_copy(a, t->dtype, n, st->data)) {
+    av_storage_release(st);
+    st = NULL;
+  }
   return st;
-}
-
-static const av_attr *dense_attr(const av_op *op) {
-  const av_attr *a = av_op_attr(op, "value");
-  for (uint32_t i = 0; !a && i < op->nattrs; i++)
-    if (op->attrs[i].value && op->attrs[i].value->kind == AV_ATTR_DENSE) a = op->attrs[i].value;
-  return a;
 }
 
 /* The single function every process of the grid runs, with the grid's shape. */
@@ -83,14 +70,6 @@ static const char *grid_function(const av_op *rp, int *nrep, int *npart) {
     }
   }
   return (int64_t)*nrep * *npart <= MAX_PROCS ? name : NULL;
-}
-
-static bool check_kind(const char *name, av_check_kind *k) {
-  if (strcmp(name, "check.expect_eq_const") == 0) *k = AV_CHECK_EQ;
-  else if (strcmp(name, "check.expect_almost_eq_const") == 0) *k = AV_CHECK_ALMOST_EQ;
-  else if (strcmp(name, "check.expect_close_const") == 0) *k = AV_CHECK_CLOSE;
-  else return false;
-  return true;
 }
 
 /* Reads @main into `pc` and makes @f the module's entry; RESULT_PASS when it can run. */
@@ -131,7 +110,7 @@ static int prepare(av_module *m, pcase *pc, char *reason, size_t cap) {
     if (!v->def || v->def->code != AV_OP_CONSTANT || !v->type || v->type->kind != AV_TYPE_TENSOR ||
         v->type->rank > AV_MAX_RANK)
       return say(reason, cap, AV_CONF_SKIP, "%s", "run_parallel input that is not a constant");
-    t->storage = dense_storage(dense_attr(v->def), v->type);
+    t->storage = dense_storage(av_op_dense_attr(v->def), v->type);
     if (!t->storage) return say(reason, cap, AV_CONF_FAIL, "%s", "bad constant input");
     t->dtype = v->type->dtype;
     t->rank = v->type->rank;
@@ -139,8 +118,10 @@ static int prepare(av_module *m, pcase *pc, char *reason, size_t cap) {
   }
   for (const av_op *op = b->first; op; op = op->next) {
     av_check_kind kind;
+    bool with_const = false;
     if (strncmp(op->name, "check.", 6) != 0) continue;
-    if (!check_kind(op->name, &kind) || op->noperands != 1 || pc->nchecks >= MAX_CHECKS)
+    if (!av_check_kind_of(op->name, &kind, &with_const) || !with_const || op->noperands != 1 ||
+        pc->nchecks >= MAX_CHECKS)
       return say(reason, cap, AV_CONF_SKIP, "check %s in a run_parallel case", op->name);
     const av_value *v = op->operands[0];
     if (v->def != rp) return say(reason, cap, AV_CONF_SKIP, "%s", "check of a value computed in @main");
@@ -149,7 +130,7 @@ static int prepare(av_module *m, pcase *pc, char *reason, size_t cap) {
     c->params.tolerance = 1e-3;
     const av_attr *tol = av_op_attr(op, "tolerance");
     if (tol && tol->kind == AV_ATTR_FLOAT) c->params.tolerance = tol->u.f;
-    c->params.expected = dense_storage(dense_attr(op), v->type);
+    c->params.expected = dense_storage(av_op_dense_attr(op), v->type);
     if (!c->params.expected) return say(reason, cap, AV_CONF_FAIL, "%s", "bad expected value");
     c->proc = (int)v->index / pc->nres;
     c->output = (int)v->index % pc->nres;

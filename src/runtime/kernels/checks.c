@@ -67,6 +67,25 @@ static const char *kind_name(av_check_kind k) {
   return k == AV_CHECK_EQ ? "expect_eq" : k == AV_CHECK_CLOSE ? "expect_close" : "expect_almost_eq";
 }
 
+bool av_check_kind_of(const char *name, av_check_kind *k, bool *with_const) {
+  static const struct {
+    const char *name;
+    av_check_kind kind;
+  } kinds[] = {{"check.expect_eq", AV_CHECK_EQ},
+               {"check.expect_close", AV_CHECK_CLOSE},
+               {"check.expect_almost_eq", AV_CHECK_ALMOST_EQ}};
+  for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++) {
+    size_t n = strlen(kinds[i].name);
+    if (strncmp(name, kinds[i].name, n) != 0) continue;
+    if (name[n] == '\0' || strcmp(name + n, "_const") == 0) {
+      *k = kinds[i].kind;
+      *with_const = name[n] != '\0';
+      return true;
+    }
+  }
+  return false;
+}
+
 av_code av_step_check(const av_step *s, av_frame *f, av_diag *d) {
   const av_check_params *p = s->params;
   const av_slot_type *t = av_in_type(s, f, 0);

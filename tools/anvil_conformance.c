@@ -5,8 +5,8 @@
  * custom_call @check.expect_*), and interpret-style files split on `// -----` (each case is
  * run and counted on its own, named FILE#N). A test passes when it compiles and runs with
  * every check satisfied; cases of the interpreter's multi-process harness
- * (interpreter.run_parallel) run on several devices (conformance/parallel.c). It is skipped, with the reason printed, only when it uses what
- * anvil deliberately does not support (dynamic shapes, quantized types); everything else
+ * (interpreter.run_parallel) run on several devices (conformance/parallel.c). It is skipped,
+ * with the reason printed, only when it uses what anvil deliberately does not support (dynamic shapes, quantized types); everything else
  * that does not pass is a failure. Each test runs in a child process (crashes and hangs
  * become failures), unless --no-fork.
  *

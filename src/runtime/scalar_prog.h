@@ -29,21 +29,21 @@ typedef enum av_sfast {
 
 /* out = a OP b for an av_sfast (comparisons: direction `dir`, an av_cmp_dir); inline, so the
  * loops that run these every iteration pay no call. */
-#define AV_SF_LOAD2(T)                                                                             \
-  T x, y;                                                                                    \
-  memcpy(&x, a, sizeof x);                                                                   \
+#define AV_SF_LOAD2(T)                                                                         \
+  T x, y;                                                                                      \
+  memcpy(&x, a, sizeof x);                                                                     \
   memcpy(&y, b, sizeof y)
-#define AV_SF_BIN(T, OP)                                                                           \
-  do {                                                                                       \
-    AV_SF_LOAD2(T);                                                                                \
-    T r = (T)(x OP y);                                                                       \
-    memcpy(out, &r, sizeof r);                                                               \
+#define AV_SF_BIN(T, OP)                                                                       \
+  do {                                                                                         \
+    AV_SF_LOAD2(T);                                                                            \
+    T r = (T)(x OP y);                                                                         \
+    memcpy(out, &r, sizeof r);                                                                 \
   } while (0)
-#define AV_SF_CMP(T)                                                                               \
-  do {                                                                                       \
-    AV_SF_LOAD2(T);                                                                                \
-    uint8_t r = av_sfast_compare(dir, x < y, x == y, y < x);                                          \
-    memcpy(out, &r, 1);                                                                      \
+#define AV_SF_CMP(T)                                                                           \
+  do {                                                                                         \
+    AV_SF_LOAD2(T);                                                                            \
+    uint8_t r = av_sfast_compare(dir, x < y, x == y, y < x);                                   \
+    memcpy(out, &r, 1);                                                                        \
   } while (0)
 
 /* IEEE semantics from the three relations: NaN makes all three false, so only NE holds. */
@@ -83,7 +83,6 @@ static inline void av_sfast_run(uint8_t fast, uint8_t dir, const void *a, const 
     case AV_SF_CMP_F64: AV_SF_CMP(double); break;
   }
 }
-
 
 typedef struct av_sinstr {
   av_sinstr_kind kind;

@@ -108,7 +108,9 @@ static void fused_range(void *ctx, int64_t begin, int64_t end) {
     if (p->regs[r].kind == AV_FUSED_SCALAR || p->regs[r].kind == AV_FUSED_TEMP ||
         p->regs[r].kind == AV_FUSED_BOX)
       scratch += (p->regs[r].esize * (size_t)tile + 15) & ~(size_t)15;
-  _Alignas(16) char local_buf[4096];
+  /* room for every scratch tile fused_tile allows (up to 16-byte padding per register), so
+   * the heap is only for chains so long that the smallest tile exceeds the budget */
+  _Alignas(16) char local_buf[FUSED_TILE_BYTES + 16 * 32];
   char *local_base[32];
   char *buf = scratch <= sizeof local_buf ? local_buf : malloc(scratch);
   char **base = p->nregs <= 32 ? local_base : malloc(sizeof *base * p->nregs);

@@ -181,8 +181,9 @@ static av_code prepare(const av_view *v, const int *perm, int nb, int g1, int g2
   return AV_OK;
 }
 
-/* Small products of complex numbers: one sequential sum per output element, products rounded
- * before adding (the conformance data's expected values were made so for complex dots). */
+/* Small products in the plain loop: one sequential sum per output element, products rounded
+ * before adding - for real types the layouts small_gemm_* does not take; complex dots
+ * (NAIVE_COMPLEX) always, as the conformance data's expected values were made so. */
 #define NAIVE_REAL(T)                                                                          \
   for (int64_t bi = 0; bi < B; bi++) {                                                         \
     const T *Ab = (const T *)a->data + bi * M * K, *Bb = (const T *)b->data + bi * K * N;      \

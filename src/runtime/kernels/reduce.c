@@ -106,7 +106,7 @@ static av_code validate(const av_reduce_params *p, const av_view *in, const av_v
 /* RUN(src, n, &acc): folds a contiguous run into acc exactly as the loop would, or returns
  * false (acc untouched) to leave it to the loop. */
 #define DEFINE_FOLD_RUN(name, T, OP, RUN)                                                     \
-  AV_CLONES static void name(const red_shape *s, const T *in, T *out) {                                 \
+  AV_CLONES static void name(const red_shape *s, const T *in, T *out) {                       \
     int r = s->rank;                                                                          \
     int64_t idx[AV_KMAX_RANK] = {0};                                                          \
     int64_t inner = s->dims[r - 1], total = 1;                                                \
@@ -217,7 +217,7 @@ DEFINE_FOLD(fold_min_s64, int64_t, IMIN)
 #define SUM_BLOCK 256
 
 #define DEFINE_SUM_RUN(name, T)                                                               \
-  static inline double name(const T *restrict src, int64_t n) {                                      \
+  static inline double name(const T *restrict src, int64_t n) {                               \
     double total = -0.0; /* -0 is the additive identity: a sum of -0s stays -0 */             \
     int64_t j = 0;                                                                            \
     for (; j + SUM_BLOCK <= n; j += SUM_BLOCK) {                                              \
@@ -249,7 +249,7 @@ static inline double sum_run_f64(const double *restrict src, int64_t n) {
 
 /* Returns false (nothing written) when the double scratch cannot be allocated. */
 #define DEFINE_SUM(name, T, RUN)                                                              \
-  AV_CLONES static bool name(const red_shape *s, const T *in, T *out, int64_t nout) {                   \
+  AV_CLONES static bool name(const red_shape *s, const T *in, T *out, int64_t nout) {         \
     double *acc = malloc((size_t)(nout > 0 ? nout : 1) * sizeof(double));                     \
     if (!acc) return false;                                                                   \
     for (int64_t i = 0; i < nout; i++) acc[i] = (double)out[i];                               \

@@ -2,8 +2,8 @@
  *
  * AV_CLONES on a function makes gcc/clang emit it for AVX-512F, AVX2 and baseline x86-64
  * and pick the best the CPU runs (an ifunc). Every copy does the same IEEE operations in the
- * same order (ISO C mode: no FMA contraction; lane structures are written out in the source),
- * so results are bit-identical on every machine; only the vector width differs.
+ * same order (-ffp-contract=off: no FMA contraction; lane structures are written out in the
+ * source), so results are bit-identical on every machine; only the vector width differs.
  * Other targets, and sanitizer builds (ifunc resolvers run before the sanitizer runtimes
  * start), build the portable function only. */
 #ifndef ANVIL_RUNTIME_KERNELS_SIMD_CLONES_H

@@ -87,9 +87,7 @@ static av_code alloc_reusing(const av_step *s, av_frame *f, av_diag *d) {
   size_t nb = av_out_type(s, f, 0)->nbytes;
   for (uint32_t i = 0; i < s->nin && i < 32; i++) {
     if (!(s->in_dies >> i & 1u) || av_in_type(s, f, i)->nbytes != nb) continue;
-    av_slot *in = &f->slots[s->in[i]];
-    if (in->st && in->st->owned && atomic_load(&in->st->refcount) == 1)
-      return av_step_alloc_out_reuse(s, f, 0, i, d);
+    if (av_slot_is_private(&f->slots[s->in[i]], nb)) return av_step_alloc_out_reuse(s, f, 0, i, d);
   }
   return av_step_alloc_out(s, f, 0, d);
 }

@@ -8,6 +8,7 @@
 #include "ir/ir.h"
 #include "util/diag.h"
 
-av_code av_check_module(const av_module *m, av_diag *d);
+/* Runs the compiler's IR passes on m (it is rewritten, as for compiling) and lowers it. */
+av_code av_check_module(av_module *m, av_diag *d);
 
 #endif

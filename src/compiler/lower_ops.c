@@ -302,10 +302,12 @@ static bool lower_reduce_precision(av_lower *c, const av_op *op) {
 
 /* ------------------------------------------------------------- checks */
 
-static bool lower_check(av_lower *c, const av_op *op, av_check_kind kind, bool with_const) {
+/* `actual` is the operand checked: 0, or 1 for testdata's check.eq(expected, actual). */
+static bool lower_check(av_lower *c, const av_op *op, av_check_kind kind, bool with_const,
+                        uint32_t actual) {
   if (op->noperands != (with_const ? 1u : 2u))
     return AV_INVALID(c, "expected %d operands", with_const ? 1 : 2);
-  const av_slot_type *t = av_tensor_of(c, op->operands[0], "actual");
+  const av_slot_type *t = av_tensor_of(c, op->operands[actual], "actual");
   if (!t) return false;
   av_check_params *p = av_lower_alloc(c, sizeof *p);
   if (!p) return false;
@@ -326,14 +328,15 @@ static bool lower_check(av_lower *c, const av_op *op, av_check_kind kind, bool w
     p->expected = av_lower_dense(c, a, t);
     if (!p->expected) return false;
   } else {
-    const av_slot_type *e = av_tensor_of(c, op->operands[1], "expected");
+    const av_slot_type *e = av_tensor_of(c, op->operands[1 - actual], "expected");
     if (!e) return false;
     if (e->dtype != t->dtype || !same_shape(e, t))
       return AV_INVALID(c, "actual and expected types differ");
   }
   av_step *s = av_emit(c, av_step_check, p, op->noperands, 0);
   if (!s) return false;
-  for (uint32_t i = 0; i < op->noperands; i++) ((int32_t *)s->in)[i] = av_vslot(c, op->operands[i]);
+  for (uint32_t i = 0; i < op->noperands; i++)
+    ((int32_t *)s->in)[i] = av_vslot(c, op->operands[i == 0 ? actual : 1 - actual]);
   /* results (if any) are unused placeholders */
   return true;
 }
@@ -408,7 +411,9 @@ static bool lower_custom_call(av_lower *c, const av_op *op) {
   if (!target) return AV_INVALID(c, "missing call_target_name");
   av_check_kind k;
   bool with_const;
-  if (av_check_kind_of(target, &k, &with_const) && !with_const) return lower_check(c, op, k, false);
+  if (av_check_kind_of(target, &k, &with_const) && !with_const) return lower_check(c, op, k, false, 0);
+  /* StableHLO's generated testdata (testdata-quantized): check.eq(expected, actual), exact */
+  if (strcmp(target, "check.eq") == 0) return lower_check(c, op, AV_CHECK_EQ, false, 1);
   if (is_identity_target(target)) return lower_identity(c, op);
   /* lax.dce_sink: keeps its operands alive through DCE and does nothing else */
   if (strcmp(target, "dce_sink") == 0 && op->nresults == 0) return true;
@@ -490,7 +495,7 @@ bool av_lower_op(av_lower *c, const av_op *op) {
     case AV_OP_UNKNOWN: {
       av_check_kind k;
       bool with_const;
-      if (av_check_kind_of(op->name, &k, &with_const)) return lower_check(c, op, k, with_const);
+      if (av_check_kind_of(op->name, &k, &with_const)) return lower_check(c, op, k, with_const, 0);
       return AV_UNSUPPORTED(c, "unknown op");
     }
     default:

@@ -8,6 +8,7 @@
 #include "compiler/cost.h"
 #include "compiler/lower.h"
 #include "compiler/program_module.h"
+#include "compiler/quant_legalize.h"
 #include "compiler/sharding_lower.h"
 #include "frontend/load.h"
 #include "ir/ir.h"
@@ -114,6 +115,7 @@ av_program *av_program_from_module(av_module *m, const av_compile_options *optio
 }
 
 static av_program *finish(av_program *p, const av_compile_options *options, av_diag *d) {
+  if (av_legalize_quant(p->module, d) != AV_OK) goto fail;
   p->plan = av_lower_module(p->module, d);
   if (!p->plan) goto fail;
   const av_func_plan *e = p->plan->entry;

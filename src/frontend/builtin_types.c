@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "frontend/quant_text.h"
 #include "frontend/bytecode_internal.h"
 
 static const bc_type_slot *slot_of(bc_reader *r, const av_type *t, bool elem) {
@@ -193,7 +194,14 @@ const bc_type_slot *bc_textual_type(bc_reader *r, const char *s, size_t len) {
       return bc_elem_slot(r, strcmp(kElemWords[i], "index") == 0 ? AV_DT_S64 : AV_DT_INVALID,
                           kElemWords[i]);
   if (len >= 16 && memcmp(s, "!stablehlo.token", 16) == 0) return slot_of(r, av_type_token(r->m), false);
-  /* Unknown dialect types used as elements (e.g. !quant.uniform) are marked as elements so
+  av_quant q;
+  av_dtype storage;
+  size_t used;
+  if (!av_parse_quant_type(r->m, s, len, &storage, &q, &used) && used == len) {
+    const av_type *t = av_type_quantized(r->m, storage, 0, NULL, &q);
+    return t ? slot_of(r, t, true) : NULL;
+  }
+  /* Unknown dialect types used as elements (e.g. other !quant types) are marked as elements so
    * that tensors of them can still be built (as AV_TYPE_OTHER). */
   bool elem = len > 0 && s[0] == '!';
   return slot_of(r, bc_other_type(r, s, len), elem);

@@ -31,7 +31,9 @@ const av_type *bc_other_type(bc_reader *r, const char *text, size_t len) {
 const av_type *bc_tensor_type(bc_reader *r, const bc_type_slot *elem, int rank,
                               const int64_t *dims, const av_attr *encoding) {
   if (elem->t->kind == AV_TYPE_TENSOR) {
-    av_type *t = (av_type *)av_type_tensor(r->m, elem->t->dtype, rank, dims);
+    av_type *t = (av_type *)(elem->t->quant
+                                 ? av_type_quantized(r->m, elem->t->dtype, rank, dims, elem->t->quant)
+                                 : av_type_tensor(r->m, elem->t->dtype, rank, dims));
     if (t) t->encoding = encoding;
     return t;
   }

@@ -5,6 +5,7 @@
 
 #include "ir/float_codec.h"
 #include "frontend/mlir_text_internal.h"
+#include "frontend/quant_text.h"
 
 /* ------------------------------------------------------------------ types */
 
@@ -187,6 +188,20 @@ static const av_type *parse_tensor_type(mt_parser *p) {
   } else if ((dt = mt_ident_dtype(&elem_tok)) != AV_DT_INVALID) {
     mt_next(p);
     known = true;
+  } else if ((size_t)(e - elem_tok.p) > 15 && memcmp(elem_tok.p, "!quant.uniform<", 15) == 0) {
+    av_quant qt;
+    size_t used;
+    const char *why = av_parse_quant_type(p->m, elem_tok.p, (size_t)(e - elem_tok.p), &dt, &qt, &used);
+    if (why) {
+      mt_fail(p, "%s", why);
+      return NULL;
+    }
+    p->lx.pos = elem_tok.p + used;
+    mt_next(p);
+    if (!mt_expect(p, MT_GREATER, "'>' closing tensor type")) return NULL;
+    const av_type *t = av_type_quantized(p->m, dt, rank, dims, &qt);
+    if (!t) mt_fail(p, "out of memory");
+    return t;
   }
   if (!known) {
     /* quantized or other element types: keep the whole tensor type as text */

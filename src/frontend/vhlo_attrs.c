@@ -18,45 +18,65 @@ static const bc_type_slot *slot_of(bc_reader *r, const av_type *t, bool elem) {
 
 /* ---------------------------------------------------------------- types */
 
-/* Quantized element types: kept as text, with the storage type's dtype. */
+/* Quantized element types (UniformQuantizedV1 / UniformQuantizedPerAxisV1): a rank-0 tensor of
+ * the storage type carrying the quantization parameters. The storage integer is signless in
+ * MLIR; bit 0 of the flags says whether it is signed. */
 static const bc_type_slot *quantized(bc_reader *r, bc_cursor *c, bool per_axis) {
-  uint64_t flags, qdim = 0;
+  uint64_t flags, qdim = 0, n = 1;
   av_dtype storage, expressed;
-  int64_t zp = 0, smin, smax;
+  av_quant q = {0};
   uint64_t scale_bits = 0;
-  char buf[256];
-  bc_text t = {buf, 0, sizeof buf};
+  double *scales = NULL;
+  int64_t *zps = NULL;
   if (!bc_read_varint(c, &flags) || !bc_read_elem_dtype(r, c, &storage, NULL) ||
       !bc_read_elem_dtype(r, c, &expressed, NULL))
     goto bad;
+  if (!av_dtype_is_int(storage) || !av_dtype_is_float(expressed)) goto bad;
+  if (!(flags & 1)) { /* unsigned storage: ui<bits> */
+    char name[8];
+    int len = snprintf(name, sizeof name, "ui%d", av_dtype_bits(storage));
+    storage = av_dtype_from_mlir_name(name, (size_t)len);
+    if (storage == AV_DT_INVALID) goto bad;
+  }
+  q.expressed = expressed;
+  q.axis = -1;
   if (!per_axis) {
-    if (!bc_read_apint(r, c, 64, &scale_bits) || !bc_read_svarint(c, &zp) ||
-        !bc_read_svarint(c, &smin) || !bc_read_svarint(c, &smax))
+    scales = av_arena_alloc(&r->m->arena, sizeof *scales);
+    zps = av_arena_alloc(&r->m->arena, sizeof *zps);
+    if (!scales || !zps || !bc_read_apint(r, c, 64, &scale_bits) || !bc_read_svarint(c, &zps[0]) ||
+        !bc_read_svarint(c, &q.storage_min) || !bc_read_svarint(c, &q.storage_max))
       goto bad;
-    bc_text_printf(&t, "!quant.uniform<%s:%s, %g:%lld>", av_dtype_mlir_name(storage),
-                   av_dtype_mlir_name(expressed), bc_float_from_bits(AV_DT_F64, scale_bits),
-                   (long long)zp);
+    scales[0] = bc_float_from_bits(AV_DT_F64, scale_bits);
   } else {
-    uint64_t n;
-    if (!bc_read_varint(c, &qdim) || !bc_read_svarint(c, &smin) || !bc_read_svarint(c, &smax) ||
-        !bc_read_varint(c, &n) || n > bc_remaining(c))
+    uint64_t nz;
+    if (!bc_read_varint(c, &qdim) || qdim > 64 || !bc_read_svarint(c, &q.storage_min) ||
+        !bc_read_svarint(c, &q.storage_max) || !bc_read_varint(c, &n) || n == 0 ||
+        n > bc_remaining(c))
       goto bad;
-    bc_text_printf(&t, "!quant.uniform<%s:%s:%llu, {", av_dtype_mlir_name(storage),
-                   av_dtype_mlir_name(expressed), (unsigned long long)qdim);
+    q.axis = (int32_t)qdim;
+    scales = av_arena_calloc(&r->m->arena, n, sizeof *scales);
+    zps = av_arena_calloc(&r->m->arena, n, sizeof *zps);
+    if (!scales || !zps) goto bad;
     for (uint64_t i = 0; i < n; i++) {
       if (!bc_read_apint(r, c, 64, &scale_bits)) goto bad;
-      bc_text_printf(&t, "%s%g", i ? "," : "", bc_float_from_bits(AV_DT_F64, scale_bits));
+      scales[i] = bc_float_from_bits(AV_DT_F64, scale_bits);
     }
-    if (!bc_read_varint(c, &n) || n > bc_remaining(c)) goto bad;
+    if (!bc_read_varint(c, &nz) || nz != n) goto bad;
     for (uint64_t i = 0; i < n; i++)
-      if (!bc_read_svarint(c, &zp)) goto bad;
-    bc_text_put(&t, "}>", 2);
+      if (!bc_read_svarint(c, &zps[i])) goto bad;
   }
-  (void)flags;
+  q.n = (uint32_t)n;
+  q.scales = scales;
+  q.zero_points = zps;
   {
-    av_type *ty = (av_type *)bc_other_type(r, t.buf, t.len);
+    int64_t lo, hi;
+    if (!av_quant_storage_range(storage, &lo, &hi) || q.storage_min < lo || q.storage_max > hi ||
+        q.storage_min > q.storage_max)
+      goto bad;
+    for (uint32_t i = 0; i < q.n; i++)
+      if (!(scales[i] > 0) || scales[i] > 1e300) goto bad;
+    const av_type *ty = av_type_quantized(r->m, storage, 0, NULL, &q);
     if (!ty) return NULL;
-    ty->dtype = storage;
     return slot_of(r, ty, true);
   }
 bad:

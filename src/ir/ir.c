@@ -54,7 +54,7 @@ bool av_type_equal(const av_type *a, const av_type *b) {
       if (a->dtype != b->dtype || a->rank != b->rank) return false;
       for (int i = 0; i < a->rank; i++)
         if (a->dims[i] != b->dims[i]) return false;
-      return true;
+      return av_quant_equal(a->quant, b->quant);
     case AV_TYPE_TOKEN:
       return true;
     case AV_TYPE_TUPLE:
@@ -67,6 +67,29 @@ bool av_type_equal(const av_type *a, const av_type *b) {
       return a->text && b->text && strcmp(a->text, b->text) == 0;
   }
   return false;
+}
+
+bool av_quant_equal(const av_quant *a, const av_quant *b) {
+  if (a == b) return true;
+  if (!a || !b || a->expressed != b->expressed || a->storage_min != b->storage_min ||
+      a->storage_max != b->storage_max || a->axis != b->axis || a->n != b->n)
+    return false;
+  for (uint32_t i = 0; i < a->n; i++)
+    if (a->scales[i] != b->scales[i] || a->zero_points[i] != b->zero_points[i]) return false;
+  return true;
+}
+
+bool av_quant_storage_range(av_dtype storage, int64_t *min, int64_t *max) {
+  int bits = av_dtype_bits(storage);
+  if (!av_dtype_is_int(storage) || bits < 1 || bits > 64) return false;
+  if (av_dtype_is_signed_int(storage)) {
+    *min = bits == 64 ? INT64_MIN : -((int64_t)1 << (bits - 1));
+    *max = bits == 64 ? INT64_MAX : ((int64_t)1 << (bits - 1)) - 1;
+  } else {
+    *min = 0;
+    *max = bits >= 63 ? INT64_MAX : ((int64_t)1 << bits) - 1;
+  }
+  return true;
 }
 
 /* ------------------------------------------------------------- building */
@@ -96,6 +119,18 @@ const av_type *av_type_tensor(av_module *m, av_dtype dt, int rank, const int64_t
     if (!d) return NULL;
     t->dims = d;
   }
+  return t;
+}
+
+const av_type *av_type_quantized(av_module *m, av_dtype storage, int rank, const int64_t *dims,
+                                 const av_quant *q) {
+  av_type *t = (av_type *)av_type_tensor(m, storage, rank, dims);
+  av_quant *c = av_arena_memdup(&m->arena, q, sizeof *q);
+  if (!t || !c || q->n == 0) return NULL;
+  c->scales = av_arena_memdup(&m->arena, q->scales, sizeof(double) * q->n);
+  c->zero_points = av_arena_memdup(&m->arena, q->zero_points, sizeof(int64_t) * q->n);
+  if (!c->scales || !c->zero_points) return NULL;
+  t->quant = c;
   return t;
 }
 
@@ -312,6 +347,22 @@ void av_block_append(av_block *b, av_op *op) {
   else
     b->first = op;
   b->last = op;
+  b->nops++;
+}
+
+void av_block_insert_before(av_block *b, av_op *before, av_op *op) {
+  if (!before) {
+    av_block_append(b, op);
+    return;
+  }
+  op->parent = b;
+  op->next = before;
+  op->prev = before->prev;
+  if (before->prev)
+    before->prev->next = op;
+  else
+    b->first = op;
+  before->prev = op;
   b->nops++;
 }
 

@@ -45,12 +45,28 @@ typedef enum av_type_kind {
 
 enum { AV_DYNAMIC_DIM = -1 }; /* `?` in tensor<?x4xf32> */
 
+/* Uniform quantization of a tensor's elements (`!quant.uniform<i8:f32, 0.5:-3>`): the tensor's
+ * dtype is the storage type, and a stored q stands for the real (q - zero_point) * scale.
+ * Per-axis quantization (`!quant.uniform<i8:f32:1, {0.1:2, 0.2}>`) has one scale and zero
+ * point per index of dimension `axis`. Quantized tensors exist between the frontends and
+ * av_legalize_quant (compiler/quant_legalize.c), which rewrites them into integer and float
+ * ops before lowering. */
+typedef struct av_quant {
+  av_dtype expressed;               /* f32 (or f16, bf16, f64) */
+  int64_t storage_min, storage_max; /* the storage type's range unless narrowed */
+  int32_t axis;                     /* quantized dimension, or -1: per tensor */
+  uint32_t n;                       /* scales and zero points: 1 per tensor */
+  const double *scales;
+  const int64_t *zero_points;
+} av_quant;
+
 typedef struct av_type {
   av_type_kind kind;
   av_dtype dtype;         /* TENSOR */
   int rank;               /* TENSOR */
   const int64_t *dims;    /* TENSOR: rank entries, AV_DYNAMIC_DIM for `?` */
   const struct av_attr *encoding; /* TENSOR: e.g. bounds; NULL if none */
+  const av_quant *quant;  /* TENSOR of quantized elements (dtype = storage); NULL if not */
   int nelems;             /* TUPLE, FUNCTION */
   const struct av_type *const *elems;
   int ninputs;            /* FUNCTION */
@@ -61,6 +77,9 @@ typedef struct av_type {
 int64_t av_type_num_elements(const av_type *t);
 bool av_type_is_static(const av_type *t);
 bool av_type_equal(const av_type *a, const av_type *b);
+bool av_quant_equal(const av_quant *a, const av_quant *b); /* NULL equals NULL only */
+/* The full range of a quantized storage type (i8: -128..127); false if not an integer type. */
+bool av_quant_storage_range(av_dtype storage, int64_t *min, int64_t *max);
 
 /* ----------------------------------------------------------- attributes */
 
@@ -196,6 +215,9 @@ void av_module_free(av_module *m);
 /* Types are allocated in the module arena; av_type_tensor copies dims. */
 const av_type *av_type_tensor(av_module *m, av_dtype dt, int rank, const int64_t *dims);
 const av_type *av_type_token(av_module *m);
+/* A tensor of quantized elements; copies q, its scales and zero points. */
+const av_type *av_type_quantized(av_module *m, av_dtype storage, int rank, const int64_t *dims,
+                                 const av_quant *q);
 const av_type *av_type_tuple(av_module *m, int n, const av_type *const *elems);
 const av_type *av_type_function(av_module *m, int nin, const av_type *const *in, int nout,
                                 const av_type *const *out);
@@ -226,6 +248,8 @@ av_func *av_func_new(av_module *m, const char *name, const av_type *ftype);
 av_op *av_op_new(av_module *m, const char *name, uint32_t noperands, uint32_t nresults,
                  const av_type *const *result_types, uint32_t nattrs, uint32_t nregions);
 void av_block_append(av_block *b, av_op *op);
+/* Inserts op before `before` (which is in b), or at the end when before is NULL. */
+void av_block_insert_before(av_block *b, av_op *before, av_op *op);
 void av_block_remove(av_block *b, av_op *op);
 /* Allocates a region's blocks and block arguments (each block gets `nargs` args of `types`). */
 av_block *av_region_add_block(av_module *m, av_region *r, uint32_t nargs,

@@ -65,11 +65,42 @@ static void print_attr(out *o, const av_attr *a, const char *ctx);
 
 /* The type of an INT/FLOAT attribute: a bare element type (`1 : i64`). */
 static void print_scalar_type(out *o, const av_type *t) {
-  if (t && t->kind == AV_TYPE_TENSOR && t->rank == 0 && !t->encoding) {
+  if (t && t->kind == AV_TYPE_TENSOR && t->rank == 0 && !t->encoding && !t->quant) {
     puts_(o, av_dtype_mlir_name(t->dtype));
     return;
   }
   print_type(o, t);
+}
+
+/* The shortest %g spelling that reads back as the same double. */
+static void put_double(out *o, double v) {
+  char buf[40];
+  for (int prec = 6; prec <= 17; prec++) {
+    snprintf(buf, sizeof buf, "%.*g", prec, v);
+    if (strtod(buf, NULL) == v) break;
+  }
+  if (!strpbrk(buf, ".eEni")) strcat(buf, ".0"); /* keep it a float literal */
+  puts_(o, buf);
+}
+
+/* `!quant.uniform<i8:f32, 0.5:-3>`, `!quant.uniform<u8<1:255>:f32:0, {0.1,0.2:4}>` */
+static void print_quant(out *o, av_dtype storage, const av_quant *q) {
+  puts_(o, "!quant.uniform<");
+  const char *sn = av_dtype_mlir_name(storage);
+  if (av_dtype_is_unsigned_int(storage) && sn[0] == 'u' && sn[1] == 'i') putf(o, "u%s", sn + 2);
+  else puts_(o, sn);
+  int64_t lo, hi;
+  if (av_quant_storage_range(storage, &lo, &hi) && (lo != q->storage_min || hi != q->storage_max))
+    putf(o, "<%lld:%lld>", (long long)q->storage_min, (long long)q->storage_max);
+  putf(o, ":%s", av_dtype_mlir_name(q->expressed));
+  if (q->axis >= 0) putf(o, ":%d, {", (int)q->axis);
+  else puts_(o, ", ");
+  for (uint32_t i = 0; i < q->n; i++) {
+    if (i) puts_(o, ",");
+    put_double(o, q->scales[i]);
+    if (q->zero_points[i]) putf(o, ":%lld", (long long)q->zero_points[i]);
+  }
+  puts_(o, q->axis >= 0 ? "}>" : ">");
 }
 
 static void print_type(out *o, const av_type *t) {
@@ -84,7 +115,8 @@ static void print_type(out *o, const av_type *t) {
         if (t->dims[i] < 0) puts_(o, "?x");
         else putf(o, "%lldx", (long long)t->dims[i]);
       }
-      puts_(o, av_dtype_mlir_name(t->dtype));
+      if (t->quant) print_quant(o, t->dtype, t->quant);
+      else puts_(o, av_dtype_mlir_name(t->dtype));
       if (t->encoding) {
         puts_(o, ", ");
         print_attr(o, t->encoding, NULL);

@@ -20,7 +20,8 @@ seed_dir() { # name files...
 }
 shopt -s nullglob
 bc=$(seed_dir bytecode "$SHARED"/conformance/stablehlo/tests/vhlo/*.mlir.bc "$SHARED"/conformance/jax-export/*.mlirbc)
-tx=$(seed_dir text $(ls "$SHARED"/conformance/stablehlo/testdata/*.mlir 2>/dev/null | head -300) tests/data/*.mlir)
+tx=$(seed_dir text $(ls "$SHARED"/conformance/stablehlo/testdata/*.mlir 2>/dev/null | head -300) \
+     $(ls "$SHARED"/conformance/stablehlo/testdata-quantized/*.mlir 2>/dev/null | head -40) tests/data/*.mlir)
 hl=$(seed_dir hlo tests/data/hlo/*)
 
 for t in bytecode:"$bc" text:"$tx" hlo:"$hl"; do

@@ -58,7 +58,7 @@ static inline uint8_t av_sfast_compare(uint8_t dir, bool lt, bool eq, bool gt) {
   }
 }
 
-static inline void av_sfast_run(uint8_t fast, uint8_t dir, const void *a, const void *b,
+static inline __attribute__((always_inline)) void av_sfast_run(uint8_t fast, uint8_t dir, const void *a, const void *b,
                                 void *out) {
   switch ((av_sfast)fast) {
     case AV_SF_ADD_F32: AV_SF_BIN(float, +); break;

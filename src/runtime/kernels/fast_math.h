@@ -55,21 +55,17 @@ static inline float av_fm_select(int c, float a, float b) {
  * reduction with a 2-term ln2, a degree-5 fit of (e^r - 1 - r) / r^2 on |r| <= ln2/2 (relative
  * error 7e-10 with these f32 coefficients), and 2^n applied as two factors so every
  * intermediate stays normal down to the subnormal results. */
-/* x = n*ln2 + r (|r| <= ln2/2 for |x| <= 120); returns expm1(r) and sets 2^n as s1*s2. */
-static inline float av_fm_expm1_split_f(float x, float *s1f, float *s2f) {
+/* x = n*ln2 + r (|r| <= ln2/2); returns expm1(r) and sets *ni = n (garbage when x is out
+ * of range). */
+static inline float av_fm_expm1_reduce_f(float x, int32_t *ni) {
   const float magic = 12582912.0f; /* 1.5 * 2^23 */
   float t = x * 1.44269504f + magic;
   float n = t - magic;
   union {
     float f;
     uint32_t u;
-  } tb = {t}, s1, s2;
-  int32_t ni = (int32_t)(tb.u - 0x4B400000u); /* n as an integer (garbage when out of range) */
-  int32_t n1 = ni / 2;
-  s1.u = (uint32_t)(n1 + 127) << 23;
-  s2.u = (uint32_t)(ni - n1 + 127) << 23;
-  *s1f = s1.f;
-  *s2f = s2.f;
+  } tb = {t};
+  *ni = (int32_t)(tb.u - 0x4B400000u); /* n as an integer */
   float r = x - n * 0.693145751953125f; /* exact: ln2's high part has 12 significant bits */
   r = r - n * 1.42860677e-6f;
   float q = 0x1.a1533ap-13f;
@@ -79,6 +75,26 @@ static inline float av_fm_expm1_split_f(float x, float *s1f, float *s2f) {
   q = q * r + 0x1.555556p-3f;
   q = q * r + 0.5f;
   return r + r * r * q;
+}
+
+/* 2^k as an f32 for -126 <= k <= 127 */
+static inline float av_fm_pow2_f(int32_t k) {
+  union {
+    uint32_t u;
+    float f;
+  } s = {(uint32_t)(k + 127) << 23};
+  return s.f;
+}
+
+/* For |x| <= 120: expm1(r), with 2^n returned as s1*s2 (two factors keep every intermediate
+ * normal down to the subnormal results). */
+static inline float av_fm_expm1_split_f(float x, float *s1f, float *s2f) {
+  int32_t ni;
+  float em1 = av_fm_expm1_reduce_f(x, &ni);
+  int32_t n1 = ni / 2;
+  *s1f = av_fm_pow2_f(n1);
+  *s2f = av_fm_pow2_f(ni - n1);
+  return em1;
 }
 
 static inline float av_fm_expf(float x) {
@@ -91,10 +107,12 @@ static inline float av_fm_expf(float x) {
 
 static inline float av_fm_tanhf(float x) {
   /* tanh(a) = expm1(2a) / (expm1(2a) + 2), sign restored; |x| > 10 rounds to +-1. In f32:
-   * 2a <= 20 keeps 2^n = s1*s2 below 2^29, and expm1 = s*(em1 + 1) - 1 = s*em1 + (s - 1). */
+   * 2a <= 20 keeps 2^n below 2^29 (one factor is enough: the same bits as two), and
+   * expm1 = s*(em1 + 1) - 1 = s*em1 + (s - 1). */
   float a = fabsf(x);
-  float s1, s2, em1 = av_fm_expm1_split_f(2.0f * a, &s1, &s2);
-  float sc = s1 * s2;
+  int32_t ni;
+  float em1 = av_fm_expm1_reduce_f(2.0f * a, &ni);
+  float sc = av_fm_pow2_f(ni);
   float e = sc * em1 + (sc - 1.0f);
   float r = copysignf(e / (e + 2.0f), x);
   r = av_fm_select(isgreater(a, 10.0f), copysignf(1.0f, x), r);

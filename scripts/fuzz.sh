@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs each libFuzzer target for a bounded time (FUZZ_SECONDS each, default 20) seeded with
 # real inputs: golden/JAX artifacts for the bytecode reader, conformance .mlir files for the
-# text reader, JAX-made HloModuleProtos for the HLO reader. Any crash, leak or sanitizer report
-# fails the run. The seed corpora come from ../shared when present (else a small local seed).
+# text reader and for the compiler behind it (fuzz_compile: legalization and lowering),
+# JAX-made HloModuleProtos for the HLO reader. Any crash, leak or sanitizer report fails the
+# run. The seed corpora come from ../shared when present (else a small local seed).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECONDS_EACH=${FUZZ_SECONDS:-20}
@@ -10,7 +11,7 @@ SHARED=${ANVIL_SHARED_DIR:-../shared}
 BUILD=build/fuzz
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug \
       -DANVIL_FUZZ=ON -DANVIL_BUILD_TESTS=OFF -DANVIL_BUILD_TOOLS=OFF >/dev/null
-ninja -C "$BUILD" -j"${JOBS:-$(nproc)}" fuzz_bytecode fuzz_text fuzz_hlo >/dev/null
+ninja -C "$BUILD" -j"${JOBS:-$(nproc)}" fuzz_bytecode fuzz_text fuzz_compile fuzz_hlo >/dev/null
 
 seed_dir() { # name files...
   local dir="$BUILD/corpus-$1"; shift
@@ -24,7 +25,7 @@ tx=$(seed_dir text $(ls "$SHARED"/conformance/stablehlo/testdata/*.mlir 2>/dev/n
      $(ls "$SHARED"/conformance/stablehlo/testdata-quantized/*.mlir 2>/dev/null | head -40) tests/data/*.mlir)
 hl=$(seed_dir hlo tests/data/hlo/*)
 
-for t in bytecode:"$bc" text:"$tx" hlo:"$hl"; do
+for t in bytecode:"$bc" text:"$tx" compile:"$tx" hlo:"$hl"; do
   name=${t%%:*}; corpus=${t#*:}
   echo "== fuzz_$name for ${SECONDS_EACH}s ($(ls "$corpus" | wc -l) seeds)"
   "$BUILD/fuzz_$name" -max_total_time="$SECONDS_EACH" -max_len=1048576 -rss_limit_mb=4096 \

@@ -9,6 +9,8 @@
  *     run on the stored integers) becomes its storage type. */
 #include "compiler/quant_legalize.h"
 
+#include "compiler/attrs.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -322,6 +324,89 @@ static av_value *rescale_i32(qctx *c, av_value *x, double scale) {
   return convert(c, binary(c, "stablehlo.multiply", f, splat_like(c, f, AV_DT_F32, scale)), AV_DT_S32);
 }
 
+/* The convolutions the reference lowers in integers: rhs (and a per-axis result) with zero
+ * points 0, a per-axis rhs quantized on its last dimension with the same result/rhs scale
+ * ratio on every channel, no lhs dilation, and one of the layouts b01f x 01io, bf01 x oi01,
+ * b012f x 012io, bf012 x io012 (to the same output layout). Others take the
+ * dequantize-op-quantize form. */
+static bool conv_integer_form(const av_op *op, const av_type *r, const av_type *res) {
+  const av_quant *rq = r->quant, *resq = res->quant;
+  if (!zero_points_zero(rq) || (rq->axis >= 0 && !zero_points_zero(resq))) return false;
+  if (rq->axis >= 0) {
+    if (rq->axis != r->rank - 1 || resq->n != rq->n) return false;
+    double r0 = resq->scales[0] / rq->scales[0];
+    for (uint32_t i = 0; i < rq->n; i++)
+      if (fabs((resq->scales[i] / rq->scales[i] - r0) / r0) > 0.001) return false;
+  }
+  int64_t v[8];
+  size_t n;
+  if (av_attr_get_ints(op, "lhs_dilation", v, 8, &n))
+    for (size_t i = 0; i < n; i++)
+      if (v[i] != 1) return false;
+  static const char *const names[] = {"input_batch_dimension", "input_feature_dimension",
+                                      "kernel_input_feature_dimension",
+                                      "kernel_output_feature_dimension", "output_batch_dimension",
+                                      "output_feature_dimension"};
+  static const char *const spatial[] = {"input_spatial_dimensions", "kernel_spatial_dimensions",
+                                        "output_spatial_dimensions"};
+  /* per layout: the six dimensions above, then the first input, kernel and output spatial
+   * dimension (the others follow it), and the number of spatial dimensions */
+  static const int64_t layouts[4][10] = {{0, 3, 2, 3, 0, 3, 1, 0, 1, 2}, {0, 1, 1, 0, 0, 1, 2, 2, 2, 2},
+                                         {0, 4, 3, 4, 0, 4, 1, 0, 1, 3}, {0, 1, 0, 1, 0, 1, 2, 2, 2, 3}};
+  int64_t got[6];
+  for (int i = 0; i < 6; i++)
+    if (!av_attr_get_int(op, names[i], &got[i])) return false;
+  for (int l = 0; l < 4; l++) {
+    bool ok = memcmp(got, layouts[l], sizeof got) == 0;
+    for (int k = 0; ok && k < 3; k++) {
+      ok = av_attr_get_ints(op, spatial[k], v, 8, &n) && n == (size_t)layouts[l][9];
+      for (size_t i = 0; ok && i < n; i++) ok = v[i] == layouts[l][6 + k] + (int64_t)i;
+    }
+    if (ok) return true;
+  }
+  return false;
+}
+
+/* conv(l padded with zp, r) with no padding of its own: the reference's uncentred product */
+static av_value *conv_padded(qctx *c, av_op *op, av_value *l, double zp, av_value *r,
+                             const av_type *rt) {
+  int64_t pad[16], sp[8];
+  size_t npad = 0, nsp = 0;
+  if (!l || !av_attr_get_ints(op, "input_spatial_dimensions", sp, 8, &nsp)) return NULL;
+  if (!av_attr_get_ints(op, "padding", pad, 16, &npad)) npad = 0;
+  if (npad != 2 * nsp) { /* no padding */
+    npad = 2 * nsp;
+    memset(pad, 0, sizeof pad);
+  }
+  int rank = l->type->rank;
+  if (rank > 8) return NULL; /* conv_integer_form admits ranks 4 and 5 */
+  int64_t lo[8] = {0}, hi[8] = {0}, in[8] = {0}, dims[8];
+  for (int i = 0; i < rank; i++) dims[i] = l->type->dims[i];
+  for (size_t i = 0; i < nsp; i++) {
+    if (sp[i] < 0 || sp[i] >= rank) return NULL;
+    lo[sp[i]] = pad[2 * i];
+    hi[sp[i]] = pad[2 * i + 1];
+    dims[sp[i]] += lo[sp[i]] + hi[sp[i]];
+  }
+  av_named_attr pa[3] = {{"edge_padding_low", av_attr_ints(c->m, (size_t)rank, lo)},
+                         {"edge_padding_high", av_attr_ints(c->m, (size_t)rank, hi)},
+                         {"interior_padding", av_attr_ints(c->m, (size_t)rank, in)}};
+  av_value *ops[2] = {l, scalar(c, AV_DT_S32, zp)};
+  av_value *padded = emit(c, "stablehlo.pad", av_type_tensor(c->m, AV_DT_S32, rank, dims), 2, ops,
+                          3, pa);
+  av_named_attr *attrs = av_arena_calloc(&c->m->arena, (size_t)op->nattrs + 1, sizeof *attrs);
+  int64_t zeros[16] = {0};
+  const av_attr *nopad = av_attr_ints(c->m, npad, zeros);
+  if (!padded || !attrs || !nopad) return NULL;
+  for (uint32_t i = 0; i < op->nattrs; i++) {
+    attrs[i] = op->attrs[i];
+    if (strcmp(attrs[i].name, "padding") == 0) attrs[i].value = nopad;
+  }
+  av_value *pr[2] = {padded, r};
+  av_op *n = add_op(c, op->name, 2, pr, 1, &rt, op->nattrs, attrs);
+  return n ? &n->results[0] : NULL;
+}
+
 static bool rewrite_dot(qctx *c, av_op *op) {
   const av_type *l = operand_t(op, 0), *r = operand_t(op, 1), *res = op->results[0].type;
   const av_quant *lq = l->quant, *rq = r->quant, *resq = res->quant;
@@ -334,10 +419,9 @@ static bool rewrite_dot(qctx *c, av_op *op) {
     set_result(c, op, 0, dot_like(c, op, lv, rf, res));
     return true;
   }
-  /* the integer form (per-tensor lhs; rhs and result both per tensor or both per axis);
-   * convolutions take the dequantize-op-quantize form (see quant_legalize.h) */
-  if (op->code == AV_OP_CONVOLUTION || !lq || lq->axis >= 0 || !rq || !resq ||
-      (rq->axis < 0) != (resq->axis < 0))
+  /* the integer form: per-tensor lhs; rhs and result both per tensor or both per axis */
+  if (!lq || lq->axis >= 0 || !rq || !resq || (rq->axis < 0) != (resq->axis < 0) ||
+      (op->code == AV_OP_CONVOLUTION && !conv_integer_form(op, r, res)))
     return rewrite_qdq(c, op);
   /* Per-axis rhs and results count as zero point 0 and use their first scale, as in the
    * reference lowering. */
@@ -348,13 +432,15 @@ static bool rewrite_dot(qctx *c, av_op *op) {
   av_value *l32 = convert(c, lv, AV_DT_S32), *r32 = convert(c, rv, AV_DT_S32);
   av_value *lc = lzp != 0 ? binary(c, "stablehlo.subtract", l32, splat_like(c, l32, AV_DT_S32, lzp)) : l32;
   av_value *rc = rzp != 0 ? binary(c, "stablehlo.subtract", r32, splat_like(c, r32, AV_DT_S32, rzp)) : r32;
-  /* sum((l - lzp)(r - rzp)), exact in i32 */
+  /* sum((l - lzp)(r - rzp)), exact in i32; a convolution's padding then stands for lzp */
   av_value *out = dot_like(c, op, lc, rc, acc);
   if (fabs(scale - 1.0) > 0.001) {
     /* The reference rescales dot(l, r) and the zero-point terms dot(l, r) - out apart, each
      * truncated to i32, so the same is done here. */
     bool offset = lzp != 0 || rzp != 0;
-    av_value *raw = offset ? dot_like(c, op, l32, r32, acc) : out;
+    av_value *raw = !offset ? out
+                    : op->code == AV_OP_CONVOLUTION ? conv_padded(c, op, l32, lzp, r32, acc)
+                                                    : dot_like(c, op, l32, r32, acc);
     av_value *scaled = rescale_i32(c, raw, scale);
     if (offset)
       scaled = binary(c, "stablehlo.subtract", scaled,
@@ -404,13 +490,31 @@ static bool computes_values(const av_op *op) {
   }
 }
 
+/* A quantized tensor type whose parameters fit its shape: per-axis scales for every index of
+ * a static quantized dimension. */
+static bool quant_fits(const av_type *t) {
+  const av_quant *q = t && t->kind == AV_TYPE_TENSOR ? t->quant : NULL;
+  if (!q) return true;
+  if (q->axis < 0) return q->n == 1;
+  return q->axis < t->rank && t->dims[q->axis] == (int64_t)q->n;
+}
+
 /* Rewrites op when it needs it; true when op was replaced (and is to be removed). */
 static bool rewrite_op(qctx *c, av_op *op, bool *replaced) {
   *replaced = false;
-  bool any = false;
-  for (uint32_t i = 0; i < op->noperands && !any; i++) any = has_quant(op->operands[i]->type);
-  for (uint32_t i = 0; i < op->nresults && !any; i++) any = has_quant(op->results[i].type);
+  bool any = false, fits = true;
+  for (uint32_t i = 0; i < op->noperands; i++) {
+    any |= has_quant(op->operands[i]->type);
+    fits &= quant_fits(op->operands[i]->type);
+  }
+  for (uint32_t i = 0; i < op->nresults; i++) {
+    any |= has_quant(op->results[i].type);
+    fits &= quant_fits(op->results[i].type);
+  }
   if (!any) return true;
+  if (!fits)
+    return fail(c, op, AV_INVALID_ARGUMENT,
+                "per-axis quantization needs one scale per index of its quantized dimension");
   bool ok;
   if (op->code == AV_OP_UNIFORM_QUANTIZE || op->code == AV_OP_UNIFORM_DEQUANTIZE) {
     if (op->noperands != 1 || op->nresults != 1 || operand_t(op, 0)->kind != AV_TYPE_TENSOR ||

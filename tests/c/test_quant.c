@@ -160,6 +160,31 @@ static void test_integer_dot(void **state) {
   run_expect(dot_program(buf, sizeof buf, "0.4"), &e3, sizeof e3);
 }
 
+static void test_integer_conv(void **state) {
+  (void)state;
+  /* lhs [[1, 1], [3, 2]] zp 1 (centred [[0, 0], [2, 1]]), a 2x2 kernel of ones, padding 1
+   * before each spatial dimension, result scale 0.4 (x2.5). Centred sums [0, 0, 2, 3]; the
+   * padding stands for the zero point, so the uncentred sums are 4 more: [4, 4, 6, 7]. Each
+   * rescaled and truncated apart: [10, 10, 15, 17] - 10 = [0, 0, 5, 7] (dequantize-conv-
+   * quantize would round 7.5 to 8). */
+#define CL "tensor<1x2x2x1x!quant.uniform<i8:f32, 1.0:1>>"
+#define CK "tensor<2x2x1x1x!quant.uniform<i8:f32, 1.0>>"
+#define CR "tensor<1x2x2x1x!quant.uniform<i32:f32, 0.4>>"
+  const char *text =
+      "func.func @main() -> tensor<1x2x2x1xi32> {\n"
+      "  %l = stablehlo.constant dense<[[[[1], [1]], [[3], [2]]]]> : tensor<1x2x2x1xi8>\n"
+      "  %k = stablehlo.constant dense<1> : tensor<2x2x1x1xi8>\n"
+      "  %lq = \"stablehlo.bitcast_convert\"(%l) : (tensor<1x2x2x1xi8>) -> " CL "\n"
+      "  %kq = \"stablehlo.bitcast_convert\"(%k) : (tensor<2x2x1x1xi8>) -> " CK "\n"
+      "  %c = stablehlo.convolution(%lq, %kq) dim_numbers = [b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f], "
+      "window = {stride = [1, 1], pad = [[1, 0], [1, 0]]} "
+      "{batch_group_count = 1 : i64, feature_group_count = 1 : i64} : (" CL ", " CK ") -> " CR "\n"
+      "  %b = \"stablehlo.bitcast_convert\"(%c) : (" CR ") -> tensor<1x2x2x1xi32>\n"
+      "  return %b : tensor<1x2x2x1xi32>\n}\n";
+  int32_t expect[4] = {0, 0, 5, 7};
+  run_expect(text, expect, sizeof expect);
+}
+
 static void test_weight_only_dot_and_qdq(void **state) {
   (void)state;
   /* float lhs [1, 2] . dequantized rhs ([4, 6] - 2) * 0.5 = [1, 2] -> 5 */
@@ -216,6 +241,13 @@ static void test_refusals(void **state) {
       "  }) {dimensions = array<i64: 0>} : (" Q8("4") ", " Q8("") ") -> " Q8("") "\n"
       "  return %r : " Q8("") "\n}\n",
       AV_UNIMPLEMENTED, "stablehlo.reduce");
+  /* per-axis parameters that do not fit the shape (3 scales for 2 indices) */
+  expect_refused(
+      "func.func @main(%x: tensor<2xf32>) -> tensor<2x!quant.uniform<i8:f32:0, {0.1,0.5,1.0}>> {\n"
+      "  %q = \"stablehlo.uniform_quantize\"(%x) : (tensor<2xf32>) -> "
+      "tensor<2x!quant.uniform<i8:f32:0, {0.1,0.5,1.0}>>\n"
+      "  return %q : tensor<2x!quant.uniform<i8:f32:0, {0.1,0.5,1.0}>>\n}\n",
+      AV_INVALID_ARGUMENT, "one scale per index");
   /* malformed types are refused by the reader, with what is wrong */
   expect_refused("func.func @main(%x: tensor<2x!quant.uniform<i8:f32, -1.0>>) -> tensor<2xf32> {\n}\n",
                  AV_INVALID_ARGUMENT, "scale");
@@ -265,6 +297,7 @@ int main(void) {
       cmocka_unit_test(test_dequantize),
       cmocka_unit_test(test_integer_add),
       cmocka_unit_test(test_integer_dot),
+      cmocka_unit_test(test_integer_conv),
       cmocka_unit_test(test_weight_only_dot_and_qdq),
       cmocka_unit_test(test_refusals),
       cmocka_unit_test(test_print_round_trip),

@@ -237,8 +237,7 @@ static bool elementwise(lbuild *b, const av_op *op) {
   if (n < 0 || !(ins.ew = av_ew_kernel_of(b->c, op, t0, rt, &dir, &ct))) return false;
   int fast = n == 1 && op->results[0].type->rank == 0 && arity == 2 ? av_scalar_fast_form(op->code, t0, ct) : -1;
   if (fast >= 0) {
-    ins.kind = AV_LI_FAST;
-    ins.fast = (uint8_t)fast;
+    ins.kind = (uint8_t)(AV_LI_FAST_BASE + fast);
     ins.cmp_dir = (uint8_t)dir;
   }
   return emit(b, ins, arity, &op->results[0], (size_t)n * av_dtype_size(rt));

@@ -19,15 +19,16 @@ static inline __attribute__((always_inline)) av_code exec(const av_linstr *ins, 
                                                              void *const *r, av_diag *d) {
   for (uint32_t i = 0; i < n; i++) {
     const av_linstr *s = &ins[i];
-    switch ((av_linstr_kind)s->kind) {
+    const void *a = r[s->in[0]], *b = r[s->in[1]]; /* what the inline ops read */
+    void *out = r[s->out];
+    uint8_t dir = s->cmp_dir;
+    switch (s->kind) {
+      AV_SFAST_OPS(AV_SFAST_CASE, AV_LI_FAST_BASE)
       case AV_LI_EW: {
         const void *ops[AV_EW_MAX_IN] = {r[s->in[0]], r[s->in[1]], r[s->in[2]]};
         av_ew_run(s->ew, ops, r[s->out], s->n);
         break;
       }
-      case AV_LI_FAST:
-        av_sfast_run(s->fast, s->cmp_dir, r[s->in[0]], r[s->in[1]], r[s->out]);
-        break;
       case AV_LI_SELECT:
         if (s->pred_scalar)
           memcpy(r[s->out], *(const uint8_t *)r[s->in[0]] ? r[s->in[1]] : r[s->in[2]],

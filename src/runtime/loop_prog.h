@@ -50,7 +50,6 @@ typedef struct av_lreg {
 
 typedef enum av_linstr_kind {
   AV_LI_EW,      /* elementwise kernel over n elements */
-  AV_LI_FAST,    /* scalar op done inline (an av_sfast, runtime/scalar_prog.h) */
   AV_LI_SELECT,  /* select; pred_scalar: one predicate for all n elements */
   AV_LI_CONVERT, /* convert over n elements */
   AV_LI_FILL,    /* broadcast of a scalar to n elements */
@@ -58,6 +57,8 @@ typedef enum av_linstr_kind {
   AV_LI_UPDATE,  /* dynamic_update_slice: in[0] operand, in[1] update, idx the starts; out is
                     in[0] itself when updated in place, else a copy is made first */
   AV_LI_DOT,     /* dot_general of in[0] and in[1] (the kernel, through `dot`) */
+  AV_LI_FAST_BASE, /* AV_LI_FAST_BASE + f: the inline scalar op f (an av_sfast), decoded by
+                      the interpreter's one dispatch */
 } av_linstr_kind;
 
 /* A dot's parameters and the shapes of its operands and result. */
@@ -70,7 +71,7 @@ typedef struct av_ldot {
 
 typedef struct av_linstr {
   uint8_t kind;
-  uint8_t fast, cmp_dir; /* AV_LI_FAST */
+  uint8_t cmp_dir;       /* comparisons among the inline ops */
   bool pred_scalar;      /* AV_LI_SELECT */
   uint16_t in[3], out;
   uint32_t esize; /* SELECT / FILL: bytes per element */

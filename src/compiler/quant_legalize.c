@@ -90,14 +90,21 @@ static av_value *emit(qctx *c, const char *name, const av_type *rt, uint32_t nop
   return op ? &op->results[0] : NULL;
 }
 
-/* A constant of type t from n doubles (n == 1: a splat), stored as t's dtype (f32 or i32). */
+/* v as a 32-bit integer, wrapping like the reference's static_cast<int32_t> of a zero point */
+static int32_t wrap_i32(double v) {
+  if (!(v >= -9.2e18 && v <= 9.2e18)) return 0; /* never for the integers stored here */
+  return (int32_t)(uint32_t)(uint64_t)(int64_t)v;
+}
+
+/* A constant of type t from n doubles (n == 1: a splat), stored as t's dtype: f32, or a
+ * 32-bit integer. */
 static av_value *constant(qctx *c, const av_type *t, const double *v, size_t n) {
-  if (!t) return NULL;
+  if (!t || av_dtype_size(t->dtype) != 4) return NULL;
   void *data = av_arena_calloc(&c->m->arena, n, 4);
   if (!data) return NULL;
   for (size_t i = 0; i < n; i++) {
     if (t->dtype == AV_DT_F32) ((float *)data)[i] = (float)v[i];
-    else ((int32_t *)data)[i] = (int32_t)v[i];
+    else ((int32_t *)data)[i] = wrap_i32(v[i]);
   }
   const av_attr *a = av_attr_dense(c->m, t, data, n * 4, n == 1, true);
   if (!a) return NULL;
@@ -292,15 +299,13 @@ static bool rewrite_add(qctx *c, av_op *op) {
                          requantize(c, rv, r, res, AV_DT_S32));
     s = binary(c, "stablehlo.subtract", s,
                splat_like(c, s, AV_DT_S32, (double)res->quant->zero_points[0]));
-    if (av_dtype_bits(res->dtype) < 32) {
+    if (av_dtype_bits(res->dtype) < 32)
       s = clamp(c, (double)res->quant->storage_min, s, (double)res->quant->storage_max);
-      s = convert(c, s, res->dtype);
-    }
-    set_result(c, op, 0, s);
+    set_result(c, op, 0, res->dtype == AV_DT_S32 ? s : convert(c, s, res->dtype));
     return true;
   }
-  /* per axis: only the same type everywhere with 32-bit storage (the fused conv/dot case) */
-  if (av_type_equal(l, r) && av_type_equal(l, res) && av_dtype_bits(res->dtype) == 32) {
+  /* per axis: only the same type everywhere with i32 storage (the fused conv/dot case) */
+  if (av_type_equal(l, r) && av_type_equal(l, res) && res->dtype == AV_DT_S32) {
     av_value *s = binary(c, "stablehlo.add", lv, rv);
     if (!zero_points_zero(res->quant))
       s = binary(c, "stablehlo.subtract", s, channel_zero_points(c, res, res->dtype, res->quant));
@@ -312,9 +317,8 @@ static bool rewrite_add(qctx *c, av_op *op) {
 
 /* A copy of dot/dot_general/convolution op on new operands with result type rt. */
 static av_value *dot_like(qctx *c, av_op *op, av_value *l, av_value *r, const av_type *rt) {
-  if (!l || !r) return NULL;
   av_value *ops[2] = {l, r};
-  av_op *n = add_op(c, op->name, 2, ops, 1, &rt, op->nattrs, op->attrs);
+  av_op *n = clone_op(c, op, ops, &rt);
   return n ? &n->results[0] : NULL;
 }
 

@@ -467,6 +467,39 @@ static void test_portable_execute_and_text(void **state) {
   destroy_client(c);
 }
 
+/* A quantized program through the PJRT API: compiled (quantized types legalized), run on a
+ * device buffer, its f32 result read back; values worked out by hand (scale 0.5, i8:
+ * x / 0.5 rounded half to even and clamped to [-128, 127], times 0.5). */
+static void test_quantized_program(void **state) {
+  (void)state;
+  static const char program[] =
+      "func.func @main(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {\n"
+      "  %q = stablehlo.uniform_quantize %x : (tensor<2x3xf32>) -> "
+      "tensor<2x3x!quant.uniform<i8:f32, 0.5>>\n"
+      "  %r = stablehlo.uniform_dequantize %q : (tensor<2x3x!quant.uniform<i8:f32, 0.5>>) -> "
+      "tensor<2x3xf32>\n"
+      "  return %r : tensor<2x3xf32>\n}\n";
+  PJRT_Client *c = make_client(1);
+  PJRT_LoadedExecutable *exe;
+  CHECK_OK(compile(c, "mlir", program, NULL, 0, &exe));
+  float x[6] = {0.3f, 1.26f, -0.74f, 100.0f, -100.0f, 2.25f};
+  PJRT_Buffer *in[1] = {upload(c, client_device(c, 0), x)};
+  PJRT_Buffer *const *arg_lists[1] = {in};
+  PJRT_Buffer *out[1];
+  PJRT_Buffer **out_lists[1] = {out};
+  PJRT_Event *done[1];
+  CHECK_OK(execute(exe, 1, arg_lists, 1, out_lists, done));
+  event_await(done[0]);
+  event_destroy(done[0]);
+  float r[6], expect[6] = {0.5f, 1.5f, -0.5f, 63.5f, -64.0f, 2.0f};
+  download(out[0], r);
+  assert_memory_equal(r, expect, sizeof r);
+  buffer_destroy(out[0]);
+  buffer_destroy(in[0]);
+  destroy_exe(exe);
+  destroy_client(c);
+}
+
 /* An argument that failed (an error buffer) fails the execution: outputs, completion event
  * and a chained execution all carry its error; nothing hangs. */
 static void test_error_propagates(void **state) {
@@ -787,6 +820,7 @@ int main(void) {
       cmocka_unit_test(test_serialize_round_trip),
       cmocka_unit_test(test_donation),
       cmocka_unit_test(test_portable_execute_and_text),
+      cmocka_unit_test(test_quantized_program),
       cmocka_unit_test(test_error_propagates),
       cmocka_unit_test(test_concurrent_launches),
       cmocka_unit_test(test_compile_then_load),

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/kernels/simd_clones.h"
 #include "runtime/steps.h"
 #include "runtime/thread_pool.h"
 
@@ -28,8 +29,9 @@ static int64_t fused_tile(const av_fused_params *p) {
 
 /* dst[0..n) = the element at v (esize bytes): plain stores for 4- and 8-byte elements (a
  * loop body over small arrays fills its scalar tiles every iteration, where a chain of
- * memcpy calls cost more than the arithmetic), doubling copies otherwise */
-static void fill_elements(char *dst, const char *v, size_t esize, int64_t n) {
+ * memcpy calls cost more than the arithmetic), doubling copies otherwise. Wide-store clones:
+ * row broadcasts (softmax's max and sum) fill a tile per tile. */
+AV_CLONES static void fill_elements(char *dst, const char *v, size_t esize, int64_t n) {
   if (n <= 0) return;
   if (esize == 4 || esize == 8) {
     uint64_t x = 0;

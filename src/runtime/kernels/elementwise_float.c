@@ -153,7 +153,7 @@ static float bessel_i1e_f(float x) { return (float)bessel_i1e_d(x); }
 /* ------------------------------------------------------------- loops */
 
 #define UNARY(name, T, TO, EXPR)                                                            \
-  AV_CLONES static void name(const void *const *in, void *out, int64_t n, const void *aux) {         \
+  AV_CLONES_FMA static void name(const void *const *in, void *out, int64_t n, const void *aux) {         \
     (void)aux;                                                                             \
     const T *a = in[0];                                                                    \
     TO *o = out;                                                                           \
@@ -164,7 +164,7 @@ static float bessel_i1e_f(float x) { return (float)bessel_i1e_d(x); }
     }                                                                                      \
   }
 #define BINARY(name, T, EXPR)                                                               \
-  AV_CLONES static void name(const void *const *in, void *out, int64_t n, const void *aux) {         \
+  AV_CLONES_FMA static void name(const void *const *in, void *out, int64_t n, const void *aux) {         \
     (void)aux;                                                                             \
     const T *a = in[0], *b = in[1];                                                        \
     T *o = out;                                                                            \
@@ -233,7 +233,7 @@ static float bessel_i1e_f(float x) { return (float)bessel_i1e_d(x); }
  * rare |x| > AV_FM_TRIG_MAX (and inf/nan), found by a vectorised scan; in place, each chunk
  * of inputs is saved first so that fix-up still has them */
 #define TRIG32(name, FAST, SLOW)                                                            \
-  AV_CLONES static void name(const void *const *in, void *out, int64_t n, const void *aux) { \
+  AV_CLONES_FMA static void name(const void *const *in, void *out, int64_t n, const void *aux) { \
     (void)aux;                                                                             \
     const float *a = in[0];                                                                \
     float *o = out;                                                                        \

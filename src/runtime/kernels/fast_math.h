@@ -1,6 +1,8 @@
 /* Vectorisable f32 exp / tanh / logistic. glibc's expf/tanhf are scalar calls (tanhf goes
  * through expm1f) and dominate elementwise chains; these are plain arithmetic the compiler
- * turns into SIMD loops. They work in double internally, so the f32 results are within 1 ulp
+ * turns into SIMD loops. Their reductions and polynomials use explicit fused multiply-adds
+ * (fmaf/fma: one rounding, the same bits on every machine; the loops calling them are built
+ * with AV_CLONES_FMA so the FMA instructions exist). They work in double internally, so the f32 results are within 1 ulp
  * (almost always correctly rounded): x = n*ln2 + r with |r| <= ln2/2, a degree-8 Taylor
  * polynomial for expm1(r) (relative truncation error < 3e-10, 1/200 of an f32 ulp), and 2^n built from its bits. */
 #ifndef ANVIL_RUNTIME_KERNELS_FAST_MATH_H
@@ -12,13 +14,13 @@
 /* expm1(r) for |r| <= 0.35 (Horner; the terms are 1/k!) */
 static inline double av_fm_expm1_small(double r) {
   double q = 1.0 / 40320;
-  q = q * r + 1.0 / 5040;
-  q = q * r + 1.0 / 720;
-  q = q * r + 1.0 / 120;
-  q = q * r + 1.0 / 24;
-  q = q * r + 1.0 / 6;
-  q = q * r + 0.5;
-  q = q * r + 1.0;
+  q = fma(q, r, 1.0 / 5040);
+  q = fma(q, r, 1.0 / 720);
+  q = fma(q, r, 1.0 / 120);
+  q = fma(q, r, 1.0 / 24);
+  q = fma(q, r, 1.0 / 6);
+  q = fma(q, r, 0.5);
+  q = fma(q, r, 1.0);
   return q * r;
 }
 
@@ -34,7 +36,7 @@ static inline double av_fm_exp_split(double x, double *scale) {
   /* the low bits of t hold n (two's complement); unsigned arithmetic, no overflow */
   s.u = ((bits.u + 1023u) & 0x7ffu) << 52;
   *scale = s.d;
-  double r = x - n * 0.6931471805599453094 - n * 2.319046813846299558e-17;
+  double r = fma(n, -2.319046813846299558e-17, fma(n, -0.6931471805599453094, x));
   return av_fm_expm1_small(r);
 }
 
@@ -66,15 +68,15 @@ static inline float av_fm_expm1_reduce_f(float x, int32_t *ni) {
     uint32_t u;
   } tb = {t};
   *ni = (int32_t)(tb.u - 0x4B400000u); /* n as an integer */
-  float r = x - n * 0.693145751953125f; /* exact: ln2's high part has 12 significant bits */
-  r = r - n * 1.42860677e-6f;
+  float r = fmaf(n, -0.693145751953125f, x); /* exact: ln2's high part has 12 significant bits */
+  r = fmaf(n, -1.42860677e-6f, r);
   float q = 0x1.a1533ap-13f;
-  q = q * r + 0x1.6d44d6p-10f;
-  q = q * r + 0x1.1110c6p-7f;
-  q = q * r + 0x1.5554e8p-5f;
-  q = q * r + 0x1.555556p-3f;
-  q = q * r + 0.5f;
-  return r + r * r * q;
+  q = fmaf(q, r, 0x1.6d44d6p-10f);
+  q = fmaf(q, r, 0x1.1110c6p-7f);
+  q = fmaf(q, r, 0x1.5554e8p-5f);
+  q = fmaf(q, r, 0x1.555556p-3f);
+  q = fmaf(q, r, 0.5f);
+  return fmaf(r * r, q, r);
 }
 
 /* 2^k as an f32 for -126 <= k <= 127 */
@@ -113,7 +115,7 @@ static inline float av_fm_tanhf(float x) {
   int32_t ni;
   float em1 = av_fm_expm1_reduce_f(2.0f * a, &ni);
   float sc = av_fm_pow2_f(ni);
-  float e = sc * em1 + (sc - 1.0f);
+  float e = fmaf(sc, em1, sc - 1.0f);
   float r = copysignf(e / (e + 2.0f), x);
   r = av_fm_select(isgreater(a, 10.0f), copysignf(1.0f, x), r);
   return av_fm_select(isunordered(x, x), x, r);

@@ -19,8 +19,18 @@
 #endif
 #if defined(__x86_64__) && defined(__ELF__) && !defined(AV_NO_CLONES)
 #define AV_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+/* For loops whose math calls fmaf/fma explicitly (fast_math.h): copies that have the FMA
+ * instructions (gcc's avx512f/avx2 targets do not imply FMA; its x86-64-v4/v3 levels do,
+ * and clang's avx512f does). The baseline copy calls libm's fmaf, which rounds the same
+ * way, so the results stay bit-identical; it is only slower, on CPUs older than 2013. */
+#if defined(__clang__)
+#define AV_CLONES_FMA __attribute__((target_clones("avx512f", "fma", "default")))
+#else
+#define AV_CLONES_FMA __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#endif
 #else
 #define AV_CLONES
+#define AV_CLONES_FMA
 #endif
 
 /* Outputs may alias inputs exactly (in-place steps); element i is read before it is written,

@@ -145,22 +145,22 @@ static inline float av_fm_sincos_reduced(float x, uint32_t cos_shift) {
     uint64_t u;
   } tb = {t};
   uint32_t q = (uint32_t)tb.u + cos_shift; /* cos(x) = sin(x + pi/2): one quadrant on */
-  double r = ((xd - k * 0x1.921fb544p+0) - k * 0x1.0b4611a6p-34) - k * 0x1.3198a2e037073p-69;
+  double r = fma(k, -0x1.3198a2e037073p-69, fma(k, -0x1.0b4611a6p-34, fma(k, -0x1.921fb544p+0, xd)));
   double r2 = r * r;
   double ps = -1.0 / 6227020800;
-  ps = ps * r2 + 1.0 / 39916800;
-  ps = ps * r2 - 1.0 / 362880;
-  ps = ps * r2 + 1.0 / 5040;
-  ps = ps * r2 - 1.0 / 120;
-  ps = ps * r2 + 1.0 / 6;
-  double sn = r * (1.0 - r2 * ps); /* keeps sin(-0) = -0 */
+  ps = fma(ps, r2, 1.0 / 39916800);
+  ps = fma(ps, r2, -1.0 / 362880);
+  ps = fma(ps, r2, 1.0 / 5040);
+  ps = fma(ps, r2, -1.0 / 120);
+  ps = fma(ps, r2, 1.0 / 6);
+  double sn = r * fma(-r2, ps, 1.0); /* keeps sin(-0) = -0 */
   double pc = 1.0 / 87178291200;
-  pc = pc * r2 - 1.0 / 479001600;
-  pc = pc * r2 + 1.0 / 3628800;
-  pc = pc * r2 - 1.0 / 40320;
-  pc = pc * r2 + 1.0 / 720;
-  pc = pc * r2 - 1.0 / 24;
-  double cs = 1.0 - 0.5 * r2 - r2 * r2 * pc;
+  pc = fma(pc, r2, -1.0 / 479001600);
+  pc = fma(pc, r2, 1.0 / 3628800);
+  pc = fma(pc, r2, -1.0 / 40320);
+  pc = fma(pc, r2, 1.0 / 720);
+  pc = fma(pc, r2, -1.0 / 24);
+  double cs = fma(-r2 * r2, pc, fma(-0.5, r2, 1.0));
   float res = av_fm_select((int)(q & 1u), (float)cs, (float)sn);
   union {
     float f;

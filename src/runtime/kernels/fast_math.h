@@ -1,10 +1,11 @@
-/* Vectorisable f32 exp / tanh / logistic. glibc's expf/tanhf are scalar calls (tanhf goes
- * through expm1f) and dominate elementwise chains; these are plain arithmetic the compiler
- * turns into SIMD loops. Their reductions and polynomials use explicit fused multiply-adds
- * (fmaf/fma: one rounding, the same bits on every machine; the loops calling them are built
- * with AV_CLONES_FMA so the FMA instructions exist). They work in double internally, so the f32 results are within 1 ulp
- * (almost always correctly rounded): x = n*ln2 + r with |r| <= ln2/2, a degree-8 Taylor
- * polynomial for expm1(r) (relative truncation error < 3e-10, 1/200 of an f32 ulp), and 2^n built from its bits. */
+/* Vectorisable f32 exp / tanh / logistic / sin / cos. glibc's expf/tanhf are scalar calls
+ * (tanhf goes through expm1f) and dominate elementwise chains; these are plain arithmetic the
+ * compiler turns into SIMD loops. exp: x = n*ln2 + r with |r| <= ln2/2, a polynomial for
+ * expm1(r), and 2^n built from its bits; logistic does the same in double (degree-8 Taylor,
+ * relative truncation error < 3e-10, 1/200 of an f32 ulp). Results are within 1 ulp (tanh 2),
+ * almost always correctly rounded. Reductions and polynomials use explicit fused
+ * multiply-adds (fmaf / fma: one rounding, so the same bits on every machine); the loops
+ * calling them are built with AV_CLONES_FMA so that the FMA instructions exist. */
 #ifndef ANVIL_RUNTIME_KERNELS_FAST_MATH_H
 #define ANVIL_RUNTIME_KERNELS_FAST_MATH_H
 

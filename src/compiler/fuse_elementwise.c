@@ -73,6 +73,38 @@ static uint32_t add_input(fuse_builder *b, int32_t slot) {
   return b->nins++;
 }
 
+/* Fuses a +, -, *, / whose result only one later op of the run reads, and only once, into
+ * that op when they pair (kernels/elementwise_pair.c): one pass over the tile instead of
+ * two. Registers are written once, so the moved reads still see the same values. */
+static uint32_t fuse_pairs(av_lower *c, const fuse_builder *b, av_fused_op *ops, uint32_t nops) {
+  for (uint32_t i = 0; i + 1 < nops;) {
+    const av_fused_op *s = &ops[i];
+    int reader = -1, nreads = 0;
+    for (uint32_t m = i + 1; m < nops; m++)
+      for (int k = 0; k < ops[m].nin; k++)
+        if (ops[m].in[k] == s->out) {
+          reader = (int)m;
+          nreads++;
+        }
+    av_fused_op *t = reader > 0 ? &ops[reader] : NULL;
+    av_ew_fn fn = b->regs[s->out].kind == AV_FUSED_TEMP && nreads == 1 && s->nin == 2 && t->nin == 2
+                      ? av_ew_pair_fn(s->k, t->k, t->in[0] == s->out) : NULL;
+    av_ew_kernel *k = fn ? av_lower_alloc(c, sizeof *k) : NULL;
+    if (!k) {
+      i++;
+      continue;
+    }
+    memset(k, 0, sizeof *k); /* op AV_OP_UNKNOWN: a pair is not half of another */
+    k->nin = 3;
+    k->fn = fn;
+    uint32_t other = t->in[0] == s->out ? t->in[1] : t->in[0];
+    *t = (av_fused_op){k, 3, {s->in[0], s->in[1], other}, t->out};
+    memmove(&ops[i], &ops[i + 1], sizeof *ops * (nops - i - 1));
+    nops--;
+  }
+  return nops;
+}
+
 /* Builds the fused step for steps [a, b) into *out (plus, before it, any broadcast whose
  * result is needed after the run, kept as its own step). Returns the number of steps
  * written to `out`, or 0 on allocation failure (then the caller keeps the run as it is). */
@@ -145,6 +177,10 @@ static uint32_t build_fused(av_lower *c, const av_step *v, uint32_t a, uint32_t 
     op->out = r;
     nops++;
   }
+  nops = fuse_pairs(c, b, ops, nops);
+  for (uint32_t r = 0; r < b->nregs; r++) b->last_read[r] = -1;
+  for (uint32_t w = 0; w < nops; w++)
+    for (int k = 0; k < ops[w].nin; k++) b->last_read[ops[w].in[k]] = (int32_t)w;
   av_fused_params *p = av_lower_alloc(c, sizeof *p);
   av_fused_reg *regs = av_lower_alloc(c, sizeof *regs * b->nregs);
   int32_t *reuse = av_lower_alloc(c, sizeof *reuse * (b->nouts + 1));

@@ -389,6 +389,101 @@ static bool layout_carried(lbuild *b, const uint16_t *carried, uint32_t nc) {
   return own <= AV_LOOP_MAX_STATE && b->scratch <= AV_LOOP_MAX_SCRATCH;
 }
 
+static bool writes_between(const ilist *l, uint32_t from, uint32_t to, uint16_t r) {
+  for (uint32_t m = from; m < to; m++)
+    if (l->v[m].out == r) return true;
+  return false;
+}
+
+/* Fuses a binary +, -, *, / of the body whose result only one other such op of the same
+ * type reads into that op (runtime/kernels/elementwise_pair.c): one loop instead of two, the
+ * intermediate never stored. `keep` lists registers read after the iteration (results, the
+ * condition). (Invariant ops run once; their registers are read by every list.) */
+static bool fuse_pairs(lbuild *b, ilist *l, const uint16_t *keep, uint32_t nkeep) {
+  for (uint32_t i = 0; i < l->n;) {
+    const av_linstr *s = &l->v[i];
+    bool kept = false;
+    for (uint32_t k = 0; k < nkeep; k++) kept = kept || keep[k] == s->out;
+    int reader = -1, nreaders = 0;
+    for (uint32_t m = i + 1; m < l->n; m++)
+      if (reads(&l->v[m], s->out)) {
+        reader = (int)m;
+        nreaders++;
+      }
+    av_linstr *t = nreaders == 1 ? &l->v[reader] : NULL;
+    bool left = t && t->in[0] == s->out;
+    av_ew_fn fn = t && !kept && s->kind == AV_LI_EW && t->kind == AV_LI_EW && t->n == s->n &&
+                          t->in[0] != t->in[1]
+                      ? av_ew_pair_fn(s->ew, t->ew, left) : NULL;
+    if (!fn || writes_between(l, i + 1, (uint32_t)reader, s->in[0]) ||
+        writes_between(l, i + 1, (uint32_t)reader, s->in[1])) {
+      i++;
+      continue;
+    }
+    av_ew_kernel *k = av_arena_alloc(b->c->a, sizeof *k);
+    if (!k) return false;
+    memset(k, 0, sizeof *k); /* op AV_OP_UNKNOWN: a pair is not half of another */
+    k->nin = 3;
+    k->fn = fn;
+    uint16_t other = left ? t->in[1] : t->in[0];
+    t->ew = k;
+    t->in[0] = s->in[0];
+    t->in[1] = s->in[1];
+    t->in[2] = other;
+    memmove(&l->v[i], &l->v[i + 1], (l->n - i - 1) * sizeof *s);
+    l->n--;
+  }
+  return true;
+}
+
+/* Index of the body instruction writing register `r`, or -1. */
+static int writer(const lbuild *b, uint16_t r) {
+  for (uint32_t i = 0; i < b->body.n; i++)
+    if (b->body.v[i].out == r) return (int)i;
+  return -1;
+}
+
+/* The counted-loop form of runtime/loop_prog.h, if the loop has it: the condition is one
+ * signed `i < limit` / `i <= limit` on a carried scalar i (copied between iterations, not
+ * updated in place) with an invariant limit, and the body returns `i + step` (step
+ * invariant) as the next i. When no other instruction and no other result reads i or
+ * i + step, the increment moves to the end of the body, where the counted run leaves it out. */
+static av_lcount *counted(lbuild *b, const uint16_t *carried, const uint16_t *results, uint32_t nc,
+                          int cond_reg) {
+  if (b->cond.n != 1) return NULL;
+  const av_linstr *cmp = &b->cond.v[0];
+  bool s32 = cmp->kind == AV_LI_FAST_BASE + AV_SF_CMP_S32, s64 = cmp->kind == AV_LI_FAST_BASE + AV_SF_CMP_S64;
+  uint16_t i = cmp->in[0], limit = cmp->in[1];
+  if (!(s32 || s64) || cmp->out != cond_reg || (cmp->cmp_dir != AV_CMP_LT && cmp->cmp_dir != AV_CMP_LE) ||
+      b->regs[i].kind != AV_LR_CARRIED || !b->invariant[limit])
+    return NULL;
+  uint32_t j = b->regs[i].carried;
+  if (j >= nc || carried[j] != i) return NULL;
+  int at = writer(b, results[j]);
+  if (at < 0) return NULL;
+  const av_linstr *inc = &b->body.v[at];
+  uint16_t step = inc->in[0] == i ? inc->in[1] : inc->in[0];
+  if (inc->kind != AV_LI_FAST_BASE + (s32 ? AV_SF_ADD_I32 : AV_SF_ADD_I64) ||
+      (inc->in[0] != i && inc->in[1] != i) || !b->invariant[step])
+    return NULL;
+  av_lcount *k = av_arena_alloc(b->c->a, sizeof *k);
+  if (!k) return NULL;
+  *k = (av_lcount){.carried = (uint16_t)j, .limit = limit, .step = step, .bytes = s32 ? 4 : 8,
+                   .inclusive = cmp->cmp_dir == AV_CMP_LE};
+  bool alone = true;
+  for (uint32_t m = 0; m < b->body.n && alone; m++)
+    alone = (int)m == at || (!reads(&b->body.v[m], i) && !reads(&b->body.v[m], results[j]));
+  for (uint32_t m = 0; m < nc && alone; m++)
+    alone = m == j || (results[m] != i && results[m] != results[j]);
+  if (alone) { /* nothing after it reads what it writes, and nothing writes what it reads */
+    av_linstr t = b->body.v[at];
+    memmove(&b->body.v[at], &b->body.v[at + 1], (b->body.n - (uint32_t)at - 1) * sizeof t);
+    b->body.v[b->body.n - 1] = t;
+    k->drop_increment = true;
+  }
+  return k;
+}
+
 static void *arena_copy(av_lower *c, const void *src, size_t bytes) {
   return av_arena_memdup(c->a, src, bytes ? bytes : 1);
 }
@@ -449,8 +544,13 @@ static const av_loop_prog *build(av_lower *c, const av_op *op, uint64_t inplace_
     for (uint32_t j = 0; j < nc && swap[i]; j++)
       if (j != i && results[j] == r) swap[i] = false;
   }
+  uint16_t keep[65];
+  memcpy(keep, results, nc * sizeof *keep);
+  keep[nc] = (uint16_t)cond_reg;
+  if (!fuse_pairs(b, &b->body, keep, nc + 1)) goto done;
   p = av_arena_alloc(c->a, sizeof *p);
   if (!p) goto done;
+  p->count = counted(b, carried, results, nc, cond_reg);
   p->nregs = b->nregs;
   p->regs = arena_copy(c, b->regs, b->nregs * sizeof *b->regs);
   p->pre = arena_copy(c, b->pre.v, b->pre.n * sizeof *b->pre.v);

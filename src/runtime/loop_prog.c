@@ -96,34 +96,92 @@ static av_code bind_registers(const av_loop_prog *p, const av_frame *f, av_slot 
   return AV_OK;
 }
 
+/* Makes the body's results the carried values of the next iteration (all but carried value
+ * `skip`): first every copy (reading the current buffers, writing each value's other
+ * buffer, which nothing else reads), then the pointer changes. */
+static inline __attribute__((always_inline)) void advance(const av_loop_prog *p, char *scratch,
+                                                          void **r, uint8_t *side, uint32_t skip) {
+  for (uint32_t i = 0; i < p->ncarried; i++) {
+    uint16_t c = p->carried_reg[i], res = p->result_reg[i];
+    if (res == c || p->swap[i] || i == skip) continue;
+    side[i] ^= 1;
+    memcpy(scratch + p->regs[c].offset + (side[i] ? p->regs[c].bytes : 0), r[res], p->regs[c].bytes);
+  }
+  for (uint32_t i = 0; i < p->ncarried; i++) {
+    uint16_t c = p->carried_reg[i], res = p->result_reg[i];
+    if (res == c || i == skip) continue; /* passed through unchanged, or set elsewhere */
+    if (p->swap[i]) { /* the body's output becomes current; the old buffer is its next one */
+      void *t = r[c];
+      r[c] = r[res];
+      r[res] = t;
+    } else {
+      r[c] = scratch + p->regs[c].offset + (side[i] ? p->regs[c].bytes : 0);
+    }
+  }
+}
+
+static int64_t load_int(const void *v, uint8_t bytes) {
+  if (bytes == 4) {
+    int32_t x;
+    memcpy(&x, v, 4);
+    return x;
+  }
+  int64_t x;
+  memcpy(&x, v, 8);
+  return x;
+}
+
+/* Iterations of a counted loop from the current registers, and the counter's value after
+ * them; false when the ordinary loop must run (a non-positive step, or a counter that would
+ * wrap around before the condition fails: the run then depends on the wrap). */
+static bool trip_count(const av_lcount *k, void *const *r, uint16_t counter, int64_t *trips,
+                       int64_t *final) {
+  int64_t i = load_int(r[counter], k->bytes), limit = load_int(r[k->limit], k->bytes);
+  int64_t step = load_int(r[k->step], k->bytes);
+  int64_t max = k->bytes == 4 ? INT32_MAX : INT64_MAX;
+  if (step <= 0) return false;
+  if (k->inclusive) { /* i <= limit is i < limit + 1, unless limit is the largest value */
+    if (limit == max) return false;
+    limit++;
+  }
+  if (i >= limit) {
+    *trips = 0;
+    *final = i;
+    return true;
+  }
+  uint64_t span = (uint64_t)limit - (uint64_t)i; /* > 0, exact in 64 bits */
+  uint64_t n = span / (uint64_t)step + (span % (uint64_t)step != 0);
+  int64_t moved;
+  if (n > (uint64_t)INT64_MAX || __builtin_mul_overflow((int64_t)n, step, &moved) ||
+      __builtin_add_overflow(i, moved, final) || *final > max)
+    return false;
+  *trips = (int64_t)n;
+  return true;
+}
+
 /* Runs iterations until the condition is false. */
 static av_code iterate(const av_loop_prog *p, char *scratch, void **r, uint8_t *side, av_diag *d) {
   av_code code = exec(p->pre, p->npre, r, d);
+  const av_lcount *k = p->count;
+  int64_t trips, final;
+  if (code == AV_OK && k && trip_count(k, r, p->carried_reg[k->carried], &trips, &final)) {
+    uint32_t nbody = p->nbody - k->drop_increment, skip = k->drop_increment ? k->carried : UINT32_MAX;
+    for (int64_t t = 0; t < trips; t++) {
+      if ((code = exec(p->body, nbody, r, d)) != AV_OK) return code;
+      advance(p, scratch, r, side, skip);
+    }
+    if (k->drop_increment) { /* the counter's own buffer, which the loop never swapped */
+      int32_t f32 = (int32_t)final;
+      memcpy(r[p->carried_reg[k->carried]], k->bytes == 4 ? (const void *)&f32 : (const void *)&final, k->bytes);
+    }
+    return code;
+  }
   while (code == AV_OK) {
     code = exec(p->cond, p->ncond, r, d);
     if (code != AV_OK || !*(const uint8_t *)r[p->cond_reg]) break;
     code = exec(p->body, p->nbody, r, d);
     if (code != AV_OK) break;
-    /* New carried values: first every copy (reading the current buffers, writing each
-     * value's other buffer, which nothing else reads), then the pointer changes. */
-    for (uint32_t i = 0; i < p->ncarried; i++) {
-      uint16_t c = p->carried_reg[i], res = p->result_reg[i];
-      if (res == c || p->swap[i]) continue;
-      side[i] ^= 1;
-      memcpy(scratch + p->regs[c].offset + (side[i] ? p->regs[c].bytes : 0), r[res],
-             p->regs[c].bytes);
-    }
-    for (uint32_t i = 0; i < p->ncarried; i++) {
-      uint16_t c = p->carried_reg[i], res = p->result_reg[i];
-      if (res == c) continue; /* passed through unchanged */
-      if (p->swap[i]) { /* the body's output becomes current; the old buffer is its next one */
-        void *t = r[c];
-        r[c] = r[res];
-        r[res] = t;
-      } else {
-        r[c] = scratch + p->regs[c].offset + (side[i] ? p->regs[c].bytes : 0);
-      }
-    }
+    advance(p, scratch, r, side, UINT32_MAX);
   }
   return code;
 }

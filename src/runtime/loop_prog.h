@@ -83,6 +83,20 @@ typedef struct av_linstr {
   uint16_t idx[AV_LOOP_MAX_INDICES];     /* SLICE / UPDATE: registers of the start indices */
 } av_linstr;
 
+/* A counted loop: the condition is `i < limit` (or `i <= limit`) on a signed integer scalar
+ * i that the body only advances by `i + step`, limit and step invariant. When the step is
+ * positive and i reaches the end without wrapping, the number of iterations is known at the
+ * first condition, so the condition is never run; when nothing else reads i, the increment
+ * (moved to the end of the body) is not run either and i is set once, at the end. Other
+ * cases (a non-positive step, a wrap) run the ordinary way, so results never change. */
+typedef struct av_lcount {
+  uint16_t carried;     /* the carried value i */
+  uint16_t limit, step; /* registers */
+  uint8_t bytes;        /* 4 or 8 */
+  bool inclusive;       /* <= */
+  bool drop_increment;  /* the body's last instruction is the increment, and only it reads i */
+} av_lcount;
+
 typedef struct av_loop_prog {
   uint32_t nregs;
   const av_lreg *regs;
@@ -99,6 +113,7 @@ typedef struct av_loop_prog {
    * the iteration, so the two buffers swap instead of being copied */
   const bool *swap;
   uint16_t cond_reg; /* the condition's i1 */
+  const av_lcount *count; /* NULL: not a counted loop */
   size_t scratch_bytes;
 } av_loop_prog;
 

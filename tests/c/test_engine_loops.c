@@ -227,6 +227,159 @@ static void test_array_loop_program(void **state) {
 }
 
 
+/* Counted loops (runtime/loop_prog.h): `i < limit` or `i <= limit` with i advanced by a
+ * captured step runs without evaluating the condition, and, when nothing else reads i,
+ * without the increment; the iteration count and the final i must be those of the plain
+ * loop, simulated here step by step. `uses` makes the body read i (the increment stays). */
+static void counted_case(const char *ty, const char *dir, bool uses, int64_t start, int64_t limit,
+                         int64_t step) {
+  char text[4096];
+  const char *use = uses ? "    %ci = \"stablehlo.convert\"(%i) : (tensor<T>) -> tensor<f32>\n"
+                           "    %n1 = \"stablehlo.add\"(%n, %ci) : (tensor<f32>, tensor<f32>) -> tensor<f32>\n"
+                         : "    %n1 = \"stablehlo.add\"(%n, %onef) : (tensor<f32>, tensor<f32>) -> tensor<f32>\n";
+  char body[512];
+  snprintf(body, sizeof body, "%s", use);
+  snprintf(text, sizeof text,
+           "func.func public @main(%%i0: tensor<T>, %%lim: tensor<T>, %%st: tensor<T>) -> (tensor<T>, tensor<f32>) {\n"
+           "  %%z = \"stablehlo.constant\"() {value = dense<0.0> : tensor<f32>} : () -> tensor<f32>\n"
+           "  %%onef = \"stablehlo.constant\"() {value = dense<1.0> : tensor<f32>} : () -> tensor<f32>\n"
+           "  %%r:2 = \"stablehlo.while\"(%%i0, %%z) ({\n"
+           "  ^bb0(%%i: tensor<T>, %%n: tensor<f32>):\n"
+           "    %%c = \"stablehlo.compare\"(%%i, %%lim) {comparison_direction = #stablehlo<comparison_direction %s>} : (tensor<T>, tensor<T>) -> tensor<i1>\n"
+           "    \"stablehlo.return\"(%%c) : (tensor<i1>) -> ()\n"
+           "  }, {\n"
+           "  ^bb0(%%i: tensor<T>, %%n: tensor<f32>):\n"
+           "%s"
+           "    %%i1 = \"stablehlo.add\"(%%st, %%i) : (tensor<T>, tensor<T>) -> tensor<T>\n"
+           "    \"stablehlo.return\"(%%i1, %%n1) : (tensor<T>, tensor<f32>) -> ()\n"
+           "  }) : (tensor<T>, tensor<f32>) -> (tensor<T>, tensor<f32>)\n"
+           "  \"func.return\"(%%r#0, %%r#1) : (tensor<T>, tensor<f32>) -> ()\n"
+           "}\n",
+           dir, body);
+  /* the element type everywhere */
+  char typed[4096];
+  size_t o = 0;
+  for (const char *c = text; *c && o + 4 < sizeof typed; c++) {
+    if (c[0] == '<' && c[1] == 'T' && c[2] == '>') {
+      o += (size_t)snprintf(typed + o, sizeof typed - o, "<%s>", ty);
+      c += 2;
+    } else {
+      typed[o++] = *c;
+    }
+  }
+  typed[o] = 0;
+  av_program *p = compile(typed);
+  bool wide = strcmp(ty, "i64") == 0;
+  av_dtype dt = wide ? AV_DT_S64 : AV_DT_S32;
+  size_t es = wide ? 8 : 4;
+  int32_t v32[3] = {(int32_t)start, (int32_t)limit, (int32_t)step};
+  int64_t v64[3] = {start, limit, step};
+  av_tensor in[3];
+  for (int k = 0; k < 3; k++) in[k] = input(dt, 0, 1, wide ? (void *)&v64[k] : (void *)&v32[k], es);
+  av_tensor out[2];
+  run(p, in, out);
+  /* the plain loop */
+  bool le = strcmp(dir, "LE") == 0;
+  int64_t i = start;
+  float n = 0;
+  while (le ? i <= limit : i < limit) {
+    n += uses ? (float)i : 1.0f;
+    i += step;
+  }
+  int64_t got = 0;
+  memcpy(&got, out[0].storage->data, es);
+  if (!wide) got = (int32_t)got;
+  if (got != i || *(float *)out[1].storage->data != n)
+    fail_msg("%s %s uses=%d start %lld limit %lld step %lld: i %lld (want %lld), n %g (want %g)",
+             ty, dir, uses, (long long)start, (long long)limit, (long long)step, (long long)got,
+             (long long)i, *(float *)out[1].storage->data, n);
+  for (int k = 0; k < 2; k++) av_storage_release(out[k].storage);
+  for (int k = 0; k < 3; k++) av_storage_release(in[k].storage);
+  av_program_free(p);
+}
+
+static void test_counted_loops(void **state) {
+  (void)state;
+  static const int64_t cases[][3] = {
+      {0, 10, 1}, {0, 10, 3}, {0, 9, 3}, {7, 7, 1}, {9, 2, 2}, {-5, 5, 4},
+      {INT32_MAX - 2, INT32_MAX, 2}, /* ends exactly at the largest value */
+      {INT32_MAX - 9, INT32_MAX - 1, 4},
+  };
+  for (int ty = 0; ty < 2; ty++)
+    for (int le = 0; le < 2; le++)
+      for (int uses = 0; uses < 2; uses++)
+        for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+          int64_t start = cases[k][0], limit = cases[k][1], step = cases[k][2];
+          /* near the largest value, <= wraps before it fails: 2^30 iterations (the counted
+           * form refuses them; they run the ordinary way) */
+          if (le && limit >= INT32_MAX - 8) continue;
+          if (ty) { /* the same shapes near the i64 limits */
+            int64_t shift = limit >= INT32_MAX - 1 ? INT64_MAX - INT32_MAX : ((int64_t)1 << 40);
+            start += shift;
+            limit += shift;
+          }
+          counted_case(ty ? "i64" : "i32", le ? "LE" : "LT", uses, start, limit, step);
+        }
+}
+
+/* Chained +, -, *, / in a loop body fuse into pairs (one loop, the intermediate in a
+ * register); each op still rounds on its own, so the results are those of the ops one at a
+ * time, computed here in the same order. An intermediate that is also a result, or read
+ * twice, stays unfused; f64 pairs too. */
+static void test_fused_pairs_in_loops(void **state) {
+  (void)state;
+  static const char text[] =
+      "func.func public @main(%v0: tensor<5xf32>, %w0: tensor<5xf64>, %a: tensor<5xf32>, %b: tensor<5xf32>) -> (tensor<5xf32>, tensor<5xf32>, tensor<5xf64>) {\n"
+      "  %zero = \"stablehlo.constant\"() {value = dense<0> : tensor<i32>} : () -> tensor<i32>\n"
+      "  %four = \"stablehlo.constant\"() {value = dense<4> : tensor<i32>} : () -> tensor<i32>\n"
+      "  %one = \"stablehlo.constant\"() {value = dense<1> : tensor<i32>} : () -> tensor<i32>\n"
+      "  %k = \"stablehlo.constant\"() {value = dense<0.999> : tensor<f32>} : () -> tensor<f32>\n"
+      "  %kb = \"stablehlo.broadcast_in_dim\"(%k) {broadcast_dimensions = array<i64>} : (tensor<f32>) -> tensor<5xf32>\n"
+      "  %d = \"stablehlo.constant\"() {value = dense<3.0> : tensor<5xf64>} : () -> tensor<5xf64>\n"
+      "  %r:4 = \"stablehlo.while\"(%zero, %v0, %v0, %w0) ({\n"
+      "  ^bb0(%i: tensor<i32>, %v: tensor<5xf32>, %t: tensor<5xf32>, %w: tensor<5xf64>):\n"
+      "    %c = \"stablehlo.compare\"(%i, %four) {comparison_direction = #stablehlo<comparison_direction LT>} : (tensor<i32>, tensor<i32>) -> tensor<i1>\n"
+      "    \"stablehlo.return\"(%c) : (tensor<i1>) -> ()\n"
+      "  }, {\n"
+      "  ^bb0(%i: tensor<i32>, %v: tensor<5xf32>, %t: tensor<5xf32>, %w: tensor<5xf64>):\n"
+      "    %m = \"stablehlo.multiply\"(%v, %kb) : (tensor<5xf32>, tensor<5xf32>) -> tensor<5xf32>\n"
+      "    %q = \"stablehlo.divide\"(%a, %v) : (tensor<5xf32>, tensor<5xf32>) -> tensor<5xf32>\n"
+      "    %s = \"stablehlo.subtract\"(%b, %q) : (tensor<5xf32>, tensor<5xf32>) -> tensor<5xf32>\n"
+      "    %v1 = \"stablehlo.add\"(%m, %s) : (tensor<5xf32>, tensor<5xf32>) -> tensor<5xf32>\n"
+      "    %x = \"stablehlo.subtract\"(%v1, %t) : (tensor<5xf32>, tensor<5xf32>) -> tensor<5xf32>\n"
+      "    %t1 = \"stablehlo.multiply\"(%x, %x) : (tensor<5xf32>, tensor<5xf32>) -> tensor<5xf32>\n"
+      "    %y = \"stablehlo.divide\"(%w, %d) : (tensor<5xf64>, tensor<5xf64>) -> tensor<5xf64>\n"
+      "    %w1 = \"stablehlo.subtract\"(%y, %d) : (tensor<5xf64>, tensor<5xf64>) -> tensor<5xf64>\n"
+      "    %i1 = \"stablehlo.add\"(%i, %one) : (tensor<i32>, tensor<i32>) -> tensor<i32>\n"
+      "    \"stablehlo.return\"(%i1, %v1, %t1, %w1) : (tensor<i32>, tensor<5xf32>, tensor<5xf32>, tensor<5xf64>) -> ()\n"
+      "  }) : (tensor<i32>, tensor<5xf32>, tensor<5xf32>, tensor<5xf64>) -> (tensor<i32>, tensor<5xf32>, tensor<5xf32>, tensor<5xf64>)\n"
+      "  \"func.return\"(%r#1, %r#2, %r#3) : (tensor<5xf32>, tensor<5xf32>, tensor<5xf64>) -> ()\n"
+      "}\n";
+  av_program *p = compile(text);
+  float v[5] = {1.1f, -2.5f, 3.25f, 1e-3f, 7.0f}, t[5], a[5] = {0.3f, 1.7f, -2.2f, 5.0f, 0.1f},
+        b[5] = {2.0f, -1.25f, 0.5f, 9.5f, -3.0f};
+  double w[5] = {1.0, -2.0, 0.1, 1e10, 3.0};
+  memcpy(t, v, sizeof t);
+  av_tensor in[4] = {input(AV_DT_F32, 1, 5, v, sizeof v), input(AV_DT_F64, 1, 5, w, sizeof w),
+                     input(AV_DT_F32, 1, 5, a, sizeof a), input(AV_DT_F32, 1, 5, b, sizeof b)};
+  av_tensor out[3];
+  run(p, in, out);
+  for (int it = 0; it < 4; it++)
+    for (int e = 0; e < 5; e++) {
+      float m = v[e] * 0.999f, q = a[e] / v[e], s = b[e] - q, v1 = m + s, x = v1 - t[e];
+      v[e] = v1;
+      t[e] = x * x;
+      double y = w[e] / 3.0;
+      w[e] = y - 3.0;
+    }
+  assert_memory_equal(out[0].storage->data, v, sizeof v);
+  assert_memory_equal(out[1].storage->data, t, sizeof t);
+  assert_memory_equal(out[2].storage->data, w, sizeof w);
+  for (int k = 0; k < 3; k++) av_storage_release(out[k].storage);
+  for (int k = 0; k < 4; k++) av_storage_release(in[k].storage);
+  av_program_free(p);
+}
+
 /* lax.scan's loop as a register program: xs passed through and read with dynamic_slice (one
  * index clamped), ys written with dynamic_update_slice in place, and zs written the same way
  * but read afterwards in the same iteration (its old row must be seen, so it is copied, not
@@ -536,6 +689,8 @@ int main(void) {
       cmocka_unit_test(test_scalar_loop_inline_ops),
       cmocka_unit_test(test_array_loop_program),
       cmocka_unit_test(test_scan_loop_program),
+      cmocka_unit_test(test_counted_loops),
+      cmocka_unit_test(test_fused_pairs_in_loops),
       cmocka_unit_test(test_loop_program_with_dot),
       cmocka_unit_test(test_array_loop_with_calls),
       cmocka_unit_test(test_block_condition_and_swaps),

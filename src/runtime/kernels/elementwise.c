@@ -83,6 +83,8 @@ bool av_ew_prepare(av_opcode op, av_dtype in, av_dtype out, av_cmp_dir dir, av_c
   if (nin == 0) return false;
   if (out != av_ew_result_dtype(op, in)) return false;
   k->nin = nin;
+  k->op = op;
+  k->dtype = in;
   av_ew_fn direct = NULL;
   if (op == AV_OP_COMPARE) {
     if (ctype == AV_CMP_TOTALORDER && !av_dtype_is_float(in)) ctype = AV_CMP_DEFAULT;

@@ -30,6 +30,8 @@ enum { AV_EW_MAX_IN = 3 };
 typedef struct av_ew_kernel {
   av_ew_fn fn;    /* what the step calls, with the kernel itself as aux */
   int nin;
+  av_opcode op;   /* what it computes, on operands of `dtype` (AV_OP_UNKNOWN: a fused pair) */
+  av_dtype dtype;
   av_ew_fn inner; /* loop on the compute type (when going through one) */
   av_convert in_conv[AV_EW_MAX_IN];
   av_convert out_conv;
@@ -47,6 +49,12 @@ bool av_ew_prepare(av_opcode op, av_dtype in, av_dtype out, av_cmp_dir dir, av_c
 static inline void av_ew_run(const av_ew_kernel *k, const void *const *in, void *out, int64_t n) {
   k->fn(in, out, n, k);
 }
+
+/* Fused pairs (elementwise_pair.c): the loop computing (in[0] op1 in[1]) op2 in[2]
+ * (inner_left) or in[2] op2 (in[0] op1 in[1]), where `first` computes op1 and `second` op2,
+ * with the bits of the two separate loops; NULL when the kernels do not pair (only f32 and
+ * f64 +, -, *, / do). */
+av_ew_fn av_ew_pair_fn(const av_ew_kernel *first, const av_ew_kernel *second, bool inner_left);
 
 /* Number of operands of an elementwise opcode (1, 2 or 3); 0 if not elementwise. */
 int av_ew_arity(av_opcode op);

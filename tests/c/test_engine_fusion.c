@@ -81,6 +81,46 @@ static void test_chain_with_escaping_intermediate(void **state) {
   av_program_free(p);
 }
 
+/* Arithmetic pairs inside a fused chain (kernels/elementwise_pair.c): the intermediate is
+ * the left operand of one pair and the right operand of another, an intermediate read twice
+ * stays unpaired; every op rounds on its own, so the bits are those of the ops computed one
+ * at a time here in the same order. */
+static const char *pairs_text =
+    "func.func public @main(%x: tensor<3000xf32>, %y: tensor<3000xf32>) -> tensor<3000xf32> {\n"
+    "  %0 = stablehlo.divide %x, %y : tensor<3000xf32>\n"
+    "  %1 = stablehlo.subtract %0, %y : tensor<3000xf32>\n"
+    "  %2 = stablehlo.multiply %1, %x : tensor<3000xf32>\n"
+    "  %3 = stablehlo.subtract %y, %2 : tensor<3000xf32>\n"
+    "  %4 = stablehlo.add %x, %y : tensor<3000xf32>\n"
+    "  %5 = stablehlo.multiply %4, %4 : tensor<3000xf32>\n"
+    "  %6 = stablehlo.divide %5, %3 : tensor<3000xf32>\n"
+    "  return %6 : tensor<3000xf32>\n"
+    "}\n";
+
+static void test_arithmetic_pairs(void **state) {
+  (void)state;
+  float x[N], y[N];
+  for (int i = 0; i < N; i++) {
+    x[i] = (float)(i - N / 2) * 0.0137f;
+    y[i] = 1.0f + (float)(i % 17) * 0.31f;
+  }
+  av_program *p = compile(pairs_text);
+  av_tensor in[2] = {vector_input(x, N), vector_input(y, N)}, out;
+  av_diag d;
+  av_diag_init(&d);
+  assert_int_equal(av_program_execute(p, 0, in, &out, &d), AV_OK);
+  const float *r = out.storage->data;
+  for (int i = 0; i < N; i++) {
+    float a = x[i] / y[i], b = a - y[i], c = b * x[i], e = y[i] - c, f = x[i] + y[i], g = f * f;
+    float want = g / e;
+    if (memcmp(&r[i], &want, sizeof want) != 0)
+      fail_msg("element %d: %.9g, expected %.9g", i, r[i], want);
+  }
+  av_storage_release(out.storage);
+  for (int k = 0; k < 2; k++) av_storage_release(in[k].storage);
+  av_program_free(p);
+}
+
 /* while (i < 5) { v = v * 0.5 + 1 } on 3000 elements: the body's chain is fused, its input
  * (the loop-carried value) dies inside it. */
 static const char *loop_text =
@@ -174,6 +214,7 @@ static void test_row_and_column_broadcasts(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_chain_with_escaping_intermediate),
+      cmocka_unit_test(test_arithmetic_pairs),
       cmocka_unit_test(test_chain_in_loop_body),
       cmocka_unit_test(test_row_and_column_broadcasts),
   };

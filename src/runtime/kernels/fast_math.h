@@ -12,8 +12,13 @@
 #include <math.h>
 #include <stdint.h>
 
+/* Always inlined: only inside a kernel loop's SIMD clone do fmaf / fma become instructions and
+ * the loop vectorise; an out-of-line copy (gcc -O2 keeps sincos out of line) is baseline
+ * code calling libm's fma, 16x slower. */
+#define AV_FM_INLINE static inline __attribute__((always_inline))
+
 /* expm1(r) for |r| <= 0.35 (Horner; the terms are 1/k!) */
-static inline double av_fm_expm1_small(double r) {
+AV_FM_INLINE double av_fm_expm1_small(double r) {
   double q = 1.0 / 40320;
   q = fma(q, r, 1.0 / 5040);
   q = fma(q, r, 1.0 / 720);
@@ -26,7 +31,7 @@ static inline double av_fm_expm1_small(double r) {
 }
 
 /* Splits x (|x| <= 300 for a meaningful result) into 2^n * (1 + q); returns q, sets *scale=2^n. */
-static inline double av_fm_exp_split(double x, double *scale) {
+AV_FM_INLINE double av_fm_exp_split(double x, double *scale) {
   const double magic = 6755399441055744.0; /* 1.5 * 2^52: adding it rounds to an integer */
   double t = x * 1.4426950408889634 + magic;
   double n = t - magic;
@@ -42,7 +47,7 @@ static inline double av_fm_exp_split(double x, double *scale) {
 }
 
 /* c ? a : b on bits: gcc keeps float ternaries as branches (then no SIMD) but vectorises masks */
-static inline float av_fm_select(int c, float a, float b) {
+AV_FM_INLINE float av_fm_select(int c, float a, float b) {
   union {
     float f;
     uint32_t u;
@@ -60,7 +65,7 @@ static inline float av_fm_select(int c, float a, float b) {
  * intermediate stays normal down to the subnormal results. */
 /* x = n*ln2 + r (|r| <= ln2/2); returns expm1(r) and sets *ni = n (garbage when x is out
  * of range). */
-static inline float av_fm_expm1_reduce_f(float x, int32_t *ni) {
+AV_FM_INLINE float av_fm_expm1_reduce_f(float x, int32_t *ni) {
   const float magic = 12582912.0f; /* 1.5 * 2^23 */
   float t = x * 1.44269504f + magic;
   float n = t - magic;
@@ -81,7 +86,7 @@ static inline float av_fm_expm1_reduce_f(float x, int32_t *ni) {
 }
 
 /* 2^k as an f32 for -126 <= k <= 127 */
-static inline float av_fm_pow2_f(int32_t k) {
+AV_FM_INLINE float av_fm_pow2_f(int32_t k) {
   union {
     uint32_t u;
     float f;
@@ -91,7 +96,7 @@ static inline float av_fm_pow2_f(int32_t k) {
 
 /* For |x| <= 120: expm1(r), with 2^n returned as s1*s2 (two factors keep every intermediate
  * normal down to the subnormal results). */
-static inline float av_fm_expm1_split_f(float x, float *s1f, float *s2f) {
+AV_FM_INLINE float av_fm_expm1_split_f(float x, float *s1f, float *s2f) {
   int32_t ni;
   float em1 = av_fm_expm1_reduce_f(x, &ni);
   int32_t n1 = ni / 2;
@@ -100,7 +105,7 @@ static inline float av_fm_expm1_split_f(float x, float *s1f, float *s2f) {
   return em1;
 }
 
-static inline float av_fm_expf(float x) {
+AV_FM_INLINE float av_fm_expf(float x) {
   float s1, s2, em1 = av_fm_expm1_split_f(x, &s1, &s2);
   float res = ((1.0f + em1) * s1) * s2;
   res = av_fm_select(isgreater(x, 100.0f), INFINITY, res); /* overflows from 88.73 on */
@@ -108,7 +113,7 @@ static inline float av_fm_expf(float x) {
   return av_fm_select(isunordered(x, x), x, res);
 }
 
-static inline float av_fm_tanhf(float x) {
+AV_FM_INLINE float av_fm_tanhf(float x) {
   /* tanh(a) = expm1(2a) / (expm1(2a) + 2), sign restored; |x| > 10 rounds to +-1. In f32:
    * 2a <= 20 keeps 2^n below 2^29 (one factor is enough: the same bits as two), and
    * expm1 = s*(em1 + 1) - 1 = s*em1 + (s - 1). */
@@ -122,7 +127,7 @@ static inline float av_fm_tanhf(float x) {
   return av_fm_select(isunordered(x, x), x, r);
 }
 
-static inline float av_fm_logisticf(float x) {
+AV_FM_INLINE float av_fm_logisticf(float x) {
   double s, q = av_fm_exp_split(-(double)x, &s);
   float r = (float)(1 / (1 + (s + s * q)));
   r = av_fm_select(isgreater(x, 200.0f), 1.0f, r);
@@ -136,7 +141,7 @@ static inline float av_fm_logisticf(float x) {
  * Valid for |x| <= AV_FM_TRIG_MAX only (beyond it, and for inf/nan, the result is garbage
  * that the caller replaces with libm's). */
 #define AV_FM_TRIG_MAX 262144.0f
-static inline float av_fm_sincos_reduced(float x, uint32_t cos_shift) {
+AV_FM_INLINE float av_fm_sincos_reduced(float x, uint32_t cos_shift) {
   const double magic = 6755399441055744.0; /* 1.5 * 2^52: adding it rounds to an integer */
   double xd = x;
   double t = xd * 0x1.45f306dc9c883p-1 + magic; /* 2/pi */
@@ -170,7 +175,7 @@ static inline float av_fm_sincos_reduced(float x, uint32_t cos_shift) {
   rb.u ^= (q & 2u) << 30; /* quadrants 2 and 3 negate */
   return rb.f;
 }
-static inline float av_fm_sinf_reduced(float x) { return av_fm_sincos_reduced(x, 0); }
-static inline float av_fm_cosf_reduced(float x) { return av_fm_sincos_reduced(x, 1); }
+AV_FM_INLINE float av_fm_sinf_reduced(float x) { return av_fm_sincos_reduced(x, 0); }
+AV_FM_INLINE float av_fm_cosf_reduced(float x) { return av_fm_sincos_reduced(x, 1); }
 
 #endif

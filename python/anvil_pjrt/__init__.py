@@ -7,9 +7,17 @@ JAX finds this module through the ``jax_plugins`` entry point and calls
 Configuration (environment):
   ANVIL_DEVICE_COUNT   number of CPU devices the client exposes (default 1)
   ANVIL_TRACE=1        log every PJRT call to stderr
+  OPENBLAS_THREAD_TIMEOUT  set to 18 here unless already set (see below)
 """
 
 import os
+
+# OpenBLAS's worker threads spin for 2^N cycles after every call before they sleep (N = 28 by
+# default, about 0.1 s); meanwhile they take cores from anvil's own pool, which runs the
+# elementwise, reduce and convolution work around the matmuls. 2^18 cycles keeps them awake
+# across back-to-back BLAS calls only. Read once, when the plugin library loads OpenBLAS, so
+# it must be in the environment before that.
+os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "18")
 
 __all__ = ["library_path", "initialize", "client_create_options"]
 

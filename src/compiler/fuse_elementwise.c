@@ -98,7 +98,7 @@ static uint32_t fuse_pairs(av_lower *c, const fuse_builder *b, av_fused_op *ops,
     k->nin = 3;
     k->fn = fn;
     uint32_t other = t->in[0] == s->out ? t->in[1] : t->in[0];
-    *t = (av_fused_op){k, 3, {s->in[0], s->in[1], other}, t->out};
+    *t = (av_fused_op){k, 3, {s->in[0], s->in[1], other}, t->out, NULL, 0};
     memmove(&ops[i], &ops[i + 1], sizeof *ops * (nops - i - 1));
     nops--;
   }
@@ -153,6 +153,8 @@ static uint32_t build_fused(av_lower *c, const av_step *v, uint32_t a, uint32_t 
     av_fused_op *op = &ops[nops];
     op->k = s->params;
     op->nin = (int)s->nin;
+    op->with_scalar = NULL;
+    op->scalar_side = 0;
     for (uint32_t k = 0; k < s->nin; k++) {
       int32_t r = find_reg(b, s->in[k]);
       if (r < 0) {
@@ -178,6 +180,16 @@ static uint32_t build_fused(av_lower *c, const av_step *v, uint32_t a, uint32_t 
     nops++;
   }
   nops = fuse_pairs(c, b, ops, nops);
+  /* binary ops reading a broadcast: loops that take it as one value when it is constant */
+  for (uint32_t w = 0; w < nops; w++) {
+    av_fused_op *op = &ops[w];
+    for (int side = 1; side >= 0 && op->nin == 2 && !op->with_scalar; side--) {
+      uint8_t kind = b->regs[op->in[side]].kind;
+      if (kind != AV_FUSED_SCALAR && kind != AV_FUSED_BOX) continue;
+      op->with_scalar = av_ew_scalar_operand_fn(op->k, side);
+      op->scalar_side = side;
+    }
+  }
   for (uint32_t r = 0; r < b->nregs; r++) b->last_read[r] = -1;
   for (uint32_t w = 0; w < nops; w++)
     for (int k = 0; k < ops[w].nin; k++) b->last_read[ops[w].in[k]] = (int32_t)w;

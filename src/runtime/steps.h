@@ -43,6 +43,10 @@ typedef struct av_fused_op {
   const av_ew_kernel *k;
   int nin;
   uint32_t in[AV_EW_MAX_IN], out; /* registers */
+  /* the loop taking operand `scalar_side` as one value, used when that operand (a scalar or
+   * box register) is constant over the tile; NULL when the op has none */
+  av_ew_fn with_scalar;
+  int scalar_side;
 } av_fused_op;
 typedef struct av_fused_params {
   int64_t n; /* elements of every non-scalar register */

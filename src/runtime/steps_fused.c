@@ -89,6 +89,22 @@ static void gather_box(const av_box_params *bp, const char *src, char *dst, int6
   }
 }
 
+/* The element the box reads for all of output elements [t, t+m) when that is one element
+ * (a row broadcast over a tile within one row), else NULL. */
+static const char *box_constant(const av_box_params *bp, const char *src, int64_t t, int64_t m) {
+  const av_box *b = &bp->box;
+  int r = b->rank;
+  if (r < 1 || b->sstride[r - 1] != 0) return NULL;
+  int64_t soff = bp->soff, rem = t, inner = 0;
+  for (int k = 0; k < r; k++) {
+    int64_t idx = rem / b->dstride[k];
+    rem -= idx * b->dstride[k];
+    soff += idx * b->sstride[k];
+    inner = idx;
+  }
+  return m <= b->dims[r - 1] - inner ? src + (size_t)soff * bp->esize : NULL;
+}
+
 /* One worker's share: tiles of elements [begin, end) with its own scratch registers. */
 typedef struct fused_run {
   const av_step *s;
@@ -114,6 +130,14 @@ static void prefetch_tile(const av_fused_params *p, char *const *base, int64_t t
   }
 }
 
+/* Where register r's elements for the tile starting at element t are: inside the array for
+ * step inputs and outputs, the register's own tile otherwise. */
+static char *tile_at(const av_fused_params *p, char *const *base, uint32_t r, int64_t t) {
+  const av_fused_reg *g = &p->regs[r];
+  bool whole = g->kind == AV_FUSED_IN || g->kind == AV_FUSED_OUT;
+  return base[r] + (whole ? (size_t)t * g->esize : 0);
+}
+
 static void fused_range(void *ctx, int64_t begin, int64_t end) {
   fused_run *fr = ctx;
   const av_step *s = fr->s;
@@ -131,14 +155,32 @@ static void fused_range(void *ctx, int64_t begin, int64_t end) {
    * the heap is only for chains so long that the smallest tile exceeds the budget */
   _Alignas(16) char local_buf[FUSED_TILE_BYTES + 16 * 32];
   char *local_base[32];
+  const char *local_one[32];
+  bool local_needs[32];
   char *buf = scratch <= sizeof local_buf ? local_buf : malloc(scratch);
-  char **base = p->nregs <= 32 ? local_base : malloc(sizeof *base * p->nregs);
-  if (!buf || !base) {
+  bool small = p->nregs <= 32;
+  char **base = small ? local_base : malloc(sizeof *base * p->nregs);
+  /* per scalar / box register: its value when it is one over the current tile, else NULL;
+   * and whether some reader needs it as a tile all the same */
+  const char **one = small ? local_one : malloc(sizeof *one * p->nregs);
+  bool *needs_tile = small ? local_needs : malloc(sizeof *needs_tile * p->nregs);
+  if (!buf || !base || !one || !needs_tile) {
     if (buf != local_buf) free(buf);
-    if (base != local_base) free(base);
+    if (!small) {
+      free(base);
+      free(one);
+      free(needs_tile);
+    }
     atomic_store(&fr->failed, true);
     return;
   }
+  for (uint32_t r = 0; r < p->nregs; r++) {
+    one[r] = NULL;
+    needs_tile[r] = false;
+  }
+  for (uint32_t o = 0; o < p->nops; o++)
+    for (int i = 0; i < p->ops[o].nin; i++)
+      if (!p->ops[o].with_scalar || i != p->ops[o].scalar_side) needs_tile[p->ops[o].in[i]] = true;
   size_t at = 0;
   for (uint32_t r = 0; r < p->nregs; r++) {
     const av_fused_reg *g = &p->regs[r];
@@ -148,7 +190,7 @@ static void fused_range(void *ctx, int64_t begin, int64_t end) {
       default: {
         base[r] = buf + at;
         at += (g->esize * (size_t)tile + 15) & ~(size_t)15;
-        if (g->kind == AV_FUSED_SCALAR) { /* the scalar repeated over one tile */
+        if (g->kind == AV_FUSED_SCALAR && needs_tile[r]) { /* the scalar repeated over one tile */
           const char *v = av_in(s, f, g->index);
           fill_elements(base[r], v, g->esize, tile);
         }
@@ -160,23 +202,32 @@ static void fused_range(void *ctx, int64_t begin, int64_t end) {
   for (int64_t t = begin; t < end; t += tile) {
     int64_t m = end - t < tile ? end - t : tile;
     if (prefetch && t + m < end) prefetch_tile(p, base, t + m, end - t - m < tile ? end - t - m : tile);
-    for (uint32_t r = 0; r < p->nregs; r++)
-      if (p->regs[r].kind == AV_FUSED_BOX)
-        gather_box(p->regs[r].box, av_in(s, f, p->regs[r].index), base[r], t, m);
+    for (uint32_t r = 0; r < p->nregs; r++) {
+      const av_fused_reg *g = &p->regs[r];
+      if (g->kind == AV_FUSED_SCALAR) one[r] = av_in(s, f, g->index);
+      if (g->kind != AV_FUSED_BOX) continue;
+      const char *src = av_in(s, f, g->index);
+      one[r] = box_constant(g->box, src, t, m);
+      if (!one[r] || needs_tile[r]) gather_box(g->box, src, base[r], t, m);
+    }
     for (uint32_t o = 0; o < p->nops; o++) {
       const av_fused_op *op = &p->ops[o];
       const void *in[AV_EW_MAX_IN] = {0};
-      for (int i = 0; i < op->nin; i++) {
-        const av_fused_reg *g = &p->regs[op->in[i]];
-        bool whole = g->kind == AV_FUSED_IN || g->kind == AV_FUSED_OUT;
-        in[i] = base[op->in[i]] + (whole ? (size_t)t * g->esize : 0);
+      for (int i = 0; i < op->nin; i++) in[i] = tile_at(p, base, op->in[i], t);
+      char *out = tile_at(p, base, op->out, t);
+      if (op->with_scalar && one[op->in[op->scalar_side]]) { /* the broadcast as one value */
+        in[op->scalar_side] = one[op->in[op->scalar_side]];
+        op->with_scalar(in, out, m, NULL);
+      } else {
+        av_ew_run(op->k, in, out, m);
       }
-      const av_fused_reg *g = &p->regs[op->out];
-      char *out = base[op->out] + (g->kind == AV_FUSED_OUT ? (size_t)t * g->esize : 0);
-      av_ew_run(op->k, in, out, m);
     }
   }
-  if (base != local_base) free(base);
+  if (!small) {
+    free(base);
+    free(one);
+    free(needs_tile);
+  }
   if (buf != local_buf) free(buf);
 }
 

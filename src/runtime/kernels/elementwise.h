@@ -56,6 +56,10 @@ static inline void av_ew_run(const av_ew_kernel *k, const void *const *in, void 
  * f64 +, -, *, / do). */
 av_ew_fn av_ew_pair_fn(const av_ew_kernel *first, const av_ew_kernel *second, bool inner_left);
 
+/* The loop of binary kernel `k` with operand `side` (0 or 1) a single value, read from
+ * in[side][0] (elementwise_bcast.c); NULL unless k is an f32/f64 +, -, * or /. */
+av_ew_fn av_ew_scalar_operand_fn(const av_ew_kernel *k, int side);
+
 /* Number of operands of an elementwise opcode (1, 2 or 3); 0 if not elementwise. */
 int av_ew_arity(av_opcode op);
 /* Ops whose result is pred (compare, is_finite, chlo.is_inf...) or real (abs/real/imag of

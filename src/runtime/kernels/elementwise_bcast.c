@@ -1,0 +1,53 @@
+/* Binary float ops with one operand a single value: o[i] = a[i] OP s, or s OP b[i].
+ *
+ * Fused chains use these where an operand is a broadcast scalar, or a row broadcast that is
+ * constant over the tile at hand (softmax's x - max and e / sum): the value stays in a
+ * register instead of being copied over a tile and read back. The same IEEE operation per
+ * element as the ordinary loop, so the same bits. */
+#include "runtime/kernels/elementwise.h"
+#include "runtime/kernels/simd_clones.h"
+
+/* in[0] and in[1] as the ordinary loop takes them; in[SIDE] points at the single value */
+#define BCAST_LOOP(T, S, N, OP)                                                                \
+  AV_CLONES_FMA static void bcast_##S##_##N##_0(const void *const *in, void *out, int64_t n,   \
+                                                const void *aux) {                             \
+    (void)aux;                                                                                 \
+    const T s = *(const T *)in[0], *b = in[1];                                                 \
+    T *o = out;                                                                                \
+    AV_IVDEP                                                                                   \
+    for (int64_t i = 0; i < n; i++) o[i] = s OP b[i];                                          \
+  }                                                                                            \
+  AV_CLONES_FMA static void bcast_##S##_##N##_1(const void *const *in, void *out, int64_t n,   \
+                                                const void *aux) {                             \
+    (void)aux;                                                                                 \
+    const T *a = in[0], s = *(const T *)in[1];                                                 \
+    T *o = out;                                                                                \
+    AV_IVDEP                                                                                   \
+    for (int64_t i = 0; i < n; i++) o[i] = a[i] OP s;                                          \
+  }
+
+#define BCAST_TYPES(N, OP) BCAST_LOOP(float, f32, N, OP) BCAST_LOOP(double, f64, N, OP)
+BCAST_TYPES(ADD, +)
+BCAST_TYPES(SUB, -)
+BCAST_TYPES(MUL, *)
+BCAST_TYPES(DIV, /)
+
+#define BCAST_ROW(S)                                                                           \
+  {{bcast_##S##_ADD_0, bcast_##S##_ADD_1}, {bcast_##S##_SUB_0, bcast_##S##_SUB_1},             \
+   {bcast_##S##_MUL_0, bcast_##S##_MUL_1}, {bcast_##S##_DIV_0, bcast_##S##_DIV_1}}
+static const av_ew_fn bcast_fns[2][4][2] = {BCAST_ROW(f32), BCAST_ROW(f64)};
+
+av_ew_fn av_ew_scalar_operand_fn(const av_ew_kernel *k, int side) {
+  int op;
+  switch (k->op) {
+    case AV_OP_ADD: op = 0; break;
+    case AV_OP_SUBTRACT: op = 1; break;
+    case AV_OP_MULTIPLY: op = 2; break;
+    case AV_OP_DIVIDE: op = 3; break;
+    default: return NULL;
+  }
+  if (k->nin != 2 || k->inner || (side != 0 && side != 1) ||
+      (k->dtype != AV_DT_F32 && k->dtype != AV_DT_F64))
+    return NULL;
+  return bcast_fns[k->dtype == AV_DT_F64][op][side];
+}

@@ -14,7 +14,6 @@ enum {
   FUSED_TILE_MIN = 256,
   FUSED_TILE_BYTES = 16 * 1024, /* all registers' tiles together stay this small (L1) */
   FUSED_MIN_CHUNK = 32 * 1024, /* elements worth handing to another thread */
-  FUSED_PREFETCH_MIN = 256 * 1024, /* elements from which a chain's arrays outgrow L2 */
 };
 
 /* Elements per tile: as many as keep every register's tile of the chain within
@@ -114,22 +113,6 @@ typedef struct fused_run {
   atomic_bool failed; /* out of memory for scratch in some chunk */
 } fused_run;
 
-/* Asks for the lines of the next tile of every array read or written in place, so memory
- * streams them in while this tile computes: without it a chain waits on memory in its first
- * op and leaves memory idle during the rest (transcendental ops). */
-static void prefetch_tile(const av_fused_params *p, char *const *base, int64_t t, int64_t m) {
-  for (uint32_t r = 0; r < p->nregs; r++) {
-    const av_fused_reg *g = &p->regs[r];
-    if (g->kind != AV_FUSED_IN && g->kind != AV_FUSED_OUT) continue;
-    const char *a = base[r] + (size_t)t * g->esize;
-    size_t bytes = (size_t)m * g->esize;
-    for (size_t o = 0; o < bytes; o += 64) {
-      if (g->kind == AV_FUSED_IN) __builtin_prefetch(a + o, 0, 3);
-      else __builtin_prefetch(a + o, 1, 3);
-    }
-  }
-}
-
 /* Where register r's elements for the tile starting at element t are: inside the array for
  * step inputs and outputs, the register's own tile otherwise. */
 static char *tile_at(const av_fused_params *p, char *const *base, uint32_t r, int64_t t) {
@@ -197,11 +180,8 @@ static void fused_range(void *ctx, int64_t begin, int64_t end) {
       }
     }
   }
-  /* arrays beyond the caches: fetch ahead (smaller ones stay cached between steps) */
-  bool prefetch = p->n >= FUSED_PREFETCH_MIN;
   for (int64_t t = begin; t < end; t += tile) {
     int64_t m = end - t < tile ? end - t : tile;
-    if (prefetch && t + m < end) prefetch_tile(p, base, t + m, end - t - m < tile ? end - t - m : tile);
     for (uint32_t r = 0; r < p->nregs; r++) {
       const av_fused_reg *g = &p->regs[r];
       if (g->kind == AV_FUSED_SCALAR) one[r] = av_in(s, f, g->index);

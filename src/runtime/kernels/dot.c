@@ -123,8 +123,9 @@ typedef struct operand_src {
 
 static bool is_narrow16(av_dtype t) { return t == AV_DT_BF16 || t == AV_DT_F16; }
 
-/* bf16/f16 -> f32 (exact) over n contiguous elements. */
-static void narrow16_to_f32(av_dtype t, float *dst, const void *src, int64_t n) {
+/* bf16/f16 -> f32 (exact) over n contiguous elements (wide-vector clones: a 1024^2 bf16
+ * product converts 3M elements around its GEMM). */
+AV_CLONES static void narrow16_to_f32(av_dtype t, float *dst, const void *src, int64_t n) {
   const uint16_t *s = src;
   if (t == AV_DT_BF16)
     for (int64_t i = 0; i < n; i++) dst[i] = av_bf16_to_f32(s[i]);
@@ -133,7 +134,7 @@ static void narrow16_to_f32(av_dtype t, float *dst, const void *src, int64_t n) 
 }
 
 /* f32 -> bf16/f16, rounded to nearest even, over n contiguous elements. */
-static void f32_to_narrow16(av_dtype t, void *dst, const float *src, int64_t n) {
+AV_CLONES static void f32_to_narrow16(av_dtype t, void *dst, const float *src, int64_t n) {
   uint16_t *o = dst;
   if (t == AV_DT_BF16)
     for (int64_t i = 0; i < n; i++) o[i] = av_f32_to_bf16(src[i]);

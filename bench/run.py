@@ -197,7 +197,7 @@ def main():
     if opts.export:
         os.makedirs(opts.export, exist_ok=True)
         for name, (fn, args, _) in cases(opts.quick).items():
-            if opts.filter and opts.filter not in name:
+            if opts.filter and not any(f in name for f in opts.filter.split(",")):
                 continue
             exp = jax.export.export(jax.jit(fn))(*args)
             with open(os.path.join(opts.export, name + ".mlirbc"), "wb") as f:
@@ -210,7 +210,7 @@ def main():
     rows = []
     print(f"{'case':26} {'anvil ms':>10} {'xla ms':>10} {'ratio':>7} {'compile a/x ms':>16}  note")
     for name, (fn, args, work) in cases(opts.quick).items():
-        if opts.filter and opts.filter not in name:
+        if opts.filter and not any(f in name for f in opts.filter.split(",")):
             continue
         try:
             ta, tc, ca, cc = measure(fn, args, opts.min_time, 200)

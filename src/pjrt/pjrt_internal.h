@@ -257,6 +257,9 @@ typedef struct av_exec_core {
   pthread_mutex_t mu;
   int refs;
   av_program *program;
+  /* wall time of the latest run on one device (ns; 0 before the first): how Execute decides
+   * whether a run is short enough to do on the caller's thread (execute.c) */
+  _Atomic int64_t last_run_ns;
   av_compile_options options;
   char *name;
   int num_outputs;

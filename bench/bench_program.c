@@ -18,6 +18,7 @@
 #include "frontend/load.h"
 #include "runtime/kernels/convert.h"
 #include "runtime/thread_pool.h"
+#include "util/block_cache.h"
 #include "util/file.h"
 
 static double now(void) {
@@ -106,6 +107,12 @@ int main(int argc, char **argv) {
   av_thread_pool *pool = threads > 1 ? av_thread_pool_create(threads) : NULL;
   if (pool) av_program_use_thread_pool(p, pool); /* the program takes its own reference */
   av_thread_pool_release(pool);
+  /* large blocks kept between runs, as a client does (ANVIL_CACHE_MB=0: none) */
+  const char *cache_mb = getenv("ANVIL_CACHE_MB");
+  size_t cache_bytes = (size_t)(cache_mb ? atoll(cache_mb) : 256) << 20;
+  av_block_cache *cache = cache_bytes ? av_block_cache_new(cache_bytes) : NULL;
+  av_program_use_block_cache(p, cache);
+  av_block_cache_release(cache);
   int nin = av_program_num_inputs(p), nout = av_program_num_outputs(p);
   av_tensor *ins = calloc((size_t)nin + 1, sizeof *ins), *outs = calloc((size_t)nout + 1, sizeof *outs);
   for (int i = 0; i < nin; i++)

@@ -15,6 +15,7 @@
 #include "ir/printer.h"
 #include "runtime/plan.h"
 #include "runtime/thread_pool.h"
+#include "util/block_cache.h"
 
 typedef struct out_info {
   av_dtype dtype;
@@ -55,7 +56,10 @@ static int module_int_attr(const av_module *m, const char *name, int dflt) {
 void av_program_free(av_program *p) {
   if (!p) return;
   av_spmd_program_free(p->spmd);
-  if (p->plan) av_thread_pool_release(atomic_load(&p->plan->pool));
+  if (p->plan) {
+    av_thread_pool_release(atomic_load(&p->plan->pool));
+    av_block_cache_release(atomic_load(&p->plan->cache));
+  }
   av_plan_free(p->plan);
   av_module_free(p->module);
   free(p->code);
@@ -71,6 +75,13 @@ void av_program_use_thread_pool(av_program *p, struct av_thread_pool *pool) {
   struct av_thread_pool *none = NULL;
   av_thread_pool_retain(pool);
   if (!atomic_compare_exchange_strong(&p->plan->pool, &none, pool)) av_thread_pool_release(pool);
+}
+
+void av_program_use_block_cache(av_program *p, struct av_block_cache *cache) {
+  if (!p || !p->plan || !cache) return;
+  struct av_block_cache *none = NULL;
+  av_block_cache_retain(cache);
+  if (!atomic_compare_exchange_strong(&p->plan->cache, &none, cache)) av_block_cache_release(cache);
 }
 
 av_program *av_program_compile(const char *format, size_t format_size, const void *code,

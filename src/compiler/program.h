@@ -86,6 +86,9 @@ const void *av_program_code(const av_program *p, size_t *size);
  * thread. */
 struct av_thread_pool;
 void av_program_use_thread_pool(av_program *p, struct av_thread_pool *pool);
+/* The block cache large step outputs come from (util/block_cache.h), set the same way. */
+struct av_block_cache;
+void av_program_use_block_cache(av_program *p, struct av_block_cache *cache);
 
 /* Runs the program for one device (replica/partition index `device_index` of the
  * assignment). inputs: num_inputs tensors (read only). outputs: num_outputs tensors that the

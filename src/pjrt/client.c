@@ -6,6 +6,10 @@
 
 #include "pjrt/pjrt_internal.h"
 #include "runtime/thread_pool.h"
+#include "util/block_cache.h"
+
+/* Free large blocks a client keeps for its next runs (ANVIL_CACHE_MB overrides). */
+enum { AV_DEFAULT_CACHE_MB = 256 };
 
 enum { AV_MAX_DEVICES = 1024 };
 
@@ -88,6 +92,7 @@ static void client_free(PJRT_Client *c) {
   if (!c) return;
   av_devices_free(c); /* stops the workers first */
   av_thread_pool_release(c->pool); /* programs still alive keep it running */
+  av_block_cache_release(c->cache); /* ... and storages still alive keep this */
   av_memories_free(c);
   pthread_mutex_destroy(&c->launch_mu);
   free(c->dump_dir);
@@ -111,10 +116,23 @@ PJRT_Error *av_PJRT_Client_Create(PJRT_Client_Create_Args *args) {
                         "PJRT_Client_Create: ANVIL_NUM_THREADS='%.40s' is not a valid thread "
                         "count (an integer in [1, %d])",
                         threads, AV_MAX_THREADS);
+  const char *cache_env = getenv("ANVIL_CACHE_MB");
+  long long cache_mb = AV_DEFAULT_CACHE_MB;
+  char *end = NULL;
+  if (cache_env && *cache_env) {
+    cache_mb = strtoll(cache_env, &end, 10);
+    if (*end || cache_mb < 0 || cache_mb > (1 << 20))
+      return av_error_new(AV_INVALID_ARGUMENT,
+                          "PJRT_Client_Create: ANVIL_CACHE_MB='%.40s' is not a size in MiB "
+                          "(an integer in [0, %d])",
+                          cache_env, 1 << 20);
+  }
   PJRT_Client *c = calloc(1, sizeof *c);
   if (!c) return av_error_new(AV_RESOURCE_EXHAUSTED, "anvil: out of memory (client)");
   pthread_mutex_init(&c->launch_mu, NULL);
   c->pool = av_thread_pool_create(av_default_num_threads()); /* NULL: kernels run serially */
+  /* NULL (no memory, or 0 MiB asked): every block comes from and goes back to malloc */
+  c->cache = cache_mb > 0 ? av_block_cache_new((size_t)cache_mb << 20) : NULL;
   for (size_t i = 0; i < args->num_options; i++)
     if (name_is(&args->create_options[i], "host_callback_dispatcher"))
       c->host_callback = (av_host_callback_fn)(uintptr_t)args->create_options[i].int64_value;

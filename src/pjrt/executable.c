@@ -226,6 +226,7 @@ static PJRT_Error *load_core(PJRT_Client *client, av_exec_core *core, const av_c
     return err;
   }
   av_program_use_thread_pool(core->program, client->pool);
+  av_program_use_block_cache(core->program, client->cache);
   av_program_set_host_callback(core->program, client->host_callback);
   *out = le;
   return NULL;

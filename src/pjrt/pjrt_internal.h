@@ -202,6 +202,7 @@ struct PJRT_Client {
   pthread_mutex_t launch_mu;
   char *dump_dir; /* ANVIL_DUMP_DIR at client creation, or NULL */
   struct av_thread_pool *pool; /* kernels' worker threads (started on first use) */
+  struct av_block_cache *cache; /* large blocks kept between runs (ANVIL_CACHE_MB), or NULL */
   av_host_callback_fn host_callback; /* create option host_callback_dispatcher, or NULL */
 };
 

@@ -52,7 +52,7 @@ av_code av_step_alloc_out(const av_step *s, av_frame *f, uint32_t k, av_diag *d)
   av_slot *o = &f->slots[s->out[k]];
   av_slot_release(o);
   if (t->token) return AV_OK;
-  av_storage *st = av_storage_alloc_uninit(t->nbytes);
+  av_storage *st = av_storage_alloc_cached(f->cache, t->nbytes);
   if (!st)
     return av_diag_set(d, AV_RESOURCE_EXHAUSTED, "out of memory allocating %zu bytes", t->nbytes);
   o->st = st;
@@ -154,6 +154,7 @@ av_code av_run_func(const av_plan *plan, const av_func_plan *fn, int device_inde
   f.fn = fn;
   f.plan = plan;
   f.pool = atomic_load_explicit(&((av_plan *)plan)->pool, memory_order_acquire);
+  f.cache = atomic_load_explicit(&((av_plan *)plan)->cache, memory_order_acquire);
   f.device_index = device_index;
   f.depth = depth;
   if (depth == 0) av_thread_pool_exec_begin(f.pool); /* one more execution in flight */

@@ -45,6 +45,7 @@ typedef struct av_frame {
   const struct av_func_plan *fn;
   const struct av_plan *plan;
   struct av_thread_pool *pool; /* the plan's pool when the frame was made, or NULL */
+  struct av_block_cache *cache; /* where large step outputs come from, or NULL (malloc) */
   int device_index;
   int depth; /* call nesting, bounded to stop runaway recursion */
 } av_frame;
@@ -101,6 +102,8 @@ typedef struct av_plan {
   /* The thread pool kernels split large loops over (a reference, set once when the program
    * is first loaded onto a client; NULL: everything runs on the executing thread). */
   _Atomic(struct av_thread_pool *) pool;
+  /* The client's cache of large blocks (a reference, set like `pool`; NULL: malloc). */
+  _Atomic(struct av_block_cache *) cache;
   av_host_callback_fn host_callback; /* the client's dispatcher, set before the first run */
 } av_plan;
 

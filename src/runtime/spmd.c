@@ -109,6 +109,7 @@ static void *dev_main(void *arg) {
   f.fn = r->parent->fn;
   f.plan = r->parent->plan;
   f.pool = r->parent->pool;
+  f.cache = r->parent->cache;
   f.device_index = p->device_index[r->pos];
   f.depth = r->parent->depth + 1;
   f.slots = calloc(f.fn->nslots ? f.fn->nslots : 1, sizeof *f.slots);

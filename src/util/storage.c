@@ -4,14 +4,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/block_cache.h"
+
 /* Header and data in one malloc block, the data aligned inside it: one allocator call per
  * tensor (aligned_alloc is several times slower than malloc for the small tensors that loop
  * bodies make every iteration). */
-static av_storage *alloc_aligned(size_t size, int zero) {
+static av_storage *alloc_aligned(size_t size, int zero, av_block_cache *cache) {
   size_t rounded = (size + AV_STORAGE_ALIGN - 1) & ~(size_t)(AV_STORAGE_ALIGN - 1);
   if (size > SIZE_MAX - 2 * AV_STORAGE_ALIGN - sizeof(av_storage)) return NULL;
   if (rounded == 0) rounded = AV_STORAGE_ALIGN; /* a valid pointer even for empty arrays */
-  char *block = malloc(sizeof(av_storage) + AV_STORAGE_ALIGN - 1 + rounded);
+  size_t need = sizeof(av_storage) + AV_STORAGE_ALIGN - 1 + rounded, got = need;
+  if (need < AV_BLOCK_CACHE_MIN) cache = NULL;
+  char *block = cache ? av_block_cache_get(cache, need, &got) : malloc(need);
   if (!block) return NULL;
   av_storage *s = (av_storage *)block;
   uintptr_t at = (uintptr_t)(block + sizeof *s);
@@ -23,11 +27,16 @@ static av_storage *alloc_aligned(size_t size, int zero) {
   s->owned = 1;
   s->release = NULL;
   s->release_ctx = NULL;
+  s->cache = av_block_cache_retain(cache);
+  s->block_size = got;
   return s;
 }
 
-av_storage *av_storage_alloc(size_t size) { return alloc_aligned(size, 1); }
-av_storage *av_storage_alloc_uninit(size_t size) { return alloc_aligned(size, 0); }
+av_storage *av_storage_alloc(size_t size) { return alloc_aligned(size, 1, NULL); }
+av_storage *av_storage_alloc_uninit(size_t size) { return alloc_aligned(size, 0, NULL); }
+av_storage *av_storage_alloc_cached(av_block_cache *cache, size_t size) {
+  return alloc_aligned(size, 0, cache);
+}
 
 av_storage *av_storage_wrap(void *data, size_t size, av_storage_release_fn release, void *ctx) {
   if (!data) return NULL;
@@ -39,6 +48,8 @@ av_storage *av_storage_wrap(void *data, size_t size, av_storage_release_fn relea
   s->owned = 0;
   s->release = release;
   s->release_ctx = ctx;
+  s->cache = NULL;
+  s->block_size = 0;
   return s;
 }
 
@@ -52,5 +63,11 @@ void av_storage_release(av_storage *s) {
   if (atomic_fetch_sub_explicit(&s->refcount, 1, memory_order_acq_rel) != 1) return;
   if (!s->owned && s->release)
     s->release(s->release_ctx);
+  av_block_cache *cache = s->cache;
+  if (cache) { /* the header starts the block */
+    av_block_cache_put(cache, s, s->block_size);
+    av_block_cache_release(cache);
+    return;
+  }
   free(s);
 }

@@ -73,6 +73,26 @@ static void test_device_count_options(void **state) {
   unsetenv("ANVIL_DEVICE_COUNT");
 }
 
+/* ANVIL_CACHE_MB: a size in MiB (0 turns the block cache off); anything else is refused
+ * with the variable named. */
+static void test_cache_size_env(void **state) {
+  (void)state;
+  PJRT_Client *c;
+  setenv("ANVIL_CACHE_MB", "0", 1);
+  CHECK_OK(try_create(NULL, 0, &c));
+  destroy_client(c);
+  setenv("ANVIL_CACHE_MB", "64", 1);
+  CHECK_OK(try_create(NULL, 0, &c));
+  destroy_client(c);
+  static const char *bad[] = {"-1", "lots", "12MB", "99999999999"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    setenv("ANVIL_CACHE_MB", bad[i], 1);
+    EXPECT_ERROR(try_create(NULL, 0, &c), PJRT_Error_Code_INVALID_ARGUMENT, "ANVIL_CACHE_MB");
+    assert_null(c);
+  }
+  unsetenv("ANVIL_CACHE_MB");
+}
+
 static void test_bad_create_options(void **state) {
   (void)state;
   PJRT_Client *c;
@@ -446,6 +466,7 @@ static void test_standalone_topology(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_device_count_options),
+      cmocka_unit_test(test_cache_size_env),
       cmocka_unit_test(test_bad_create_options),
       cmocka_unit_test(test_client_basics),
       cmocka_unit_test(test_devices_and_memories_consistent),

@@ -5,7 +5,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 
-enum { MAX_BLOCKS = 32 };
+enum { MAX_BLOCKS = 64 };
 
 typedef struct cached_block {
   void *p;

@@ -150,7 +150,7 @@ static av_code run_nested(const av_step *s, av_frame *f, const av_spmd_manual_pa
   for (uint32_t i = 0; i < p->nin && c == AV_OK; i++) {
     const av_spmd_value *v = &p->ins[i];
     if (v->token) continue;
-    av_storage *st = av_storage_alloc_uninit(v->lbytes ? v->lbytes : 1);
+    av_storage *st = av_storage_alloc_cached(f->cache, v->lbytes ? v->lbytes : 1);
     if (!st) {
       c = av_diag_set(d, AV_RESOURCE_EXHAUSTED, "out of memory splitting operand %u", i);
       break;
@@ -198,7 +198,7 @@ av_code av_step_spmd_manual(const av_step *s, av_frame *f, av_diag *d) {
     for (uint32_t i = 0; i < p->nin; i++) {
       const av_spmd_value *v = &p->ins[i];
       if (v->token) continue;
-      av_storage *st = av_storage_alloc_uninit(v->lbytes ? v->lbytes : 1);
+      av_storage *st = av_storage_alloc_cached(f->cache, v->lbytes ? v->lbytes : 1);
       if (!st) {
         c = av_diag_set(d, AV_RESOURCE_EXHAUSTED, "out of memory splitting operand %u", i);
         break;

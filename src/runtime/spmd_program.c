@@ -66,7 +66,7 @@ av_code av_spmd_run_all(av_spmd_program *sp, const av_plan *plan, const av_tenso
       args[i].data = args[i].st->data;
       continue;
     }
-    av_storage *st = av_storage_alloc_uninit(v->gbytes ? v->gbytes : 1);
+    av_storage *st = av_storage_alloc_cached(plan->cache, v->gbytes ? v->gbytes : 1);
     if (!st) {
       c = av_diag_set(d, AV_RESOURCE_EXHAUSTED, "out of memory assembling input %u", i);
       break;
@@ -104,7 +104,7 @@ av_code av_spmd_run_all(av_spmd_program *sp, const av_plan *plan, const av_tenso
       } else if (v->replicated) {
         o->storage = av_storage_retain(res[k].st);
       } else {
-        o->storage = av_storage_alloc_uninit(v->lbytes ? v->lbytes : 1);
+        o->storage = av_storage_alloc_cached(plan->cache, v->lbytes ? v->lbytes : 1);
         if (o->storage) av_spmd_slice(v, dev, res[k].data, o->storage->data);
       }
       if (!o->storage) c = av_diag_set(d, AV_RESOURCE_EXHAUSTED, "out of memory slicing output %u", k);

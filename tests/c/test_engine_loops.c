@@ -304,6 +304,7 @@ static void test_counted_loops(void **state) {
       {0, 10, 1}, {0, 10, 3}, {0, 9, 3}, {7, 7, 1}, {9, 2, 2}, {-5, 5, 4},
       {INT32_MAX - 2, INT32_MAX, 2}, /* ends exactly at the largest value */
       {INT32_MAX - 9, INT32_MAX - 1, 4},
+      {10, 5, -1}, {4, 3, 0}, /* steps the counted form refuses: the ordinary loop runs */
   };
   for (int ty = 0; ty < 2; ty++)
     for (int le = 0; le < 2; le++)

@@ -123,6 +123,41 @@ static void test_kernel_clones_match(void **state) {
   }
 }
 
+/* exp's plain path (chunks whose inputs all lie within +-AV_FM_EXP_PLAIN) gives the general
+ * path's bits: the functions on every 61st bit pattern in range, and the kernel on chunks of
+ * in-range inputs (the plain loop) with a NaN or a large value in some of them (the general
+ * loop for that chunk only). */
+static void test_exp_plain_path(void **state) {
+  (void)state;
+  int64_t n = 0;
+  for (uint64_t b = 0; b <= 0xffffffffu; b += 61) {
+    uint32_t u = (uint32_t)b;
+    float x;
+    memcpy(&x, &u, 4);
+    if (!(fabsf(x) <= AV_FM_EXP_PLAIN)) continue;
+    float p = av_fm_expf_plain(x), g = av_fm_expf(x);
+    if (memcmp(&p, &g, 4) != 0) fail_msg("exp at %a: plain %a, general %a", x, p, g);
+    n++;
+  }
+  assert_true(n > 30000000); /* about half of all patterns */
+  enum { M = 1000 };
+  static float x[M], y[M];
+  av_ew_kernel k;
+  assert_true(av_ew_prepare(AV_OP_EXPONENTIAL, AV_DT_F32, AV_DT_F32, AV_CMP_EQ, AV_CMP_DEFAULT, &k));
+  for (int round = 0; round < 3; round++) {
+    for (int i = 0; i < M; i++) x[i] = (float)((i * 7919) % 17401 - 8700) * 0.01f; /* +-87 */
+    if (round == 1) x[300] = NAN;    /* chunk 256..511 takes the general loop */
+    if (round == 2) x[999] = 100.0f; /* the last, partial chunk does */
+    const void *in[1] = {x};
+    av_ew_run(&k, in, y, M);
+    for (int i = 0; i < M; i++) {
+      float want = av_fm_expf(x[i]);
+      if (memcmp(&y[i], &want, 4) != 0 && !(isnan(y[i]) && isnan(want)))
+        fail_msg("round %d element %d (%a): kernel %a, function %a", round, i, x[i], y[i], want);
+    }
+  }
+}
+
 /* f32 sin / cos through the elementwise kernel (the reduced-argument path, glibc beyond
  * AV_FM_TRIG_MAX): at most 1 ulp from glibc's double sin / cos rounded to f32 over every
  * 997th bit pattern, run in place and out of place, and exact on special values. */
@@ -187,6 +222,7 @@ int main(void) {
       cmocka_unit_test(test_special_values),
       cmocka_unit_test(test_elementwise_kernels),
       cmocka_unit_test(test_kernel_clones_match),
+      cmocka_unit_test(test_exp_plain_path),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -182,7 +182,6 @@ static float bessel_i1e_f(float x) { return (float)bessel_i1e_d(x); }
   X(SQRT, sqrtf(x), sqrt(x))                                                               \
   X(RSQRT, frsqrtf(x), frsqrt(x))                                                          \
   X(CBRT, cbrtf(x), cbrt(x))                                                               \
-  X(EXPONENTIAL, av_fm_expf(x), exp(x))                                                          \
   X(EXPONENTIAL_MINUS_ONE, expm1f(x), expm1(x))                                            \
   X(LOG, logf(x), log(x))                                                                  \
   X(LOG_PLUS_ONE, log1pf(x), log1p(x))                                                     \
@@ -255,6 +254,26 @@ static float bessel_i1e_f(float x) { return (float)bessel_i1e_d(x); }
           if (!(fabsf(x[i]) <= AV_FM_TRIG_MAX)) o[j + i] = SLOW(x[i]);                     \
     }                                                                                      \
   }
+/* f32 exp: a chunk whose inputs all lie within +-AV_FM_EXP_PLAIN (found by a vectorised scan)
+ * takes the loop without the range fix-ups, the rest the general one; the same bits either
+ * way (fast_math.h). The scan reads a chunk before any of it is written, so in place works. */
+AV_CLONES_FMA static void u32_EXPONENTIAL(const void *const *in, void *out, int64_t n,
+                                          const void *aux) {
+  (void)aux;
+  const float *a = in[0];
+  float *o = out;
+  for (int64_t j = 0; j < n; j += 256) {
+    int64_t m = n - j < 256 ? n - j : 256;
+    const float *x = a + j;
+    uint32_t wide = 0;
+    for (int64_t i = 0; i < m; i++) wide |= (uint32_t)!(fabsf(x[i]) <= AV_FM_EXP_PLAIN);
+    if (wide)
+      for (int64_t i = 0; i < m; i++) o[j + i] = av_fm_expf(x[i]);
+    else
+      for (int64_t i = 0; i < m; i++) o[j + i] = av_fm_expf_plain(x[i]);
+  }
+}
+UNARY(u64_EXPONENTIAL, double, double, exp(x))
 TRIG32(u32_SINE, av_fm_sinf_reduced, sinf)
 TRIG32(u32_COSINE, av_fm_cosf_reduced, cosf)
 UNARY(u64_SINE, double, double, sin(x))
@@ -279,6 +298,7 @@ av_ew_fn av_ew_float_fn(av_opcode op, av_dtype t) {
   switch (op) {
     case AV_OP_SINE: return f32 ? u32_SINE : u64_SINE;
     case AV_OP_COSINE: return f32 ? u32_COSINE : u64_COSINE;
+    case AV_OP_EXPONENTIAL: return f32 ? u32_EXPONENTIAL : u64_EXPONENTIAL;
 #define CASE_U(OP, E32, E64) \
   case AV_OP_##OP: return f32 ? u32_##OP : u64_##OP;
     FLOAT_UNARY_OPS(CASE_U)

@@ -113,6 +113,16 @@ AV_FM_INLINE float av_fm_expf(float x) {
   return av_fm_select(isunordered(x, x), x, res);
 }
 
+/* exp for |x| <= AV_FM_EXP_PLAIN (no NaN): no fix-ups, and 2^n as one factor, which is
+ * normal there, as is the result (e^-87 > FLT_MIN), so (1 + em1) * 2^n is exactly the
+ * general path's ((1 + em1) * 2^(n/2)) * 2^(n - n/2): the same bits. */
+#define AV_FM_EXP_PLAIN 87.0f
+AV_FM_INLINE float av_fm_expf_plain(float x) {
+  int32_t ni;
+  float em1 = av_fm_expm1_reduce_f(x, &ni);
+  return (1.0f + em1) * av_fm_pow2_f(ni);
+}
+
 AV_FM_INLINE float av_fm_tanhf(float x) {
   /* tanh(a) = expm1(2a) / (expm1(2a) + 2), sign restored; |x| > 10 rounds to +-1. In f32:
    * 2a <= 20 keeps 2^n below 2^29 (one factor is enough: the same bits as two), and

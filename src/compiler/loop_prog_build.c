@@ -468,7 +468,8 @@ static av_lcount *counted(lbuild *b, const uint16_t *carried, const uint16_t *re
     return NULL;
   av_lcount *k = av_arena_alloc(b->c->a, sizeof *k);
   if (!k) return NULL;
-  *k = (av_lcount){.carried = (uint16_t)j, .limit = limit, .step = step, .bytes = s32 ? 4 : 8,
+  *k = (av_lcount){.carried = (uint16_t)j, .limit = limit, .step = step,
+                   .dtype = s32 ? AV_DT_S32 : AV_DT_S64,
                    .inclusive = cmp->cmp_dir == AV_CMP_LE};
   bool alone = true;
   for (uint32_t m = 0; m < b->body.n && alone; m++)

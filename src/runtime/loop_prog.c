@@ -120,25 +120,14 @@ static inline __attribute__((always_inline)) void advance(const av_loop_prog *p,
   }
 }
 
-static int64_t load_int(const void *v, uint8_t bytes) {
-  if (bytes == 4) {
-    int32_t x;
-    memcpy(&x, v, 4);
-    return x;
-  }
-  int64_t x;
-  memcpy(&x, v, 8);
-  return x;
-}
-
 /* Iterations of a counted loop from the current registers, and the counter's value after
  * them; false when the ordinary loop must run (a non-positive step, or a counter that would
  * wrap around before the condition fails: the run then depends on the wrap). */
 static bool trip_count(const av_lcount *k, void *const *r, uint16_t counter, int64_t *trips,
                        int64_t *final) {
-  int64_t i = load_int(r[counter], k->bytes), limit = load_int(r[k->limit], k->bytes);
-  int64_t step = load_int(r[k->step], k->bytes);
-  int64_t max = k->bytes == 4 ? INT32_MAX : INT64_MAX;
+  int64_t i = av_read_index(r[counter], k->dtype), limit = av_read_index(r[k->limit], k->dtype);
+  int64_t step = av_read_index(r[k->step], k->dtype);
+  int64_t max = k->dtype == AV_DT_S32 ? INT32_MAX : INT64_MAX;
   if (step <= 0) return false;
   if (k->inclusive) { /* i <= limit is i < limit + 1, unless limit is the largest value */
     if (limit == max) return false;
@@ -171,8 +160,11 @@ static av_code iterate(const av_loop_prog *p, char *scratch, void **r, uint8_t *
       advance(p, scratch, r, side, skip);
     }
     if (k->drop_increment) { /* the counter's own buffer, which the loop never swapped */
-      int32_t f32 = (int32_t)final;
-      memcpy(r[p->carried_reg[k->carried]], k->bytes == 4 ? (const void *)&f32 : (const void *)&final, k->bytes);
+      void *counter = r[p->carried_reg[k->carried]];
+      if (k->dtype == AV_DT_S32)
+        *(int32_t *)counter = (int32_t)final;
+      else
+        *(int64_t *)counter = final;
     }
     return code;
   }

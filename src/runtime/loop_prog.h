@@ -92,7 +92,7 @@ typedef struct av_linstr {
 typedef struct av_lcount {
   uint16_t carried;     /* the carried value i */
   uint16_t limit, step; /* registers */
-  uint8_t bytes;        /* 4 or 8 */
+  av_dtype dtype;       /* AV_DT_S32 or AV_DT_S64 */
   bool inclusive;       /* <= */
   bool drop_increment;  /* the body's last instruction is the increment, and only it reads i */
 } av_lcount;

@@ -7,24 +7,19 @@
 #include "runtime/kernels/elementwise.h"
 #include "runtime/kernels/simd_clones.h"
 
-/* in[0] and in[1] as the ordinary loop takes them; in[SIDE] points at the single value */
-#define BCAST_LOOP(T, S, N, OP)                                                                \
-  AV_CLONES_FMA static void bcast_##S##_##N##_0(const void *const *in, void *out, int64_t n,   \
-                                                const void *aux) {                             \
+/* in[0] and in[1] as the ordinary loop takes them; in[SIDE] points at the single value s and
+ * the other operand is the array v */
+#define BCAST_FN(T, NAME, SIDE, EXPR)                                                          \
+  AV_CLONES_FMA static void NAME(const void *const *in, void *out, int64_t n, const void *aux) { \
     (void)aux;                                                                                 \
-    const T s = *(const T *)in[0], *b = in[1];                                                 \
+    const T s = *(const T *)in[SIDE], *v = in[1 - (SIDE)];                                     \
     T *o = out;                                                                                \
     AV_IVDEP                                                                                   \
-    for (int64_t i = 0; i < n; i++) o[i] = s OP b[i];                                          \
-  }                                                                                            \
-  AV_CLONES_FMA static void bcast_##S##_##N##_1(const void *const *in, void *out, int64_t n,   \
-                                                const void *aux) {                             \
-    (void)aux;                                                                                 \
-    const T *a = in[0], s = *(const T *)in[1];                                                 \
-    T *o = out;                                                                                \
-    AV_IVDEP                                                                                   \
-    for (int64_t i = 0; i < n; i++) o[i] = a[i] OP s;                                          \
+    for (int64_t i = 0; i < n; i++) o[i] = (EXPR);                                             \
   }
+#define BCAST_LOOP(T, S, N, OP)                                                                \
+  BCAST_FN(T, bcast_##S##_##N##_0, 0, s OP v[i])                                               \
+  BCAST_FN(T, bcast_##S##_##N##_1, 1, v[i] OP s)
 
 #define BCAST_TYPES(N, OP) BCAST_LOOP(float, f32, N, OP) BCAST_LOOP(double, f64, N, OP)
 BCAST_TYPES(ADD, +)

@@ -11,30 +11,22 @@
 /* X(name, operator) for the ops a pair is made of */
 #define PAIR_OPS(X) X(ADD, +) X(SUB, -) X(MUL, *) X(DIV, /)
 
-/* inner_left: (a OP1 b) OP2 c; otherwise c OP2 (a OP1 b) */
-#define PAIR_LOOP(T, S, N1, O1, N2, O2)                                                        \
-  AV_CLONES_FMA static void pair_##S##_##N1##_##N2##_l(const void *const *in, void *out,       \
-                                                        int64_t n, const void *aux) {          \
+/* One loop: t = a OP1 b, then o = EXPR (of t and c). */
+#define PAIR_FN(T, NAME, O1, EXPR)                                                             \
+  AV_CLONES_FMA static void NAME(const void *const *in, void *out, int64_t n, const void *aux) { \
     (void)aux;                                                                                 \
     const T *a = in[0], *b = in[1], *c = in[2];                                                \
     T *o = out;                                                                                \
     AV_IVDEP                                                                                   \
     for (int64_t i = 0; i < n; i++) {                                                          \
       T t = a[i] O1 b[i];                                                                      \
-      o[i] = t O2 c[i];                                                                        \
-    }                                                                                          \
-  }                                                                                            \
-  AV_CLONES_FMA static void pair_##S##_##N1##_##N2##_r(const void *const *in, void *out,       \
-                                                        int64_t n, const void *aux) {          \
-    (void)aux;                                                                                 \
-    const T *a = in[0], *b = in[1], *c = in[2];                                                \
-    T *o = out;                                                                                \
-    AV_IVDEP                                                                                   \
-    for (int64_t i = 0; i < n; i++) {                                                          \
-      T t = a[i] O1 b[i];                                                                      \
-      o[i] = c[i] O2 t;                                                                        \
+      o[i] = (EXPR);                                                                           \
     }                                                                                          \
   }
+/* _l: (a OP1 b) OP2 c; _r: c OP2 (a OP1 b) */
+#define PAIR_LOOP(T, S, N1, O1, N2, O2)                                                        \
+  PAIR_FN(T, pair_##S##_##N1##_##N2##_l, O1, t O2 c[i])                                        \
+  PAIR_FN(T, pair_##S##_##N1##_##N2##_r, O1, c[i] O2 t)
 
 #define PAIR_SECOND(N1, O1)                                                                    \
   PAIR_LOOP(float, f32, N1, O1, ADD, +) PAIR_LOOP(float, f32, N1, O1, SUB, -)                  \

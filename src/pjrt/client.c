@@ -18,21 +18,30 @@ static bool name_is(const PJRT_NamedValue *v, const char *s) {
   return v->name && v->name_size == n && memcmp(v->name, s, n) == 0;
 }
 
-/* The default device count: 1, or ANVIL_DEVICE_COUNT when it is set. */
-static PJRT_Error *default_device_count(const char *fn, int64_t *out) {
-  *out = 1;
-  const char *env = getenv("ANVIL_DEVICE_COUNT");
+/* The integer in environment variable `name`, which must lie in [lo, hi]; `dflt` when the
+ * variable is unset or empty. `what` names the value in the error. */
+static PJRT_Error *env_integer(const char *fn, const char *name, const char *what, long long lo,
+                               long long hi, long long dflt, long long *out) {
+  *out = dflt;
+  const char *env = getenv(name);
   if (!env || !*env) return NULL;
   char *end = NULL;
   errno = 0;
   long long v = strtoll(env, &end, 10);
-  if (errno || *end || v < 1 || v > AV_MAX_DEVICES)
+  if (errno || *end || v < lo || v > hi)
     return av_error_new(AV_INVALID_ARGUMENT,
-                        "%s: ANVIL_DEVICE_COUNT='%s' is not a valid device_count "
-                        "(an integer in [1, %d])",
-                        fn, env, AV_MAX_DEVICES);
+                        "%s: %s='%.40s' is not a valid %s (an integer in [%lld, %lld])", fn, name,
+                        env, what, lo, hi);
   *out = v;
   return NULL;
+}
+
+/* The default device count: 1, or ANVIL_DEVICE_COUNT when it is set. */
+static PJRT_Error *default_device_count(const char *fn, int64_t *out) {
+  long long v;
+  PJRT_Error *err = env_integer(fn, "ANVIL_DEVICE_COUNT", "device_count", 1, AV_MAX_DEVICES, 1, &v);
+  *out = v;
+  return err;
 }
 
 PJRT_Error *av_parse_device_count(const char *fn, const PJRT_NamedValue *opts, size_t n,
@@ -116,17 +125,10 @@ PJRT_Error *av_PJRT_Client_Create(PJRT_Client_Create_Args *args) {
                         "PJRT_Client_Create: ANVIL_NUM_THREADS='%.40s' is not a valid thread "
                         "count (an integer in [1, %d])",
                         threads, AV_MAX_THREADS);
-  const char *cache_env = getenv("ANVIL_CACHE_MB");
-  long long cache_mb = AV_DEFAULT_CACHE_MB;
-  char *end = NULL;
-  if (cache_env && *cache_env) {
-    cache_mb = strtoll(cache_env, &end, 10);
-    if (*end || cache_mb < 0 || cache_mb > (1 << 20))
-      return av_error_new(AV_INVALID_ARGUMENT,
-                          "PJRT_Client_Create: ANVIL_CACHE_MB='%.40s' is not a size in MiB "
-                          "(an integer in [0, %d])",
-                          cache_env, 1 << 20);
-  }
+  long long cache_mb;
+  err = env_integer("PJRT_Client_Create", "ANVIL_CACHE_MB", "cache size in MiB", 0, 1 << 20,
+                    AV_DEFAULT_CACHE_MB, &cache_mb);
+  if (err) return err;
   PJRT_Client *c = calloc(1, sizeof *c);
   if (!c) return av_error_new(AV_RESOURCE_EXHAUSTED, "anvil: out of memory (client)");
   pthread_mutex_init(&c->launch_mu, NULL);

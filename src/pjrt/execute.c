@@ -9,17 +9,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "compiler/program_module.h"
 #include "pjrt/buffer_copy.h"
 #include "pjrt/pjrt_internal.h"
-
-static int64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 struct av_job {
   av_job *next;
@@ -81,12 +74,12 @@ static void job_run(av_job *j) {
   if (!err) {
     av_diag d;
     av_diag_init(&d);
-    int64_t start = now_ns();
+    int64_t start = av_now_ns();
     if (av_program_execute(j->core->program, j->device_index, in, out, &d) != AV_OK) {
       if (d.code == AV_OK) av_diag_set(&d, AV_INTERNAL, "execution failed without a message");
       err = av_error_from_diag(&d);
     }
-    int64_t took = now_ns() - start;
+    int64_t took = av_now_ns() - start;
     atomic_store_explicit(&j->core->last_run_ns, took > 0 ? took : 1, memory_order_relaxed);
   }
   /* Check every output against the promised shape before publishing any. */

@@ -330,9 +330,11 @@ void av_dump_program(const char *dir, const av_exec_core *core);
 /* ------------------------------------------------------------------ trace */
 
 bool av_trace_enabled(void);
+/* A monotonic clock in nanoseconds (call traces, and Execute timing its runs). */
+int64_t av_now_ns(void);
 typedef struct av_trace_span {
   const char *fn;
-  uint64_t t0_ns;
+  int64_t t0_ns;
 } av_trace_span;
 void av_trace_enter(av_trace_span *s, const char *fn, const void *args);
 void av_trace_exit(av_trace_span *s, const void *args, const PJRT_Error *e);

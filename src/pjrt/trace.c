@@ -21,10 +21,10 @@ bool av_trace_enabled(void) {
   return trace_on;
 }
 
-static uint64_t now_ns(void) {
+int64_t av_now_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 static const char *semantics_name(PJRT_HostBufferSemantics s) {
@@ -86,11 +86,11 @@ void av_trace_enter(av_trace_span *s, const char *fn, const void *args) {
   describe(desc, sizeof desc, fn, args);
   fprintf(stderr, "anvil: > %s(%s)\n", fn, desc);
   s->fn = fn;
-  s->t0_ns = now_ns();
+  s->t0_ns = av_now_ns();
 }
 
 void av_trace_exit(av_trace_span *s, const void *args, const PJRT_Error *e) {
-  double us = (double)(now_ns() - s->t0_ns) / 1000.0;
+  double us = (double)(av_now_ns() - s->t0_ns) / 1000.0;
   char desc[256];
   describe(desc, sizeof desc, s->fn, args);
   if (e)

@@ -173,9 +173,9 @@ static void fused_range(void *ctx, int64_t begin, int64_t end) {
       default: {
         base[r] = buf + at;
         at += (g->esize * (size_t)tile + 15) & ~(size_t)15;
-        if (g->kind == AV_FUSED_SCALAR && needs_tile[r]) { /* the scalar repeated over one tile */
-          const char *v = av_in(s, f, g->index);
-          fill_elements(base[r], v, g->esize, tile);
+        if (g->kind == AV_FUSED_SCALAR) {
+          one[r] = av_in(s, f, g->index); /* the same one value for every tile */
+          if (needs_tile[r]) fill_elements(base[r], one[r], g->esize, tile);
         }
       }
     }
@@ -184,7 +184,6 @@ static void fused_range(void *ctx, int64_t begin, int64_t end) {
     int64_t m = end - t < tile ? end - t : tile;
     for (uint32_t r = 0; r < p->nregs; r++) {
       const av_fused_reg *g = &p->regs[r];
-      if (g->kind == AV_FUSED_SCALAR) one[r] = av_in(s, f, g->index);
       if (g->kind != AV_FUSED_BOX) continue;
       const char *src = av_in(s, f, g->index);
       one[r] = box_constant(g->box, src, t, m);

@@ -1,11 +1,18 @@
 """anvil vs XLA:CPU, side by side in one process.
 
     JAX_PLATFORMS=anvil,cpu .venv/bin/python bench/run.py [--quick] [--filter NAME] [--out DIR]
+                                                          [--models | --no-models]
 
 Each case runs the same jitted JAX function on both backends, interleaved, after warm-up, and
 reports median times, the ratio anvil/XLA (< 1 means anvil is faster) and the compile time of
 each. Results go to DIR/results.csv and DIR/ratios.png (if matplotlib is installed).
 Not a test: numbers depend on the machine; compare ratios, not absolute times.
+
+Real models (bench/models/: ResNet, GPT train/inference, MLP + Adam, bf16 GPT, flax + optax)
+follow the micro cases (--models: only them; --no-models: skip them). Their step-time ratio is
+measured interleaved in this process like the micro cases; compile time and peak RSS come from
+one fresh subprocess per backend (JAX_PLATFORMS set to that backend alone), which also reports
+its own median step time.
 
 The compile time is JAX's lowered.compile(): serialization and JAX's own bookkeeping included.
 anvil's share is PJRT_Client_Compile (ANVIL_TRACE=1 prints it per call), or, without JAX,
@@ -30,6 +37,8 @@ import numpy as np  # noqa: E402
 from jax import lax  # noqa: E402
 
 rng = np.random.default_rng(0)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import models  # noqa: E402  (bench/models)
 
 
 def arr(*shape, dtype=np.float32):
@@ -174,6 +183,112 @@ def measure(fn, args, min_time, max_reps):
     return statistics.median(times_a), statistics.median(times_c), ta, tc
 
 
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    name = line.split(":", 1)[1].strip()
+                    break
+            else:
+                name = "unknown CPU"
+        with open("/proc/cpuinfo") as f:
+            flags = next((l for l in f if l.startswith("flags")), "")
+        isa = "AVX-512" if "avx512f" in flags else ("AVX2" if "avx2" in flags else "no AVX2")
+        if "amx_tile" in flags:
+            isa += "/AMX"
+        return f"{name}, {os.cpu_count()} CPUs, {isa}"
+    except OSError:
+        return "unknown CPU"
+
+
+def rss_mb():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024.0
+    return float("nan")
+
+
+def peak_rss_mb():
+    """VmHWM: this process's own peak (ru_maxrss would carry the parent's over exec)."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024.0
+    return float("nan")
+
+
+def model_child(name, min_time):
+    """Runs in a subprocess with one backend: compile time, median step, peak RSS (JSON line)."""
+    import json
+
+    step, args = models.build(name)
+    dev = jax.devices()[0]
+    args = jax.device_put(args, dev)
+    jax.block_until_ready(args)
+    base = rss_mb()
+    compiled, args, tcomp = timed_compile(step, args, dev)
+    for _ in range(2):
+        run_once(compiled, args)
+    times = []
+    start = time.perf_counter()
+    while len(times) < 3 or (time.perf_counter() - start < min_time and len(times) < 100):
+        times.append(run_once(compiled, args))
+    peak = peak_rss_mb()
+    print(json.dumps(dict(backend=dev.platform, compile_s=tcomp, step_s=statistics.median(times),
+                          peak_rss_mb=peak, base_rss_mb=base)))
+
+
+def model_subprocess(name, backend, min_time):
+    import json
+    import subprocess
+
+    env = dict(os.environ, JAX_PLATFORMS=backend)
+    cmd = [sys.executable, os.path.abspath(__file__), "--child", name,
+           "--min-time", str(min_time)]
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1800)
+    lines = [l for l in r.stdout.splitlines() if l.startswith("{")]
+    if r.returncode != 0 or not lines:
+        raise RuntimeError(f"{backend} subprocess failed: {r.stderr.strip()[-300:]}")
+    return json.loads(lines[-1])
+
+
+def run_models(opts, rows):
+    print(f"\nreal models ({cpu_model()}); step ratio interleaved in this process; compile and "
+          f"peak RSS from one subprocess per backend")
+    print(f"{'model':18} {'anvil ms':>9} {'xla ms':>9} {'ratio':>6} {'sub a/x ms':>15} "
+          f"{'compile a/x ms':>16} {'x':>5} {'peak RSS a/x MB':>16}")
+    ratios = []
+    for name in models.MODELS:
+        if opts.filter and not any(f in name for f in opts.filter.split(",")):
+            continue
+        try:
+            fn, args = models.build(name)
+            ta, tc, _, _ = measure(fn, args, opts.min_time, 50)
+            sa = model_subprocess(name, "anvil", opts.min_time)
+            sc = model_subprocess(name, "cpu", opts.min_time)
+        except Exception as e:  # reported, not fatal
+            print(f"{name:18} FAILED: {str(e).splitlines()[0][:100]}")
+            rows.append(dict(case=name, anvil_ms="", xla_ms="", ratio="", note="failed"))
+            continue
+        ratio = ta / tc
+        ratios.append(ratio)
+        speedup = sc["compile_s"] / sa["compile_s"]
+        print(f"{name:18} {ta * 1e3:9.2f} {tc * 1e3:9.2f} {ratio:6.2f} "
+              f"{sa['step_s'] * 1e3:7.1f}/{sc['step_s'] * 1e3:7.1f} "
+              f"{sa['compile_s'] * 1e3:7.1f}/{sc['compile_s'] * 1e3:8.1f} {speedup:5.0f} "
+              f"{sa['peak_rss_mb']:7.0f}/{sc['peak_rss_mb']:7.0f}")
+        rows.append(dict(case=name, anvil_ms=ta * 1e3, xla_ms=tc * 1e3, ratio=ratio,
+                         anvil_compile_ms=sa["compile_s"] * 1e3,
+                         xla_compile_ms=sc["compile_s"] * 1e3,
+                         anvil_peak_rss_mb=sa["peak_rss_mb"], xla_peak_rss_mb=sc["peak_rss_mb"],
+                         note="real model"))
+    if ratios:
+        gm = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
+        print(f"geometric mean ratio over real models: {gm:.2f}; worst {max(ratios):.2f}")
+
+
 def peak_probe():
     """GFLOP/s of XLA:CPU's best large f32 matmul, a stand-in for the machine's reachable peak."""
     fn, (a, b), flops = matmul_case(2048, "f32")
@@ -190,13 +305,22 @@ def main():
     ap.add_argument("--filter", default="")
     ap.add_argument("--out", default="bench/results")
     ap.add_argument("--min-time", type=float, default=1.0)
+    ap.add_argument("--models", action="store_true", help="only the real models")
+    ap.add_argument("--no-models", action="store_true", help="only the micro cases")
+    ap.add_argument("--child", default="", help=argparse.SUPPRESS)
     ap.add_argument("--export", default="",
                     help="write each selected case's StableHLO portable artifact (what the "
                          "plugin compiles) to DIR/NAME.mlirbc, for build/bench-program, and exit")
     opts = ap.parse_args()
+    if opts.child:
+        model_child(opts.child, opts.min_time)
+        return
     if opts.export:
         os.makedirs(opts.export, exist_ok=True)
-        for name, (fn, args, _) in cases(opts.quick).items():
+        todo = {} if opts.models else {n: (f, a) for n, (f, a, _) in cases(opts.quick).items()}
+        if not opts.no_models:
+            todo.update({n: models.build(n) for n in models.MODELS})
+        for name, (fn, args) in todo.items():
             if opts.filter and not any(f in name for f in opts.filter.split(",")):
                 continue
             exp = jax.export.export(jax.jit(fn))(*args)
@@ -205,9 +329,18 @@ def main():
             print(f"wrote {name}.mlirbc")
         return
     os.makedirs(opts.out, exist_ok=True)
+    rows = []
+    print(f"CPU: {cpu_model()}")
+    if not opts.models:
+        micro(opts, rows)
+    if not opts.no_models:
+        run_models(opts, rows)
+    write_results(opts, rows)
+
+
+def micro(opts, rows):
     peak = peak_probe()
     print(f"machine probe: f32 matmul peak ~ {peak:.1f} GFLOP/s (XLA:CPU 2048^3)")
-    rows = []
     print(f"{'case':26} {'anvil ms':>10} {'xla ms':>10} {'ratio':>7} {'compile a/x ms':>16}  note")
     for name, (fn, args, work) in cases(opts.quick).items():
         if opts.filter and not any(f in name for f in opts.filter.split(",")):
@@ -234,7 +367,11 @@ def main():
         gm = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
         print(f"geometric mean ratio anvil/XLA: {gm:.2f} over {len(ratios)} cases; "
               f"worst {max(ratios):.2f}")
-    fields = ["case", "anvil_ms", "xla_ms", "ratio", "anvil_compile_ms", "xla_compile_ms", "note"]
+
+
+def write_results(opts, rows):
+    fields = ["case", "anvil_ms", "xla_ms", "ratio", "anvil_compile_ms", "xla_compile_ms",
+              "anvil_peak_rss_mb", "xla_peak_rss_mb", "note"]
     with open(os.path.join(opts.out, "results.csv"), "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=fields)
         w.writeheader()

@@ -4,11 +4,13 @@
  * and lists, all at once and with locations, every op and type anvil cannot execute yet.
  * Exit status: 0 every file loads and is fully supported; 1 some file loads but uses
  * unsupported features (listed); 2 some file cannot be loaded (the reason is printed). */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "compiler/check.h"
+#include "compiler/spmd_propagate.h"
 #include "frontend/load.h"
 #include "ir/ir.h"
 #include "util/diag.h"
@@ -20,7 +22,7 @@ static int ends_with(const char *s, const char *suffix) {
 }
 
 /* Returns the exit status for one file. */
-static int check_file(const char *path) {
+static int check_file(const char *path, bool shardings) {
   size_t size = 0;
   void *data = av_read_file(path, &size);
   if (!data) {
@@ -35,6 +37,17 @@ static int check_file(const char *path) {
   if (!m) {
     printf("%s: cannot be loaded: %s: %s\n", path, av_code_name(d.code), d.msg);
     status = 2;
+  } else if (shardings) {
+    av_spmd_shardings s;
+    if (av_spmd_propagate(m, &s, &d) != AV_OK) {
+      printf("%s: sharding propagation failed: %s: %s\n", path, av_code_name(d.code), d.msg);
+      status = 1;
+    } else {
+      printf("%s: shardings as propagated:\n", path);
+      av_spmd_shardings_print(stdout, m, &s);
+      status = 0;
+    }
+    av_spmd_shardings_free(&s);
   } else if (av_check_module(m, &d) != AV_OK) {
     printf("%s: loads, but uses features anvil does not run yet:\n%s\n", path, d.msg);
     if (d.dropped) printf("  ... and %zu more\n", d.dropped);
@@ -51,14 +64,20 @@ static int check_file(const char *path) {
 int main(int argc, char **argv) {
   if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
     fprintf(stderr,
-            "usage: anvil-check FILE...\n"
+            "usage: anvil-check [--shardings] FILE...\n"
+            "  --shardings: print every value's sharding as propagated (multi-device programs)\n"
             "  FILE: .mlir (StableHLO text), .mlirbc (portable artifact), .pb/.hlo (HloModuleProto)\n"
             "exit status: 0 supported, 1 loads but uses unsupported features, 2 cannot be loaded\n");
     return argc < 2 ? 2 : 0;
   }
   int worst = 0;
+  bool shardings = false;
   for (int i = 1; i < argc; i++) {
-    int s = check_file(argv[i]);
+    if (strcmp(argv[i], "--shardings") == 0) {
+      shardings = true;
+      continue;
+    }
+    int s = check_file(argv[i], shardings);
     if (s > worst) worst = s;
   }
   return worst;

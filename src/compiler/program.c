@@ -36,6 +36,7 @@ struct av_program {
   out_info *outs;
   uint64_t fingerprint;
   av_spmd_program *spmd; /* several devices: shardings, and the run-once-for-all state */
+  av_spmd_shardings shardings; /* propagated (programs with several partitions) */
 };
 
 static uint64_t fnv1a(uint64_t h, const void *p, size_t n) {
@@ -56,6 +57,7 @@ static int module_int_attr(const av_module *m, const char *name, int dflt) {
 void av_program_free(av_program *p) {
   if (!p) return;
   av_spmd_program_free(p->spmd);
+  av_spmd_shardings_free(&p->shardings);
   if (p->plan) {
     av_thread_pool_release(atomic_load(&p->plan->pool));
     av_block_cache_release(atomic_load(&p->plan->cache));
@@ -127,6 +129,14 @@ av_program *av_program_from_module(av_module *m, const av_compile_options *optio
 
 static av_program *finish(av_program *p, const av_compile_options *options, av_diag *d) {
   if (av_legalize_quant(p->module, d) != AV_OK) goto fail;
+  p->num_replicas = module_int_attr(p->module, "mhlo.num_replicas", 1);
+  p->num_partitions = module_int_attr(p->module, "mhlo.num_partitions", 1);
+  if (options) {
+    if (options->num_replicas >= 1) p->num_replicas = options->num_replicas;
+    if (options->num_partitions >= 1) p->num_partitions = options->num_partitions;
+  }
+  /* several partitions: every value's sharding, as XLA's Shardy pipeline would give it */
+  if (p->num_partitions > 1 && av_spmd_propagate(p->module, &p->shardings, d) != AV_OK) goto fail;
   p->plan = av_lower_module(p->module, d);
   if (!p->plan) goto fail;
   const av_func_plan *e = p->plan->entry;
@@ -154,12 +164,6 @@ static av_program *finish(av_program *p, const av_compile_options *options, av_d
         p->outs[a->u.i].alias = i;
     }
   }
-  p->num_replicas = module_int_attr(p->module, "mhlo.num_replicas", 1);
-  p->num_partitions = module_int_attr(p->module, "mhlo.num_partitions", 1);
-  if (options) {
-    if (options->num_replicas >= 1) p->num_replicas = options->num_replicas;
-    if (options->num_partitions >= 1) p->num_partitions = options->num_partitions;
-  }
   const char *nm = p->module->name ? p->module->name : (ef ? ef->name : "main");
   p->name = malloc(strlen(nm) + 1);
   if (!p->name) {
@@ -169,8 +173,8 @@ static av_program *finish(av_program *p, const av_compile_options *options, av_d
   strcpy(p->name, nm);
   p->plan->num_replicas = p->num_replicas;
   p->plan->num_partitions = p->num_partitions;
-  if (av_spmd_program_build(p->module, p->plan, p->num_replicas, p->num_partitions, &p->spmd, d) !=
-      AV_OK)
+  if (av_spmd_program_build(p->module, p->plan, p->num_replicas, p->num_partitions,
+                            p->num_partitions > 1 ? &p->shardings : NULL, &p->spmd, d) != AV_OK)
     goto fail;
   if (p->spmd && p->spmd->run_global) /* the PJRT layer sees per-device shapes */
     for (int i = 0; i < p->noutputs; i++)

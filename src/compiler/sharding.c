@@ -205,6 +205,55 @@ static int axis_index(const av_mesh *m, const char *name) {
   return -1;
 }
 
+/* `"x"` or `"x":(pre)size` (a sub-axis); the name already read into `name`. */
+static bool parse_axis_ref(cur *c, const av_mesh *mesh, const char *name, av_axis_ref *r) {
+  int a = axis_index(mesh, name);
+  if (a < 0) return fail(c, "axis not in the mesh");
+  *r = av_axis_ref_whole(mesh, a);
+  skip_ws(c);
+  if (*c->s != ':') return true;
+  c->s++;
+  int64_t pre, size;
+  if (!expect(c, "(") || !parse_int(c, &pre) || !expect(c, ")") || !parse_int(c, &size)) return false;
+  int64_t full = mesh->sizes[a];
+  if (pre < 1 || size < 1 || pre > full || size > full || full % (pre * size) != 0)
+    return fail(c, "bad sub-axis");
+  r->pre = (int32_t)pre;
+  r->size = (int32_t)size;
+  return true;
+}
+
+/* An axis ref may shard a value once: refs of one axis must not overlap. */
+static bool ref_used(const av_sharding *s, int k_end, int n_end, const av_axis_ref *r) {
+  for (int q = 0; q <= k_end && q < s->rank; q++)
+    for (int i = 0; i < (q == k_end ? n_end : s->naxes[q]); i++)
+      if (av_axis_refs_overlap(&s->axes[q][i], r)) return true;
+  return false;
+}
+
+/* "{" axes "}" list of axis names for replicated={...} / unreduced={...}: bits of whole axes
+ * (sub-axes count as their axis for `replicated`; unreduced sub-axes are refused). */
+static bool parse_axis_set(cur *c, const av_mesh *mesh, bool unreduced, uint32_t *mask) {
+  if (!expect(c, "=") || !expect(c, "{")) return false;
+  if (accept(c, "}")) return true;
+  do {
+    char name[AV_MESH_NAME_MAX];
+    if (!parse_name(c, name, sizeof name)) return false;
+    skip_ws(c);
+    if (*c->s == ':' && unreduced) {
+      av_diag_set(c->d, AV_UNIMPLEMENTED,
+                  "sdy sharding: unreduced sub-axes (\"%s\":(...)) are not supported", name);
+      c->failed = true;
+      return false;
+    }
+    av_axis_ref r;
+    if (!parse_axis_ref(c, mesh, name, &r)) return false;
+    if (unreduced && (*mask >> r.axis & 1u)) return fail(c, "unreduced axis repeated");
+    *mask |= 1u << r.axis;
+  } while (accept(c, ","));
+  return expect(c, "}");
+}
+
 /* "<" mesh "," "[" dims "]" ("," key "=" "{...}")* ">" ; the leading '<' already consumed. */
 static bool parse_sharding_body(cur *c, int rank, av_mesh_table *t, av_sharding *s) {
   av_sharding_replicated(s, rank);
@@ -241,29 +290,22 @@ static bool parse_sharding_body(cur *c, int rank, av_mesh_table *t, av_sharding 
       if (!expect(c, "{")) return false;
       if (!accept(c, "}")) {
         do {
-          if (accept(c, "?")) break;
+          if (accept(c, "?")) {
+            s->open[k] = true;
+            break;
+          }
           char name[AV_MESH_NAME_MAX];
           if (!parse_name(c, name, sizeof name)) return false;
-          skip_ws(c);
-          if (*c->s == ':') {
-            av_diag_set(c->d, AV_UNIMPLEMENTED, "sdy sharding: sub-axes (\"%s\":(...)) are not supported", name);
-            c->failed = true;
-            return false;
-          }
-          int a = axis_index(mesh, name);
-          if (a < 0) return fail(c, "axis not in the mesh");
-          if (s->naxes[k] >= AV_MESH_MAX_AXES) return fail(c, "too many axes");
-          for (int q = 0; q < k; q++)
-            for (int r = 0; r < s->naxes[q]; r++)
-              if (s->axes[q][r] == a) return fail(c, "axis used twice");
-          for (int r = 0; r < s->naxes[k]; r++)
-            if (s->axes[k][r] == a) return fail(c, "axis used twice");
-          s->axes[k][s->naxes[k]++] = (int8_t)a;
+          av_axis_ref r;
+          if (!parse_axis_ref(c, mesh, name, &r)) return false;
+          if (s->naxes[k] >= AV_DIM_MAX_AXES) return fail(c, "too many axes");
+          if (ref_used(s, k, s->naxes[k], &r)) return fail(c, "axis used twice");
+          s->axes[k][s->naxes[k]++] = r;
         } while (accept(c, ","));
         if (!expect(c, "}")) return false;
       }
       skip_ws(c);
-      if (*c->s == 'p') { /* priority */
+      if (*c->s == 'p') { /* priority: propagation here treats every priority alike */
         c->s++;
         int64_t prio;
         if (!parse_int(c, &prio)) return false;
@@ -273,34 +315,19 @@ static bool parse_sharding_body(cur *c, int rank, av_mesh_table *t, av_sharding 
     if (!expect(c, "]")) return false;
   }
   if (k != rank && k != 0) return fail(c, "dimension shardings do not match the value's rank");
-  /* replicated={...} / unreduced={...} / reduction=...: replicated axes need nothing */
+  uint32_t used = av_sharding_used_axes(s);
   while (accept(c, ",")) {
     skip_ws(c);
     if (accept(c, "unreduced")) {
-      if (!expect(c, "=") || !expect(c, "{")) return false;
-      if (accept(c, "}")) continue;
-      do {
-        char name[AV_MESH_NAME_MAX];
-        if (!parse_name(c, name, sizeof name)) return false;
-        skip_ws(c);
-        if (*c->s == ':') {
-          av_diag_set(c->d, AV_UNIMPLEMENTED,
-                      "sdy sharding: unreduced sub-axes (\"%s\":(...)) are not supported", name);
-          c->failed = true;
-          return false;
-        }
-        int a = axis_index(mesh, name);
-        if (a < 0) return fail(c, "unreduced axis not in the mesh");
-        for (int q = 0; q < k; q++)
-          for (int r = 0; r < s->naxes[q]; r++)
-            if (s->axes[q][r] == a) return fail(c, "axis both shards a dimension and is unreduced");
-        if (s->unreduced >> a & 1u) return fail(c, "unreduced axis repeated");
-        s->unreduced |= 1u << a;
-      } while (accept(c, ","));
-      if (!expect(c, "}")) return false;
+      if (!parse_axis_set(c, mesh, true, &s->unreduced)) return false;
+      if (s->unreduced & used) return fail(c, "axis both shards a dimension and is unreduced");
       continue;
     }
-    int depth = 0;
+    if (accept(c, "replicated")) {
+      if (!parse_axis_set(c, mesh, false, &s->replicated)) return false;
+      continue;
+    }
+    int depth = 0; /* reduction=... and anything newer: skipped */
     while (*c->s && !(depth == 0 && (*c->s == ',' || *c->s == '>'))) {
       if (*c->s == '{' || *c->s == '[' || *c->s == '<') depth++;
       if (*c->s == '}' || *c->s == ']') depth--;
@@ -360,11 +387,41 @@ static int64_t axis_coord(const av_mesh *m, int a, int64_t pos) {
   return (pos / stride) % m->sizes[a];
 }
 
+int64_t av_axis_ref_size(const av_axis_ref *r) { return r->size; }
+
+av_axis_ref av_axis_ref_whole(const av_mesh *m, int axis) {
+  av_axis_ref r = {(int16_t)axis, 1, (int32_t)m->sizes[axis]};
+  return r;
+}
+
+/* "x":(pre)size splits x's coordinate c (size n) as [pre, size, n / (pre * size)], major to
+ * minor, and takes the middle digit. */
+static int64_t ref_stride(const av_mesh *m, const av_axis_ref *r) {
+  return m->sizes[r->axis] / ((int64_t)r->pre * r->size);
+}
+
+int64_t av_axis_ref_coord(const av_mesh *m, const av_axis_ref *r, int64_t pos) {
+  return (axis_coord(m, r->axis, pos) / ref_stride(m, r)) % r->size;
+}
+
+bool av_axis_refs_overlap(const av_axis_ref *a, const av_axis_ref *b) {
+  if (a->axis != b->axis) return false;
+  int64_t a0 = a->pre, a1 = (int64_t)a->pre * a->size, b0 = b->pre, b1 = (int64_t)b->pre * b->size;
+  return a0 < b1 && b0 < a1;
+}
+
+uint32_t av_sharding_used_axes(const av_sharding *s) {
+  uint32_t used = 0;
+  for (int k = 0; k < s->rank; k++)
+    for (int r = 0; r < s->naxes[k]; r++) used |= 1u << s->axes[k][r].axis;
+  return used;
+}
+
 int64_t av_sharding_dim_shards(const av_sharding *s, int k, uint32_t mask) {
   if (!s->mesh || k < 0 || k >= s->rank) return 1;
   int64_t n = 1;
   for (int r = 0; r < s->naxes[k]; r++)
-    if (mask >> s->axes[k][r] & 1u) n *= s->mesh->sizes[(int)s->axes[k][r]];
+    if (mask >> s->axes[k][r].axis & 1u) n *= s->axes[k][r].size;
   return n;
 }
 
@@ -383,21 +440,33 @@ void av_sharding_offsets(const av_sharding *s, uint32_t mask, int64_t pos, const
   for (int k = 0; k < s->rank; k++) {
     int64_t block = 0;
     for (int r = 0; s->mesh && r < s->naxes[k]; r++) {
-      int a = s->axes[k][r];
-      if (!(mask >> a & 1u)) continue;
-      block = block * s->mesh->sizes[a] + axis_coord(s->mesh, a, pos);
+      const av_axis_ref *ar = &s->axes[k][r];
+      if (!(mask >> ar->axis & 1u)) continue;
+      block = block * ar->size + av_axis_ref_coord(s->mesh, ar, pos);
     }
     offsets[k] = block * local[k];
   }
 }
 
+/* Coordinate of `pos` along axis a with the parts the sharding uses (within mask) zeroed:
+ * 0 for the first holder of a block. */
+static int64_t unused_coord(const av_sharding *s, uint32_t mask, int a, int64_t pos) {
+  int64_t c = axis_coord(s->mesh, a, pos);
+  for (int k = 0; k < s->rank; k++)
+    for (int r = 0; r < s->naxes[k]; r++) {
+      const av_axis_ref *ar = &s->axes[k][r];
+      if (ar->axis == a && (mask >> a & 1u)) {
+        int64_t st = ref_stride(s->mesh, ar);
+        c -= (c / st) % ar->size * st;
+      }
+    }
+  return c;
+}
+
 bool av_sharding_is_first_holder(const av_sharding *s, uint32_t mask, int64_t pos) {
   if (!s->mesh) return pos == 0;
-  uint32_t used = 0;
-  for (int k = 0; k < s->rank; k++)
-    for (int r = 0; r < s->naxes[k]; r++) used |= 1u << s->axes[k][r];
   for (int a = 0; a < s->mesh->naxes; a++)
-    if ((mask >> a & 1u) && !(used >> a & 1u) && axis_coord(s->mesh, a, pos) != 0) return false;
+    if ((mask >> a & 1u) && unused_coord(s, mask, a, pos) != 0) return false;
   return true;
 }
 
@@ -431,6 +500,73 @@ bool av_sharding_is_replicated(const av_sharding *s) {
   for (int k = 0; k < s->rank; k++)
     if (av_sharding_dim_shards(s, k, ~0u) > 1) return false;
   return true;
+}
+
+/* The refs of dimension k that split something (size > 1). */
+static int real_refs(const av_sharding *s, int k, av_axis_ref *out) {
+  int n = 0;
+  for (int r = 0; s->mesh && k < s->rank && r < s->naxes[k]; r++)
+    if (s->axes[k][r].size > 1) out[n++] = s->axes[k][r];
+  return n;
+}
+
+bool av_sharding_equal(const av_sharding *a, const av_sharding *b) {
+  bool ra = av_sharding_is_replicated(a), rb = av_sharding_is_replicated(b);
+  if (ra || rb) return ra && rb;
+  if (a->rank != b->rank) return false;
+  if (a->mesh != b->mesh) {
+    const av_mesh *x = a->mesh, *y = b->mesh;
+    if (x->naxes != y->naxes || x->ndevices != y->ndevices) return false;
+    for (int k = 0; k < x->naxes; k++)
+      if (x->sizes[k] != y->sizes[k] || strcmp(x->names[k], y->names[k]) != 0) return false;
+    for (int64_t p = 0; p < x->ndevices; p++)
+      if (av_mesh_device_id(x, p) != av_mesh_device_id(y, p)) return false;
+  }
+  if (av_sharding_unreduced(a, ~0u) != av_sharding_unreduced(b, ~0u)) return false;
+  for (int k = 0; k < a->rank; k++) {
+    av_axis_ref xa[AV_DIM_MAX_AXES], xb[AV_DIM_MAX_AXES];
+    int na = real_refs(a, k, xa), nb = real_refs(b, k, xb);
+    if (na != nb) return false;
+    for (int r = 0; r < na; r++)
+      if (xa[r].axis != xb[r].axis || xa[r].pre != xb[r].pre || xa[r].size != xb[r].size)
+        return false;
+  }
+  return true;
+}
+
+void av_sharding_format(const av_sharding *s, char *buf, size_t cap) {
+  size_t n = 0;
+#define PUT(...)                                                          \
+  do {                                                                    \
+    if (n < cap) n += (size_t)snprintf(buf + n, cap - n, __VA_ARGS__);    \
+  } while (0)
+  if (!cap) return;
+  buf[0] = '\0';
+  PUT("[");
+  for (int k = 0; k < s->rank; k++) {
+    PUT("%s{", k ? ", " : "");
+    for (int r = 0; s->mesh && r < s->naxes[k]; r++) {
+      const av_axis_ref *ar = &s->axes[k][r];
+      PUT("%s\"%s\"", r ? ", " : "", s->mesh->names[ar->axis]);
+      if (ar->pre != 1 || ar->size != s->mesh->sizes[ar->axis]) PUT(":(%d)%d", ar->pre, ar->size);
+    }
+    if (s->open[k]) PUT("%s?", s->naxes[k] ? ", " : "");
+    PUT("}");
+  }
+  PUT("]");
+  for (int pass = 0; pass < 2 && s->mesh; pass++) {
+    uint32_t m = pass ? s->unreduced : s->replicated;
+    if (!m) continue;
+    PUT(", %s={", pass ? "unreduced" : "replicated");
+    bool first = true;
+    for (int a = 0; a < s->mesh->naxes; a++)
+      if (m >> a & 1u) {
+        PUT("%s\"%s\"", first ? "" : ", ", s->mesh->names[a]);
+        first = false;
+      }
+    PUT("}");
+  }
+#undef PUT
 }
 
 /* ------------------------------------------------------------ OpSharding */
@@ -472,18 +608,23 @@ size_t av_sharding_to_op_sharding(const av_sharding *s, uint8_t *buf, size_t cap
   if (av_sharding_is_replicated(s)) return 0; /* REPLICATED: the empty message */
   const av_mesh *m = s->mesh;
   uint32_t unred = av_sharding_unreduced(s, ~0u);
-  uint32_t used = 0;
   bool split = false;
   int64_t tdims[AV_MAX_RANK + 2];
   for (int k = 0; k < s->rank; k++) {
     tdims[k] = av_sharding_dim_shards(s, k, ~0u);
     split |= tdims[k] > 1;
-    for (int r = 0; r < s->naxes[k]; r++) used |= 1u << s->axes[k][r];
   }
   int64_t rep = 1, nunred = 1;
   for (int a = 0; a < m->naxes; a++) {
-    if (unred >> a & 1u) nunred *= m->sizes[a];
-    else if (!(used >> a & 1u)) rep *= m->sizes[a];
+    if (unred >> a & 1u) {
+      nunred *= m->sizes[a];
+      continue;
+    }
+    int64_t used_size = 1;
+    for (int k = 0; k < s->rank; k++)
+      for (int r = 0; r < s->naxes[k]; r++)
+        if (s->axes[k][r].axis == a) used_size *= s->axes[k][r].size;
+    rep *= m->sizes[a] / used_size;
   }
   if (!split && rep == 1) { /* unreduced over every device */
     put_varint(&p, 1 << 3 | 0);
@@ -501,8 +642,8 @@ size_t av_sharding_to_op_sharding(const av_sharding *s, uint8_t *buf, size_t cap
     for (int k = 0; k < s->rank; k++) {
       int64_t block = 0;
       for (int r = 0; r < s->naxes[k]; r++) {
-        int a = s->axes[k][r];
-        block = block * m->sizes[a] + axis_coord(m, a, pos);
+        const av_axis_ref *ar = &s->axes[k][r];
+        block = block * ar->size + av_axis_ref_coord(m, ar, pos);
       }
       t = t * tdims[k] + block;
     }
@@ -512,10 +653,31 @@ size_t av_sharding_to_op_sharding(const av_sharding *s, uint8_t *buf, size_t cap
         if (unred >> a & 1u) ub = ub * m->sizes[a] + axis_coord(m, a, pos);
       t = t * nunred + ub;
     }
-    if (rep > 1) {
+    if (rep > 1) { /* the unused parts of every axis, major to minor */
       int64_t rb = 0;
-      for (int a = 0; a < m->naxes; a++)
-        if (!(used >> a & 1u) && !(unred >> a & 1u)) rb = rb * m->sizes[a] + axis_coord(m, a, pos);
+      for (int a = 0; a < m->naxes; a++) {
+        if (unred >> a & 1u) continue;
+        /* the parts of the axis no dimension uses, major (pre 1) to minor */
+        int64_t c = axis_coord(m, a, pos), full = m->sizes[a];
+        for (int64_t step = 1; step < full;) {
+          int64_t used_size = 0;
+          for (int k = 0; k < s->rank && !used_size; k++)
+            for (int r = 0; r < s->naxes[k]; r++)
+              if (s->axes[k][r].axis == a && s->axes[k][r].pre == step) used_size = s->axes[k][r].size;
+          if (used_size) {
+            step *= used_size;
+            continue;
+          }
+          int64_t next = full;
+          for (int k = 0; k < s->rank; k++)
+            for (int r = 0; r < s->naxes[k]; r++)
+              if (s->axes[k][r].axis == a && s->axes[k][r].pre > step && s->axes[k][r].pre < next)
+                next = s->axes[k][r].pre;
+          int64_t dsize = next / step;
+          rb = rb * dsize + (c / (full / next)) % dsize;
+          step = next;
+        }
+      }
       t = t * rep + rb;
     }
     devs[t] = av_mesh_device_id(m, pos);

@@ -27,11 +27,26 @@ typedef struct av_mesh {
   int64_t *device_ids;  /* [ndevices] malloc'd, or NULL for the identity */
 } av_mesh;
 
+/* A mesh axis or a sub-axis of it (`"x":(pre)size`): the devices along axis `axis` split into
+ * `size` groups of consecutive coordinates `pre` apart (the whole axis: pre 1, size = the
+ * axis size). A sub-axis's coordinate at a mesh position is (coord(axis) / pre) % size. */
+typedef struct av_axis_ref {
+  int16_t axis;
+  int32_t pre, size;
+} av_axis_ref;
+
+enum { AV_DIM_MAX_AXES = 8 };
+
 typedef struct av_sharding {
   const av_mesh *mesh; /* borrowed from the mesh table; NULL: fully replicated */
   int rank;
-  int naxes[AV_MAX_RANK];
-  int8_t axes[AV_MAX_RANK][AV_MESH_MAX_AXES]; /* mesh axis indices, major to minor */
+  uint8_t naxes[AV_MAX_RANK];
+  av_axis_ref axes[AV_MAX_RANK][AV_DIM_MAX_AXES]; /* major to minor */
+  /* Open dimensions (`{"x", ?}`) may be sharded further by propagation; closed ones not. */
+  bool open[AV_MAX_RANK];
+  /* Mesh axes (bit a = axis a) explicitly replicated (`replicated={...}`): propagation may
+   * not shard the value along them. */
+  uint32_t replicated;
   /* Mesh axes (bit a = axis a) along which the value is unreduced: the devices along them
    * each hold a partial value and the value is their sum (sdy `unreduced={...}`). */
   uint32_t unreduced;
@@ -64,6 +79,22 @@ av_code av_manual_axes_parse(const char *text, const av_mesh *mesh, uint32_t *ma
 
 /* A sharding of nothing: every device holds the whole value. */
 void av_sharding_replicated(av_sharding *s, int rank);
+
+/* Size of an axis ref on its mesh. */
+int64_t av_axis_ref_size(const av_axis_ref *r);
+/* Coordinate of mesh position `pos` along an axis ref. */
+int64_t av_axis_ref_coord(const av_mesh *m, const av_axis_ref *r, int64_t pos);
+/* A whole mesh axis as a ref. */
+av_axis_ref av_axis_ref_whole(const av_mesh *m, int axis);
+/* Whether two refs of one axis share devices' coordinates (a and b overlap). */
+bool av_axis_refs_overlap(const av_axis_ref *a, const av_axis_ref *b);
+/* Mesh axes (bit a) used, fully or in part, by the dimension shardings. */
+uint32_t av_sharding_used_axes(const av_sharding *s);
+/* Whether a and b shard every dimension along the same axes and are unreduced along the same
+ * axes of size > 1 (axes of size 1 ignored; open/closed and replicated ignored). */
+bool av_sharding_equal(const av_sharding *a, const av_sharding *b);
+/* Text of a sharding in sdy form, e.g. `[{"x"}, {"y":(1)2, ?}]`, for messages and tests. */
+void av_sharding_format(const av_sharding *s, char *buf, size_t cap);
 
 /* Number of blocks dimension k is split into, counting only axes in `mask`. */
 int64_t av_sharding_dim_shards(const av_sharding *s, int k, uint32_t mask);

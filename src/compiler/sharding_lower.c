@@ -45,12 +45,6 @@ static bool fill_value(av_spmd_value *v, const av_sharding *s, uint32_t mask, co
   for (int k = 0; k < t->rank; k++)
     if (v->ldims[k] != v->gdims[k]) v->replicated = false;
   uint32_t unred = s->mesh ? av_sharding_unreduced(s, mask) : 0;
-  /* mesh axes (within mask) that neither split a dimension nor are unreduced */
-  uint32_t plain = 0;
-  for (int a = 0; s->mesh && a < s->mesh->naxes; a++)
-    if ((mask >> a & 1u) && !(unred >> a & 1u)) plain |= 1u << a;
-  for (int k = 0; k < s->rank; k++)
-    for (int r = 0; r < s->naxes[k]; r++) plain &= ~(1u << s->axes[k][r]);
   bool *adder = writer + npos, *zeroed = writer + 2 * npos;
   v->adder = adder;
   v->zeroed = zeroed;
@@ -69,7 +63,8 @@ static bool fill_value(av_spmd_value *v, const av_sharding *s, uint32_t mask, co
     av_sharding_offsets(s, mask, pos, v->ldims, offsets + (size_t)q * (size_t)(t->rank ? t->rank : 1));
     writer[q] = s->mesh ? av_sharding_is_first_holder(s, mask, pos) : q == 0;
     zeroed[q] = unred && !av_mesh_at_origin(s->mesh, unred, pos);
-    adder[q] = unred && !writer[q] && av_mesh_at_origin(s->mesh, plain, pos);
+    /* one holder of each partial value adds it: first holder once unreduced axes count */
+    adder[q] = unred && !writer[q] && av_sharding_is_first_holder(s, mask & ~unred, pos);
   }
   (void)mesh;
   return true;
@@ -204,33 +199,6 @@ done:
 
 /* ------------------------------------------------- main that wraps one manual computation */
 
-static bool same_mesh(const av_mesh *a, const av_mesh *b) {
-  if (a == b) return true;
-  if (!a || !b || a->naxes != b->naxes || a->ndevices != b->ndevices) return false;
-  for (int k = 0; k < a->naxes; k++)
-    if (a->sizes[k] != b->sizes[k] || strcmp(a->names[k], b->names[k]) != 0) return false;
-  for (int64_t p = 0; p < a->ndevices; p++)
-    if (av_mesh_device_id(a, p) != av_mesh_device_id(b, p)) return false;
-  return true;
-}
-
-static bool same_sharding(const av_sharding *a, const av_sharding *b) {
-  bool ra = av_sharding_is_replicated(a), rb = av_sharding_is_replicated(b);
-  if (ra || rb) return ra && rb;
-  if (a->rank != b->rank || !same_mesh(a->mesh, b->mesh)) return false;
-  for (int k = 0; k < a->rank; k++) {
-    /* axes of size 1 split nothing: compare the axes that do */
-    int na = 0, nb = 0;
-    int8_t xa[AV_MESH_MAX_AXES], xb[AV_MESH_MAX_AXES];
-    for (int r = 0; r < a->naxes[k]; r++)
-      if (a->mesh->sizes[(int)a->axes[k][r]] > 1) xa[na++] = a->axes[k][r];
-    for (int r = 0; r < b->naxes[k]; r++)
-      if (b->mesh->sizes[(int)b->axes[k][r]] > 1) xb[nb++] = b->axes[k][r];
-    if (na != nb || memcmp(xa, xb, (size_t)na) != 0) return false;
-  }
-  return true;
-}
-
 /* Whether main's own sdy.sharding attributes (where present) agree with the in/out shardings
  * of the manual computation it wraps: then each device can run the region on the shards the
  * PJRT layer hands it. Otherwise (e.g. a replicated argument that the computation splits)
@@ -263,7 +231,7 @@ bool av_manual_entry_shardings_match(const av_module *m, const av_func *fn, cons
     if (!text) continue; /* propagation gives it the computation's sharding */
     av_sharding own;
     if (av_sharding_parse(text, ranks[i], &t, &own, &ignored) != AV_OK) continue;
-    match = same_sharding(&own, &sh[i]);
+    match = av_sharding_equal(&own, &sh[i]);
   }
 done:
   free(sh);
@@ -341,185 +309,18 @@ static av_code build_values(const av_sharding *sh, const av_func_plan *e, const 
   return c;
 }
 
-/* A result without a sharding of its own gets what XLA's propagation would most likely give
- * it, found by walking back from the returned value: a sdy.sharding_constraint/reshard, a
- * manual computation's out_sharding or an argument's sdy.sharding, through elementwise ops
- * and convert (same sharding) and dot_general (batch and free dims keep their operand's
- * axes). Anything else, or a sharding that does not divide the result, stays replicated. */
-enum { PROPAGATE_MAX_DEPTH = 32 };
-
-static bool infer_sharding(const av_module *m, const av_func *ef, const av_value *v, int depth,
-                           av_mesh_table *t, av_sharding *out);
-
-static bool same_shape(const av_type *a, const av_type *b) {
-  if (!a || !b || a->kind != AV_TYPE_TENSOR || b->kind != AV_TYPE_TENSOR || a->rank != b->rank) return false;
-  for (int k = 0; k < a->rank; k++)
-    if (a->dims[k] != b->dims[k]) return false;
-  return true;
-}
-
-static bool infer_dot(const av_module *m, const av_func *ef, const av_op *op, int depth,
-                      av_mesh_table *t, av_sharding *out) {
-  if (op->noperands != 2 || op->nresults != 1 || !op->results[0].type) return false;
-  const av_type *lt = op->operands[0]->type, *rt = op->operands[1]->type;
-  if (!lt || !rt || lt->kind != AV_TYPE_TENSOR || rt->kind != AV_TYPE_TENSOR) return false;
-  int64_t lb[AV_MAX_RANK], rb[AV_MAX_RANK], lc[AV_MAX_RANK], rc[AV_MAX_RANK];
-  size_t nlb = 0, nrb = 0, nlc = 0, nrc = 0;
-  if (op->code == AV_OP_DOT) {
-    if (lt->rank < 1 || rt->rank < 1) return false;
-    lc[0] = lt->rank - 1;
-    rc[0] = 0;
-    nlc = nrc = 1;
-  } else {
-    av_attr_get_ints(op, "lhs_batching_dimensions", lb, AV_MAX_RANK, &nlb);
-    av_attr_get_ints(op, "rhs_batching_dimensions", rb, AV_MAX_RANK, &nrb);
-    if (!av_attr_get_ints(op, "lhs_contracting_dimensions", lc, AV_MAX_RANK, &nlc) ||
-        !av_attr_get_ints(op, "rhs_contracting_dimensions", rc, AV_MAX_RANK, &nrc) || nlb != nrb)
-      return false;
-  }
-  av_sharding ls, rs;
-  bool hl = infer_sharding(m, ef, op->operands[0], depth + 1, t, &ls);
-  bool hr = infer_sharding(m, ef, op->operands[1], depth + 1, t, &rs);
-  if (!hl && !hr) return false;
-  if (hl && hr && ls.mesh != rs.mesh) return false;
-  /* result dim -> (operand, dim) */
-  int src_op[AV_MAX_RANK], src_dim[AV_MAX_RANK], n = 0;
-  for (size_t i = 0; i < nlb && n < AV_MAX_RANK; i++) { src_op[n] = 0; src_dim[n++] = (int)lb[i]; }
-  for (int side = 0; side < 2; side++) {
-    const av_type *ot = side ? rt : lt;
-    const int64_t *bd = side ? rb : lb, *cd = side ? rc : lc;
-    size_t nb = side ? nrb : nlb, nc = side ? nrc : nlc;
-    for (int k = 0; k < ot->rank; k++) {
-      bool skip = false;
-      for (size_t i = 0; i < nb; i++) skip |= bd[i] == k;
-      for (size_t i = 0; i < nc; i++) skip |= cd[i] == k;
-      if (!skip && n < AV_MAX_RANK) { src_op[n] = side; src_dim[n++] = k; }
-    }
-  }
-  if (n != op->results[0].type->rank) return false;
-  av_sharding_replicated(out, n);
-  out->mesh = hl ? ls.mesh : rs.mesh;
-  uint32_t used = 0;
-  for (int k = 0; k < n; k++) {
-    const av_sharding *s = src_op[k] ? (hr ? &rs : NULL) : (hl ? &ls : NULL);
-    if (!s || src_dim[k] >= s->rank) continue;
-    for (int r = 0; r < s->naxes[src_dim[k]]; r++) {
-      int a = s->axes[src_dim[k]][r];
-      if (used >> a & 1u) break; /* an axis may shard one dimension only */
-      used |= 1u << a;
-      out->axes[k][out->naxes[k]++] = (int8_t)a;
-    }
-  }
-  return !av_sharding_is_replicated(out);
-}
-
-static bool infer_sharding(const av_module *m, const av_func *ef, const av_value *v, int depth,
-                           av_mesh_table *t, av_sharding *out) {
-  if (depth > PROPAGATE_MAX_DEPTH || !v->type || v->type->kind != AV_TYPE_TENSOR) return false;
-  int rank = v->type->rank;
-  av_diag ignored; /* a sharding we cannot read here only costs the propagation */
-  av_diag_init(&ignored);
-  if (!v->def) {
-    const av_attr *dict = ef->arg_attrs && v->owner == &ef->body.blocks[0] ? ef->arg_attrs[v->index] : NULL;
-    const char *text = attr_text(av_dict_get(dict, "sdy.sharding"));
-    return text && av_sharding_parse(text, rank, t, out, &ignored) == AV_OK && !av_sharding_is_replicated(out);
-  }
-  const av_op *op = v->def;
-  if (op->code == AV_OP_SDY_SHARDING_CONSTRAINT || op->code == AV_OP_SDY_RESHARD) {
-    const char *text = attr_text(av_op_attr(op, "sharding"));
-    return text && av_sharding_parse(text, rank, t, out, &ignored) == AV_OK && !av_sharding_is_replicated(out);
-  }
-  if (op->code == AV_OP_SDY_MANUAL_COMPUTATION) {
-    const char *text = attr_text(av_op_attr(op, "out_shardings"));
-    av_sharding *all = calloc(op->nresults + 1, sizeof *all);
-    int *ranks = calloc(op->nresults + 1, sizeof *ranks);
-    bool found = false;
-    if (all && ranks && text && v->index < op->nresults) {
-      for (uint32_t r = 0; r < op->nresults; r++)
-        ranks[r] = op->results[r].type ? op->results[r].type->rank : 0;
-      if (av_sharding_per_value_parse(text, (int)op->nresults, ranks, t, all, &ignored) == AV_OK &&
-          all[v->index].rank == rank) {
-        *out = all[v->index];
-        found = !av_sharding_is_replicated(out);
-      }
-    }
-    free(all);
-    free(ranks);
-    if (found) return true;
-    /* open/replicated out_sharding over the free axes: what the region's result carries
-     * (a sharding constraint inside), when the manual axes do not split it */
-    bool one_block = op->nregions == 1 && op->regions[0].nblocks == 1;
-    const av_block *rb = one_block ? &op->regions[0].blocks[0] : NULL;
-    const av_op *term = rb ? rb->last : NULL;
-    if (!term || v->index >= term->noperands) return false;
-    const av_value *iv = term->operands[v->index];
-    if (!same_shape(iv->type, v->type)) return false;
-    if (!iv->def && iv->owner == rb && iv->index < op->noperands)
-      return infer_sharding(m, ef, op->operands[iv->index], depth + 1, t, out);
-    return infer_sharding(m, ef, iv, depth + 1, t, out);
-  }
-  if (op->code == AV_OP_DOT_GENERAL || op->code == AV_OP_DOT) return infer_dot(m, ef, op, depth, t, out);
-  if (op->code == AV_OP_FUNC_CALL || op->code == AV_OP_CALL) { /* what the callee returns */
-    const av_attr *callee = av_op_attr(op, "callee");
-    bool named = callee && (callee->kind == AV_ATTR_SYMBOL || callee->kind == AV_ATTR_STRING);
-    const av_func *fn = named ? av_module_find_func(m, callee->u.str.s) : NULL;
-    const av_op *ret = fn && fn->body.nblocks == 1 ? fn->body.blocks[0].last : NULL;
-    if (!ret || v->index >= ret->noperands) return false;
-    const av_value *rv = ret->operands[v->index];
-    if (!rv->def && rv->owner == &fn->body.blocks[0] && rv->index < op->noperands &&
-        !attr_text(av_dict_get(fn->arg_attrs ? fn->arg_attrs[rv->index] : NULL, "sdy.sharding")))
-      return infer_sharding(m, ef, op->operands[rv->index], depth + 1, t, out); /* passed through */
-    return infer_sharding(m, fn, rv, depth + 1, t, out);
-  }
-  bool elementwise = op->code == AV_OP_CONVERT || av_ew_arity(op->code) > 0;
-  if (!elementwise || op->nresults != 1) return false;
-  for (uint32_t i = 0; i < op->noperands; i++)
-    if (same_shape(op->operands[i]->type, v->type) &&
-        infer_sharding(m, ef, op->operands[i], depth + 1, t, out))
-      return true;
-  return false;
-}
-
-static av_code result_sharding_from_producer(const av_module *m, const av_func *ef, uint32_t k,
-                                             int rank, int ndev,
-                                             av_mesh_table *t, av_sharding *out, av_diag *d) {
-  const av_op *ret = ef->body.nblocks == 1 ? ef->body.blocks[0].last : NULL;
-  if (!ret || k >= ret->noperands) return AV_OK;
-  av_sharding s;
-  if (!infer_sharding(m, ef, ret->operands[k], 0, t, &s) || s.rank != rank || !s.mesh ||
-      s.mesh->ndevices != ndev)
-    return AV_OK;
-  int64_t local[AV_MAX_RANK];
-  const av_type *ty = ret->operands[k]->type;
-  if (!av_sharding_local_dims(&s, ~0u, rank, ty->dims, local)) return AV_OK; /* uneven */
-  *out = s;
-  (void)d;
-  return AV_OK;
-}
-
-static av_code parse_main_shardings(const av_module *m, const av_func *ef, const av_func_plan *e, int ndev,
-                                    av_mesh_table *t, av_sharding *sh, av_diag *d) {
-  uint32_t nin = e->body.nargs, nout = e->body.nresults;
+/* main's argument/result shardings as propagated (replicated where there are none) */
+static void propagated_shardings(const av_spmd_shardings *ps, uint32_t nin, uint32_t nout,
+                                 const av_func_plan *e, av_sharding *sh) {
   for (uint32_t i = 0; i < nin + nout; i++) {
     bool is_in = i < nin;
     uint32_t k = is_in ? i : i - nin;
     const av_slot_type *st = &e->types[is_in ? e->body.args[k] : e->body.results[k]];
-    const av_attr *dict = is_in ? (ef->arg_attrs ? ef->arg_attrs[k] : NULL)
-                                : (ef->res_attrs ? ef->res_attrs[k] : NULL);
-    const char *text = attr_text(av_dict_get(dict, "sdy.sharding"));
     av_sharding_replicated(&sh[i], st->token ? 0 : st->rank);
-    if (st->token) continue;
-    if (!text && !is_in) { /* what XLA's propagation would keep: the producer's sharding */
-      av_code c = result_sharding_from_producer(m, ef, k, st->rank, ndev, t, &sh[i], d);
-      if (c != AV_OK) return c;
-      continue;
-    }
-    if (!text) continue;
-    av_code c = av_sharding_parse(text, st->rank, t, &sh[i], d);
-    if (c != AV_OK) return av_diag_set(d, c, "  in the sharding of %s %u of @%s",
-                                       is_in ? "argument" : "result", k, ef->name);
+    if (!ps || st->token) continue;
+    const av_sharding *src = is_in ? (k < ps->nargs ? &ps->args[k] : NULL) : (k < ps->nres ? &ps->res[k] : NULL);
+    if (src && src->mesh && src->rank == st->rank) sh[i] = *src;
   }
-  return AV_OK;
 }
 
 /* Whether ops of `r` (outside manual computations, through called functions) give each device
@@ -550,7 +351,8 @@ static bool region_is_per_device(const av_module *m, const av_region *r, int dep
 }
 
 av_code av_spmd_program_build(const av_module *m, const av_plan *plan, int num_replicas,
-                              int num_partitions, av_spmd_program **out, av_diag *d) {
+                              int num_partitions, const av_spmd_shardings *ps,
+                              av_spmd_program **out, av_diag *d) {
   *out = NULL;
   int ndev = num_replicas * num_partitions;
   const av_func *ef = av_module_entry(m);
@@ -593,7 +395,7 @@ av_code av_spmd_program_build(const av_module *m, const av_plan *plan, int num_r
       if (c == AV_OK) c = av_sharding_per_value_parse(out_t, (int)nout, ranks + nin, &t, sh + nin, d);
     }
   } else if (c == AV_OK) {
-    c = parse_main_shardings(m, ef, e, ndev, &t, sh, d);
+    propagated_shardings(ps, nin, nout, e, sh);
   }
   if (c == AV_OK) c = encode_protos(sh, nin, &sp->in_proto, &sp->in_proto_size, d);
   if (c == AV_OK) c = encode_protos(sh + nin, nout, &sp->out_proto, &sp->out_proto_size, d);

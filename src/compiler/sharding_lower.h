@@ -5,6 +5,7 @@
 #include <stdbool.h>
 
 #include "compiler/sharding.h"
+#include "compiler/spmd_propagate.h"
 #include "runtime/plan.h"
 #include "runtime/spmd.h"
 
@@ -20,11 +21,12 @@ bool av_lower_spmd_manual(struct av_lower *c, const av_op *op, bool *handled);
 bool av_manual_entry_shardings_match(const av_module *m, const av_func *fn, const av_op *mc);
 
 /* The per-device view of a program compiled for num_replicas * num_partitions devices: the
- * shardings of main's arguments/results (sdy.sharding attributes; for a main that only wraps
+ * shardings of main's arguments/results (as propagated, `ps`; for a main that only wraps
  * one manual computation, that computation's in/out shardings), their serialized OpShardings,
  * and whether the program must run once for all devices (partitions > 1, not the wrapper
  * form). *out is NULL for single-device programs. */
 av_code av_spmd_program_build(const av_module *m, const av_plan *plan, int num_replicas,
-                              int num_partitions, av_spmd_program **out, av_diag *d);
+                              int num_partitions, const av_spmd_shardings *ps,
+                              av_spmd_program **out, av_diag *d);
 
 #endif

@@ -42,12 +42,14 @@ for f in $FILES; do
     echo "missing $SRC/tests/$f.py" >&2; continue
   fi
   for p in $PLATFORMS; do
-    # Multi-device files get 8 devices on both backends (pmap_test and
-    # shard_map_test call jtu.request_cpu_devices(8), so cpu has 8 anyway).
+    # Multi-device files get 8 devices on both backends (pmap_test, pjit_test
+    # and shard_map_test call jtu.request_cpu_devices(8), so cpu has 8 anyway;
+    # with PLATFORMS="anvil,cpu" the cpu backend gets 8 from XLA_FLAGS too).
     extra_env=()
     case $f in
-      pmap_test|shard_map_test|*multi*)
-        if [ "$p" = anvil ]; then extra_env=(ANVIL_DEVICE_COUNT=8)
+      pmap_test|shard_map_test|pjit_test|array_test|*multi*)
+        if [[ "$p" == anvil* ]]; then
+          extra_env=(ANVIL_DEVICE_COUNT=8 XLA_FLAGS=--xla_force_host_platform_device_count=8)
         else extra_env=(XLA_FLAGS=--xla_force_host_platform_device_count=8); fi ;;
     esac
     label=$p

@@ -113,7 +113,17 @@ def run_sharded(name):
         bo.device_assignment = xc.DeviceAssignment.create(np.arange(nr).reshape(1, nr))
         exe = devs[0].client.compile_and_load(code, executable_devices=xc.DeviceList(tuple(devs)),
                                               compile_options=opts)
-        shards = exe.execute_sharded(args).disassemble_into_single_device_arrays()
+        # each device gets the shard the executable asks for (as JAX does: propagation may
+        # shard an argument that has no sharding of its own, e.g. through a constraint)
+        from jax._src.sharding_impls import GSPMDSharding
+        fed = []
+        for x, a, ps in zip(inputs, args, exe.get_parameter_shardings() or [None] * len(args)):
+            if ps is None:
+                fed.append(a)
+                continue
+            sh = GSPMDSharding(tuple(devs), xc.HloSharding.from_proto(ps))
+            fed.append(jax.make_array_from_callback(x.shape, sh, lambda idx, x=x: x[idx]))
+        shards = exe.execute_sharded(fed).disassemble_into_single_device_arrays()
         results = []
         for k, (per_dev, sh) in enumerate(zip(shards, exe.get_output_shardings())):
             shape = decode(meta["expected_outputs"][k], per_dev[0].dtype).shape

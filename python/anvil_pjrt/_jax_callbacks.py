@@ -68,19 +68,34 @@ def _run(cid, nargs, args, nres, results):
         # copied: the callback may keep its arguments after the buffers are gone
         values.append(np.frombuffer(raw, dtype=aval.dtype).reshape(aval.shape).copy())
     outs = fn(*values)
-    if outs is None:
-        outs = ()
-    outs = tuple(outs)
-    if len(outs) != len(result_avals):
-        raise RuntimeError(f"callback returned {len(outs)} values, expected {len(result_avals)}")
-    for i, (out, aval) in enumerate(zip(outs, result_avals)):
-        out = np.asarray(out)
-        if out.shape != tuple(aval.shape) or out.dtype != np.dtype(aval.dtype):
-            raise RuntimeError(f"callback result {i} is {out.dtype}{list(out.shape)}, "
-                               f"expected {np.dtype(aval.dtype)}{list(aval.shape)}")
+    for i, (out, aval) in enumerate(zip(_converted_results(outs, result_avals), result_avals)):
         n = _nbytes(aval)
         if n:
             ctypes.memmove(results[i], np.ascontiguousarray(out).ctypes.data, n)
+
+
+def _converted_results(outs, result_avals):
+    """The callback's results as XLA:CPU's callback runner takes them: each converted with
+    np.asarray and canonicalized as JAX canonicalizes any value (so a Python float or a
+    float64 array comes back as float32 unless x64 is on), then checked against the declared
+    shape and dtype with the messages JAX raises on its CPU backend."""
+    from jax._src import dtypes
+
+    outs = () if outs is None else tuple(outs)
+    if len(outs) != len(result_avals):
+        raise RuntimeError("Mismatched number of outputs from callback. "
+                           f"Expected: {len(result_avals)}, Actual: {len(outs)}")
+    converted = []
+    for i, (out, aval) in enumerate(zip(outs, result_avals)):
+        out = dtypes.canonicalize_value(np.asarray(out))
+        if out.shape != tuple(aval.shape):
+            raise RuntimeError(f"Incorrect output shape for return value #{i}: "
+                               f"Expected: {tuple(aval.shape)}, Actual: {out.shape}")
+        if out.dtype != np.dtype(aval.dtype):
+            raise RuntimeError(f"Incorrect output dtype for return value #{i}: "
+                               f"Expected: {np.dtype(aval.dtype)}, Actual: {out.dtype}")
+        converted.append(out)
+    return converted
 
 
 def _dispatch_py(cid, nargs, args, nres, results, err, errcap):
@@ -105,8 +120,12 @@ def dispatcher_address():
 
 def _emit(ctx, callback, token, operands, operand_avals, result_avals, *, has_side_effect,
           returns_token=True, partitioned=False, sharding=None):
-    """anvil's version of jax._src.callback.emit_python_callback (same arguments/results)."""
-    del returns_token, partitioned, sharding  # one process, shared memory: nothing to do
+    """anvil's version of jax._src.callback.emit_python_callback (same arguments/results).
+
+    `sharding` (set under SPMD lowering: a maximal sharding naming the device that runs the
+    callback, or a manual one inside shard_map) is put on the op as on JAX's CPU backend,
+    with the token's entry first when the op returns a token and results."""
+    del returns_token, partitioned
     from jax._src.interpreters import mlir
 
     cid = _register(callback, operand_avals, result_avals)
@@ -115,12 +134,95 @@ def _emit(ctx, callback, token, operands, operand_avals, result_avals, *, has_si
     if token is not None:
         ops = [token, *ops]
         types = [mlir.token_type(), *types]
+        sharding = _with_token_sharding(sharding, len(result_avals))
     op = mlir.custom_call(TARGET, result_types=types, operands=ops,
                           backend_config=str(cid), has_side_effect=has_side_effect)
+    if sharding is not None:
+        mlir.set_sharding(ctx.module_context, op, sharding)
     results = list(op.results)
     if token is not None:
         token, *results = results
     return results, token, None
+
+
+def _with_token_sharding(sharding, num_results):
+    """Shardy wants one sharding per op result: with results besides the token, the token
+    gets the first result's device (as JAX's CPU lowering does)."""
+    try:
+        from jax._src.lib.mlir.dialects import sdy  # noqa: F401
+        from jax._src.interpreters.mlir import SdyArray, SdyArrayList
+    except ImportError:  # pragma: no cover - depends on the JAX version
+        return sharding
+    if not isinstance(sharding, SdyArrayList) or num_results == 0:
+        return sharding
+    first = sharding.shardings[0]
+    return SdyArrayList((SdyArray(mesh_shape=(), dim_shardings=(),
+                                  logical_device_ids=first.logical_device_ids),
+                         *sharding.shardings))
+
+
+# --------------------------------------------------------------------------------------
+# Where a callback's arguments live. JAX's callback implementations (debug_callback_impl,
+# pure_callback_impl, io_callback_impl) put the arguments on a device of the "cpu" backend
+# before calling the user's function, and fail when JAX_PLATFORMS leaves that backend out.
+# anvil's devices are host memory, so with no cpu backend the arguments go to the default
+# anvil device instead; with a cpu backend JAX's own implementation runs unchanged.
+
+def _cpu_backend_available():
+    import jax._src.xla_bridge as xb
+
+    try:
+        return bool(xb.local_devices(backend="cpu"))
+    except RuntimeError:
+        return False
+
+
+def _host_device():
+    import jax._src.xla_bridge as xb
+
+    return xb.local_devices(backend=PLATFORM)[0]
+
+
+def _make_host_impl(original, *, returns_values, label):
+    def impl(*args, callback, **params):
+        if _cpu_backend_available():
+            return original(*args, callback=callback, **params)
+        import jax
+        from jax._src import config, mesh as mesh_lib, sharding_impls, tree_util
+
+        device = _host_device()
+        args = jax.device_put(args, device)
+        with (config.default_device(device),
+              sharding_impls._internal_use_concrete_mesh(mesh_lib.empty_concrete_mesh),
+              mesh_lib.use_abstract_mesh(mesh_lib.empty_abstract_mesh)):
+            try:
+                out = callback(*args)
+            except BaseException:
+                logger.exception("%s failed", label)
+                raise
+        return tree_util.tree_map(np.asarray, out) if returns_values else ()
+
+    impl._anvil = True
+    return impl
+
+
+def _install_host_device_impls():
+    from jax._src import callback as cb
+    from jax._src import debugging
+
+    for module, name, returns_values, label in (
+            (debugging, "debug_callback_impl", False, "jax.debug.callback"),
+            (cb, "pure_callback_impl", True, "jax.pure_callback"),
+            (cb, "io_callback_impl", True, "jax.io_callback")):
+        original = getattr(module, name, None)
+        if original is None or getattr(original, "_anvil", False):
+            continue
+        impl = _make_host_impl(original, returns_values=returns_values, label=label)
+        setattr(module, name, impl)
+        # debug_callback_impl is also the primitive's eager implementation
+        prim = getattr(debugging, "debug_callback_p", None)
+        if name == "debug_callback_impl" and prim is not None and prim.impl is original:
+            prim.def_impl(impl)
 
 
 def register(platform=PLATFORM):
@@ -144,6 +246,10 @@ def register(platform=PLATFORM):
 
         emit_python_callback._anvil = True
         cb.emit_python_callback = emit_python_callback
+    try:
+        _install_host_device_impls()
+    except Exception as e:  # pragma: no cover - depends on the JAX version
+        logger.debug("anvil: callbacks keep needing the cpu backend: %s", e)
     # debug_callback, debug_print and checkify's check have only per-platform rules; theirs
     # for cpu call cb.emit_python_callback, which now serves anvil. pure/io_callback rules
     # are generic.

@@ -403,6 +403,7 @@ static bool lower_host_callback(av_lower *c, const av_op *op) {
   uint64_t *p = av_lower_alloc(c, sizeof *p);
   if (!p) return false;
   *p = id;
+  c->plan->calls_host = true;
   return av_emit_op(c, av_step_host_callback, p) != NULL;
 }
 

@@ -189,6 +189,8 @@ void av_program_set_host_callback(av_program *p, av_host_callback_fn fn) {
   p->plan->host_callback = fn;
 }
 
+bool av_program_calls_host(const av_program *p) { return p->plan->calls_host; }
+
 const char *av_program_name(const av_program *p) { return p->name; }
 int av_program_num_replicas(const av_program *p) { return p->num_replicas; }
 int av_program_num_partitions(const av_program *p) { return p->num_partitions; }

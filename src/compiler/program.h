@@ -97,6 +97,8 @@ void av_program_use_block_cache(av_program *p, struct av_block_cache *cache);
 /* Where custom_call @anvil_host_callback goes (the client's dispatcher); call before the
  * first execution. Without one such programs fail at run time with UNIMPLEMENTED. */
 void av_program_set_host_callback(av_program *p, av_host_callback_fn fn);
+/* Whether running the program calls the host callback dispatcher. */
+bool av_program_calls_host(const av_program *p);
 
 av_code av_program_execute(av_program *p, int device_index, const av_tensor *inputs,
                            av_tensor *outputs, av_diag *d);

@@ -99,7 +99,12 @@ static bool parse_mesh_body(cur *c, av_mesh *m) {
       do {
         int64_t v;
         if (!parse_int(c, &v)) return false;
-        if (n >= m->ndevices || v < 0 || v >= m->ndevices) return fail(c, "bad device_ids");
+        /* A maximal mesh (no axes, one device: what JAX puts on a host callback) names
+         * that device by its id in the program's device assignment. */
+        bool maximal = m->naxes == 0;
+        if (n >= m->ndevices || v < 0 || (!maximal && v >= m->ndevices) ||
+            v >= AV_MESH_MAX_DEVICES)
+          return fail(c, "bad device_ids");
         for (int64_t k = 0; k < n; k++)
           if (m->device_ids[k] == v) return fail(c, "repeated device id");
         m->device_ids[n++] = v;

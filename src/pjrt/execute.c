@@ -283,6 +283,18 @@ static bool run_inline_ok(const av_job *j, av_worker *w) {
   return idle;
 }
 
+/* Whether the calling thread is one of the client's device workers: it then runs a host
+ * callback (JAX code inside it executing here), and the run that called back holds that worker
+ * and, for a sharded program, the other devices' workers too, waiting for it. */
+static bool on_a_worker_thread(const PJRT_Client *c) {
+  pthread_t self = pthread_self();
+  for (size_t i = 0; i < c->num_devices; i++) {
+    const av_worker *w = &c->devices[i].worker;
+    if (w->started && pthread_equal(self, w->thread)) return true;
+  }
+  return false;
+}
+
 /* ------------------------------------------------------------ entry point */
 
 PJRT_Error *av_PJRT_LoadedExecutable_Execute(PJRT_LoadedExecutable_Execute_Args *args) {
@@ -399,6 +411,13 @@ PJRT_Error *av_PJRT_LoadedExecutable_Execute(PJRT_LoadedExecutable_Execute_Args 
     free(donate);
     return err;
   }
+  /* A program that calls back into the host finishes before Execute returns, and its failure
+   * is Execute's error, as on XLA:CPU: a callback's exception reaches the caller at the call,
+   * and no runtime token the framework keeps for ordered effects holds it to raise again at
+   * every later effects barrier (and at exit). */
+  bool sync = nd == 1 && av_program_calls_host(core->program);
+  PJRT_Event *sync_done = NULL;
+  bool nested = on_a_worker_thread(le->client);
   pthread_mutex_lock(&le->client->launch_mu);
   av_job *inline_job = NULL;
   for (size_t d = 0; d < nd; d++) {
@@ -407,8 +426,11 @@ PJRT_Error *av_PJRT_LoadedExecutable_Execute(PJRT_LoadedExecutable_Execute_Args 
       if (donate[i]) j->donated[i] = try_donate(j->inputs[i], args->argument_lists, nd, na);
     for (size_t i = 0; i < no; i++) args->output_lists[d][i] = av_buffer_retain(j->outputs[i]);
     if (args->device_complete_events) args->device_complete_events[d] = av_event_retain(j->complete);
+    if (sync) sync_done = av_event_retain(j->complete);
     PJRT_Device *dev = single ? single : le->devices[d];
-    if (nd == 1 && run_inline_ok(j, &dev->worker))
+    /* A run started from inside a run (a host callback that runs JAX code) must not wait
+     * behind the run that waits for it: it runs on the calling thread. */
+    if (nd == 1 && (nested || run_inline_ok(j, &dev->worker)))
       inline_job = j;
     else
       worker_push(&dev->worker, j);
@@ -419,6 +441,21 @@ PJRT_Error *av_PJRT_LoadedExecutable_Execute(PJRT_LoadedExecutable_Execute_Args 
   if (inline_job) {
     job_run(inline_job);
     job_free(inline_job);
+  }
+  if (sync_done) {
+    PJRT_Error *failed = av_event_wait(sync_done);
+    av_event_release(sync_done);
+    if (failed) { /* nothing is handed out: the caller gets the error instead */
+      for (size_t i = 0; i < no; i++) {
+        av_buffer_release(args->output_lists[0][i]);
+        args->output_lists[0][i] = NULL;
+      }
+      if (args->device_complete_events) {
+        av_event_release(args->device_complete_events[0]);
+        args->device_complete_events[0] = NULL;
+      }
+      return failed;
+    }
   }
   return NULL;
 }

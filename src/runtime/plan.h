@@ -105,6 +105,7 @@ typedef struct av_plan {
   /* The client's cache of large blocks (a reference, set like `pool`; NULL: malloc). */
   _Atomic(struct av_block_cache *) cache;
   av_host_callback_fn host_callback; /* the client's dispatcher, set before the first run */
+  bool calls_host;                   /* some step calls host_callback */
 } av_plan;
 
 /* Region bodies that kernels call per element (reduce, sort, scatter...). */

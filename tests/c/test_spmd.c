@@ -771,6 +771,26 @@ static void test_unsupported_shardings(void **state) {
 }
 
 /* Truncated and mutated sharding text is refused cleanly (no crash, an error code). */
+/* A maximal mesh (no axes, one device: what JAX puts on a host callback under a sharded jit)
+ * names any device of the program; a mesh with axes still keeps its ids within its size. */
+static void test_maximal_mesh(void **state) {
+  (void)state;
+  av_diag d;
+  av_diag_init(&d);
+  av_mesh m;
+  assert_int_equal(av_mesh_parse("#sdy.mesh<[], device_ids=[5]>", &m, &d), AV_OK);
+  assert_int_equal(m.naxes, 0);
+  assert_int_equal(m.ndevices, 1);
+  assert_int_equal(av_mesh_device_id(&m, 0), 5);
+  free(m.device_ids);
+  av_diag_init(&d);
+  assert_int_not_equal(av_mesh_parse("#sdy.mesh<[], device_ids=[0, 1]>", &m, &d), AV_OK);
+  av_diag_init(&d);
+  assert_int_not_equal(av_mesh_parse("#sdy.mesh<[], device_ids=[-1]>", &m, &d), AV_OK);
+  av_diag_init(&d);
+  assert_int_not_equal(av_mesh_parse("#sdy.mesh<[\"x\"=2], device_ids=[0, 2]>", &m, &d), AV_OK);
+}
+
 static void test_hostile_sharding_text(void **state) {
   (void)state;
   static const char *const texts[] = {
@@ -858,6 +878,7 @@ int main(void) {
       cmocka_unit_test(test_replicas_with_collectives),
       cmocka_unit_test(test_uneven_replica_groups),
       cmocka_unit_test(test_unsupported_shardings),
+      cmocka_unit_test(test_maximal_mesh),
       cmocka_unit_test(test_hostile_sharding_text),
       cmocka_unit_test(test_mesh_larger_than_program),
   };

@@ -9,7 +9,8 @@
 #                conftest.py and pyproject.toml, whose pytest settings apply)
 #   OUT_DIR      where junit xml + logs go (default /tmp/jax_suite_out)
 # env knobs (defaults in brackets):
-#   PLATFORMS  ["anvil cpu"]         which JAX_PLATFORMS to run
+#   PLATFORMS  ["anvil cpu"]         which JAX_PLATFORMS to run ("anvil,cpu": anvil
+#                                    first, with JAX's CPU backend beside it)
 #   FILES      [the list below]      test files, without .py
 #   JAX_NUM_GENERATED_CASES [2]      sampled cases per parameterized test
 #   TEST_TIMEOUT [60]                seconds per test (pytest-timeout)
@@ -51,6 +52,9 @@ for f in $FILES; do
         if [[ "$p" == anvil* ]]; then
           extra_env=(ANVIL_DEVICE_COUNT=8 XLA_FLAGS=--xla_force_host_platform_device_count=8)
         else extra_env=(XLA_FLAGS=--xla_force_host_platform_device_count=8); fi ;;
+      *)  # other files ask for N cpu devices with jtu.request_cpu_devices(N): anvil gets as many
+        n=$(sed -n 's/^jtu\.request_cpu_devices(\([0-9]*\)).*/\1/p' "$SRC/tests/$f.py" | head -n 1)
+        if [ -n "$n" ] && [[ "$p" == anvil* ]]; then extra_env=(ANVIL_DEVICE_COUNT="$n"); fi ;;
     esac
     label=$p
     [ -n "${TEST_DUT:-}" ] && label=${p}_as_${TEST_DUT}
@@ -62,14 +66,10 @@ for f in $FILES; do
       mapfile -t deselect < <("$PY" "$HERE/summarize.py" --ran "$OUT" "$label" "$f")
     fi
     echo "== $label $f $(date -u +%H:%M:%S) (${#deselect[@]} deselect args)"
-    # pytest.main behind a jax.config.update so that TEST_DUT can be set.
+    # TEST_DUT is set by pytest_with_dut.py while pytest captures output (see there).
     # shellcheck disable=SC2086
     (cd "$SRC" && env JAX_PLATFORMS="$p" "${extra_env[@]}" \
-      "$PY" -c 'import sys, jax, pytest
-if sys.argv[1]:
-  import jax._src.test_util  # defines the flag
-  jax.config.update("jax_test_dut", sys.argv[1])
-sys.exit(pytest.main(sys.argv[2:]))' "${TEST_DUT:-}" \
+      "$PY" "$HERE/pytest_with_dut.py" "${TEST_DUT:-}" \
         "tests/$f.py" -q -p no:cacheprovider \
         --timeout="$TEST_TIMEOUT" --session-timeout="$FILE_TIMEOUT" \
         --junitxml="$OUT/$name.xml" -o junit_family=xunit1 \

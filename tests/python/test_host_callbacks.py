@@ -90,11 +90,39 @@ def test_callback_exception_fails_the_execution_with_its_message():
         f(np.float32(1)).block_until_ready()
 
 
-def test_wrong_result_shape_is_an_error():
+@pytest.mark.parametrize("platform", ["anvil", "cpu"])
+def test_wrong_result_shape_is_an_error_at_the_call(platform):
+    """As on XLA:CPU: the call itself raises (nothing is left to raise later), with JAX's
+    message."""
     f = jax.jit(lambda x: jax.pure_callback(lambda a: np.zeros(3, np.float32),
                                             jax.ShapeDtypeStruct((2,), np.float32), x))
-    with on("anvil"), pytest.raises(Exception, match="expected float32"):
-        f(np.float32(1)).block_until_ready()
+    with on(platform), pytest.raises(Exception,
+                                     match=r"Incorrect output shape for return value #0"):
+        f(np.float32(1))
+
+
+@pytest.mark.parametrize("platform", ["anvil", "cpu"])
+def test_wrong_number_of_results_is_an_error_at_the_call(platform):
+    f = jax.jit(lambda x: io_callback(lambda a: (a, a), jax.ShapeDtypeStruct((), np.float32), x,
+                                      ordered=True))
+    with on(platform), pytest.raises(Exception, match="Mismatched number of outputs"):
+        f(np.float32(1))
+    jax.effects_barrier()  # nothing left behind to raise again
+
+
+@pytest.mark.parametrize("declared", [np.float32, np.int32])
+def test_float64_results_under_x64_are_refused_as_on_cpu(declared):
+    """With x64 on (conftest), a float64 result for a float32 declaration is an error on
+    XLA:CPU too (JAX canonicalizes, then checks); both backends raise the same message."""
+    def f(x):
+        return jax.pure_callback(lambda a: np.ones(2), jax.ShapeDtypeStruct((2,), declared), x)
+
+    messages = []
+    for p in ("anvil", "cpu"):
+        with on(p), pytest.raises(Exception, match="Incorrect output dtype") as e:
+            jax.jit(f)(np.float32(1))
+        messages.append(str(e.value).split("Incorrect output dtype", 1)[1].splitlines()[0])
+    assert messages[0] == messages[1]
 
 
 def test_checkify_check_raises_at_run_time():

@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(build-essential clang cmake ninja-build pkg-config
-              libcmocka-dev libopenblas-dev libprotobuf-c-dev protobuf-c-compiler
+              libcmocka-dev libdnnl-dev libopenblas-dev libprotobuf-c-dev protobuf-c-compiler
               python3-venv)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do

@@ -237,18 +237,21 @@ av_step *av_emit_op(av_lower *c, av_step_fn fn, const void *params) {
   return s;
 }
 
+/* Room for one more storage the plan releases when it is freed. */
+static bool plan_keep_room(av_lower *c) {
+  av_plan *p = c->plan;
+  if (p->nconsts < p->consts_cap) return true;
+  uint32_t cap = p->consts_cap ? p->consts_cap * 2 : 16;
+  av_storage **nc = realloc(p->consts, cap * sizeof *nc);
+  if (!nc) return av_lower_fail(c, AV_RESOURCE_EXHAUSTED, "out of memory");
+  p->consts = nc;
+  p->consts_cap = cap;
+  return true;
+}
+
 av_storage *av_lower_const_storage(av_lower *c, size_t nbytes) {
   av_plan *p = c->plan;
-  if (p->nconsts == p->consts_cap) {
-    uint32_t cap = p->consts_cap ? p->consts_cap * 2 : 16;
-    av_storage **nc = realloc(p->consts, cap * sizeof *nc);
-    if (!nc) {
-      av_lower_fail(c, AV_RESOURCE_EXHAUSTED, "out of memory");
-      return NULL;
-    }
-    p->consts = nc;
-    p->consts_cap = cap;
-  }
+  if (!plan_keep_room(c)) return NULL;
   av_storage *st = av_storage_alloc(nbytes);
   if (!st) {
     av_lower_fail(c, AV_RESOURCE_EXHAUSTED, "out of memory for a %zu byte constant", nbytes);
@@ -256,6 +259,16 @@ av_storage *av_lower_const_storage(av_lower *c, size_t nbytes) {
   }
   p->consts[p->nconsts++] = st;
   return st;
+}
+
+bool av_lower_own(av_lower *c, void *obj, void (*free_fn)(void *)) {
+  av_storage *st = plan_keep_room(c) ? av_storage_wrap(obj, 0, free_fn, obj) : NULL;
+  if (!st) {
+    free_fn(obj);
+    return av_lower_fail(c, AV_RESOURCE_EXHAUSTED, "out of memory");
+  }
+  c->plan->consts[c->plan->nconsts++] = st;
+  return true;
 }
 
 av_storage *av_lower_dense(av_lower *c, const av_attr *a, const av_slot_type *t) {

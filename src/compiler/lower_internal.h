@@ -81,6 +81,9 @@ av_step *av_emit(av_lower *c, av_step_fn fn, const void *params, uint32_t nin, u
 av_step *av_emit_op(av_lower *c, av_step_fn fn, const void *params);
 void *av_lower_alloc(av_lower *c, size_t size);
 av_storage *av_lower_const_storage(av_lower *c, size_t nbytes);
+/* Hands `obj` to the plan: free_fn(obj) runs when the plan is freed (also right away, with
+ * an error set, when out of memory). */
+bool av_lower_own(av_lower *c, void *obj, void (*free_fn)(void *));
 /* Materialises a DENSE attribute of slot type t into storage (splats expanded). */
 av_storage *av_lower_dense(av_lower *c, const av_attr *dense, const av_slot_type *t);
 

@@ -1,10 +1,12 @@
 /* Lowering of the ops whose kernels live in src/runtime/kernels/<family>.c: attributes are
  * decoded into the kernel's parameter struct once, region bodies become scalar functions
  * (with the `simple` fast-path opcode recognised here). Kernels re-check shapes cheaply. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "compiler/lower_internal.h"
 #include "compiler/sort_key.h"
+#include "runtime/kernels/conv_dnnl.h"
 #include "runtime/steps_kernels.h"
 
 static bool ints_or(av_lower *c, const av_op *op, const char *name, int64_t *out, int n,
@@ -361,6 +363,11 @@ static bool lower_conv(av_lower *c, const av_op *op) {
   if (rt->dims[cp->output_feature_dimension] != k->dims[cp->kernel_output_feature_dimension] ||
       rt->dims[cp->output_batch_dimension] != l->dims[cp->input_batch_dimension] / bg)
     return AV_INVALID(c, "result batch/feature size mismatch");
+  const char *onednn = getenv("ANVIL_ONEDNN");
+  if (!onednn || strcmp(onednn, "0") != 0) {
+    cp->dnnl = av_conv_dnnl_plan(cp, l->dtype, l->dims, k->dtype, k->dims, rt->dtype, rt->dims);
+    if (cp->dnnl && !av_lower_own(c, cp->dnnl, av_conv_dnnl_free)) return false;
+  }
   return av_emit_op(c, av_step_kernel, p) != NULL;
 }
 

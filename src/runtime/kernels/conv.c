@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/kernels/conv_dnnl.h"
 #include "runtime/kernels/reduce_elem.h"
 #include "runtime/thread_pool.h"
 
@@ -348,6 +349,11 @@ av_code av_kernel_convolution(const av_conv_params *p, const av_view *lhs, const
   else return av_diag_set(d, AV_UNIMPLEMENTED, "convolution: result type %s", av_dtype_mlir_name(ot));
   int64_t on = av_view_num_elements(out);
   if (on == 0) return AV_OK;
+  if (p->dnnl) {
+    bool handled;
+    av_code c = av_conv_dnnl_run(p->dnnl, p->pool, lhs, rhs, out, &handled, d);
+    if (handled) return c;
+  }
   int64_t Kdim = Cg * KS;
   if (Kdim > INT32_MAX || P > INT32_MAX || O > INT32_MAX) return av_diag_set(d, AV_UNIMPLEMENTED, "convolution: too large");
 

@@ -1,6 +1,7 @@
 /* stablehlo.convolution: every dimension-number layout, window strides, padding (negative
  * allowed), lhs (base) and rhs (window) dilation, window reversal, feature_group_count and
- * batch_group_count. Every dtype goes through im2col + GEMM in a compute type: f32 (f32 and
+ * batch_group_count. f32 convolutions that map onto a oneDNN primitive run there (conv_dnnl.h);
+ * everything else goes through im2col + GEMM in a compute type: f32 (f32 and
  * narrower floats), f64, c64, c128 (BLAS GEMM, or a sequential loop for small products, as in
  * dot.h) or wrapping 64-bit integers (pred: or-of-ands). */
 #ifndef ANVIL_RUNTIME_KERNELS_CONV_H
@@ -38,6 +39,8 @@ typedef struct av_conv_params {
   int64_t feature_group_count;                    /* >= 1 */
   int64_t batch_group_count;                      /* >= 1 */
   struct av_thread_pool *pool; /* set per run: patch gathering and GEMM rows split over it */
+  /* set by the compiler when oneDNN runs this convolution (conv_dnnl.h); NULL: im2col */
+  struct av_conv_dnnl *dnnl;
 } av_conv_params;
 
 /* Fills the defaults above (strides/dilations 1, padding 0, no reversal, group counts 1). */

@@ -23,6 +23,7 @@ def register(library_path, options):
     def options_with_callbacks():
         opts = dict(options() if callable(options) else (options or {}))
         opts["host_callback_dispatcher"] = _jax_callbacks.dispatcher_address()
+        opts.update(_distributed_options())
         return opts
 
     xb.register_plugin(PLATFORM, priority=400, library_path=library_path,
@@ -31,6 +32,28 @@ def register(library_path, options):
     _enable_persistent_cache()
     _jax_lowerings.register(PLATFORM)
     _jax_callbacks.register(PLATFORM)
+
+
+def _distributed_options():
+    """Under jax.distributed: gloo listens on the address this host reaches the coordinator
+    from (the interface the other processes most likely reach too), unless
+    ANVIL_GLOO_HOSTNAME / ANVIL_GLOO_INTERFACE say otherwise."""
+    import os
+
+    if os.environ.get("ANVIL_GLOO_HOSTNAME") or os.environ.get("ANVIL_GLOO_INTERFACE"):
+        return {}
+    try:
+        from jax._src import distributed
+    except ImportError:  # pragma: no cover - depends on the JAX version
+        return {}
+    state = distributed.global_state
+    address = getattr(state, "coordinator_address", None)
+    if getattr(state, "client", None) is None or not address:
+        return {}
+    from ._net import local_address_towards
+
+    local = local_address_towards(address)
+    return {"gloo_hostname": local} if local else {}
 
 
 def _enable_donation():

@@ -13,6 +13,7 @@
 #include "frontend/load.h"
 #include "ir/ir.h"
 #include "ir/printer.h"
+#include "runtime/net.h"
 #include "runtime/plan.h"
 #include "runtime/thread_pool.h"
 #include "util/block_cache.h"
@@ -59,6 +60,7 @@ void av_program_free(av_program *p) {
   av_spmd_program_free(p->spmd);
   av_spmd_shardings_free(&p->shardings);
   if (p->plan) {
+    av_plan_net_free(atomic_load(&p->plan->net));
     av_thread_pool_release(atomic_load(&p->plan->pool));
     av_block_cache_release(atomic_load(&p->plan->cache));
   }
@@ -190,6 +192,23 @@ void av_program_set_host_callback(av_program *p, av_host_callback_fn fn) {
 }
 
 bool av_program_calls_host(const av_program *p) { return p->plan->calls_host; }
+
+av_code av_program_set_net(av_program *p, struct av_net *net, const int *proc_of_position, int n,
+                           av_diag *d) {
+  if (!p || !p->plan || !net) return AV_OK;
+  if (n != p->num_replicas * p->num_partitions)
+    return av_diag_set(d, AV_INTERNAL, "'%s': %d device positions for %d x %d devices", p->name,
+                       n, p->num_replicas, p->num_partitions);
+  bool spans = false;
+  for (int i = 0; i < n; i++) spans = spans || proc_of_position[i] != net->process_index;
+  if (!spans) return AV_OK;
+  av_plan_net *pn = av_plan_net_new(net, proc_of_position, n, p->name);
+  if (!pn) return av_diag_set(d, AV_RESOURCE_EXHAUSTED, "out of memory");
+  pn->global_run = p->spmd && p->spmd->run_global;
+  av_plan_net *none = NULL;
+  if (!atomic_compare_exchange_strong(&p->plan->net, &none, pn)) av_plan_net_free(pn);
+  return AV_OK;
+}
 
 const char *av_program_name(const av_program *p) { return p->name; }
 int av_program_num_replicas(const av_program *p) { return p->num_replicas; }

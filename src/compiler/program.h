@@ -100,6 +100,15 @@ void av_program_set_host_callback(av_program *p, av_host_callback_fn fn);
 /* Whether running the program calls the host callback dispatcher. */
 bool av_program_calls_host(const av_program *p);
 
+/* Where each device of the assignment lives, for a program loaded onto a client of a
+ * multi-process job: proc_of_position[i] is the process of assignment position i (n of them,
+ * num_replicas * num_partitions). Collectives between devices of different processes then go
+ * over `net` (runtime/net.h; a reference is taken). Only the first call sticks. Fails
+ * (UNIMPLEMENTED) for programs this process cannot run with only its own devices' data. */
+struct av_net;
+av_code av_program_set_net(av_program *p, struct av_net *net, const int *proc_of_position, int n,
+                           av_diag *d);
+
 av_code av_program_execute(av_program *p, int device_index, const av_tensor *inputs,
                            av_tensor *outputs, av_diag *d);
 

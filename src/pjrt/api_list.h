@@ -34,6 +34,7 @@
   X(Client_DefaultDeviceAssignment)                                                            \
   X(Client_BufferFromHostBuffer)                                                               \
   X(Client_TopologyDescription)                                                                \
+  X(Client_UpdateGlobalProcessInfo)                                                            \
   X(Client_CreateUninitializedBuffer)                                                          \
   X(Client_CreateErrorBuffer)                                                                  \
   X(Client_CreateAliasBuffer)                                                                  \
@@ -143,7 +144,6 @@
   X(CopyToDeviceStream_GranuleSize)                                                            \
   X(CopyToDeviceStream_CurrentBytes)                                                           \
   X(TopologyDescription_MakeCanonicalShapeForMemorySpace)                                      \
-  X(Client_UpdateGlobalProcessInfo)                                                            \
   X(Buffer_DonateWithControlDependency)
 
 #define AV_PJRT_DECLARE(name) PJRT_Error *av_PJRT_##name(PJRT_##name##_Args *args);

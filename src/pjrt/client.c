@@ -5,13 +5,12 @@
 #include <string.h>
 
 #include "pjrt/pjrt_internal.h"
+#include "runtime/net.h"
 #include "runtime/thread_pool.h"
 #include "util/block_cache.h"
 
 /* Free large blocks a client keeps for its next runs (ANVIL_CACHE_MB overrides). */
 enum { AV_DEFAULT_CACHE_MB = 256 };
-
-enum { AV_MAX_DEVICES = 1024 };
 
 static bool name_is(const PJRT_NamedValue *v, const char *s) {
   size_t n = strlen(s);
@@ -81,6 +80,8 @@ PJRT_Error *av_parse_device_count(const char *fn, const PJRT_NamedValue *opts, s
                  "%s: create option '%.*s' = %lld is out of range [1, %d]", fn,
                  nlen, v->name, (long long)value, AV_MAX_DEVICES);
       *device_count = value;
+    } else if (av_is_distributed_option(v)) {
+      /* read by the client (distributed.c) */
     } else if (name_is(v, "host_callback_dispatcher")) {
       /* read by the client (av_PJRT_Client_Create); a topology has no use for it */
       AV_REQUIRE(v->type == PJRT_NamedValue_kInt64 && v->int64_value != 0, AV_INVALID_ARGUMENT,
@@ -89,8 +90,9 @@ PJRT_Error *av_parse_device_count(const char *fn, const PJRT_NamedValue *opts, s
     } else {
       return av_error_new(AV_INVALID_ARGUMENT,
                           "%s: unknown create option '%.*s' (anvil accepts "
-                          "'device_count', 'cpu_device_count' and "
-                          "'host_callback_dispatcher')",
+                          "'device_count', 'cpu_device_count', 'host_callback_dispatcher', "
+                          "'node_id', 'num_nodes', 'partition_index', 'collective_timeout_s', "
+                          "'collectives', 'gloo_hostname' and 'gloo_interface')",
                           fn, nlen, v->name ? v->name : "");
     }
   }
@@ -100,12 +102,17 @@ PJRT_Error *av_parse_device_count(const char *fn, const PJRT_NamedValue *opts, s
 static void client_free(PJRT_Client *c) {
   if (!c) return;
   av_devices_free(c); /* stops the workers first */
+  av_net_close(c->net); /* programs still alive keep the link, closed */
+  av_net_release(c->net);
   av_thread_pool_release(c->pool); /* programs still alive keep it running */
   av_block_cache_release(c->cache); /* ... and storages still alive keep this */
   av_memories_free(c);
   pthread_mutex_destroy(&c->launch_mu);
   free(c->dump_dir);
   free(c->topology.desc_ptrs);
+  free(c->process_devices);
+  free(c->remote_devices);
+  if (c->all_device_ptrs != c->device_ptrs) free(c->all_device_ptrs);
   free(c->device_ptrs);
   free(c->devices);
   free(c);
@@ -117,6 +124,9 @@ PJRT_Error *av_PJRT_Client_Create(PJRT_Client_Create_Args *args) {
   int64_t n = 1;
   PJRT_Error *err =
       av_parse_device_count("PJRT_Client_Create", args->create_options, args->num_options, &n);
+  if (err) return err;
+  av_distributed_options dist;
+  err = av_distributed_options_parse("PJRT_Client_Create", args, &dist);
   if (err) return err;
   const char *threads = getenv("ANVIL_NUM_THREADS");
   int nthreads = 0;
@@ -142,16 +152,19 @@ PJRT_Error *av_PJRT_Client_Create(PJRT_Client_Create_Args *args) {
   if (dump && *dump) c->dump_dir = strdup(dump);
   snprintf(c->platform_version, sizeof c->platform_version, "anvil %s (PJRT C API %d.%d)",
            ANVIL_VERSION_STRING, PJRT_API_MAJOR, PJRT_API_MINOR);
-  err = av_devices_init(c, (size_t)n);
+  err = av_distributed_init(c, args, &dist, (int)n);
+  if (!err) err = av_devices_init(c, (size_t)n);
+  if (!err) err = av_devices_init_global(c);
   if (!err) err = av_memories_init(c);
   if (!err) {
     c->topology.owned_by_client = true;
-    c->topology.num_devices = c->num_devices;
-    c->topology.desc_ptrs = calloc(c->num_devices, sizeof *c->topology.desc_ptrs);
+    c->topology.num_devices = c->num_all_devices;
+    c->topology.desc_ptrs = calloc(c->num_all_devices, sizeof *c->topology.desc_ptrs);
     if (!c->topology.desc_ptrs)
       err = av_error_new(AV_RESOURCE_EXHAUSTED, "anvil: out of memory (topology)");
     else
-      for (size_t i = 0; i < c->num_devices; i++) c->topology.desc_ptrs[i] = &c->devices[i].desc;
+      for (size_t i = 0; i < c->num_all_devices; i++)
+        c->topology.desc_ptrs[i] = &c->all_device_ptrs[i]->desc;
   }
   for (size_t i = 0; !err && i < c->num_devices; i++) err = av_worker_start(&c->devices[i]);
   if (err) {
@@ -182,7 +195,7 @@ PJRT_Error *av_PJRT_Client_PlatformName(PJRT_Client_PlatformName_Args *args) {
 PJRT_Error *av_PJRT_Client_ProcessIndex(PJRT_Client_ProcessIndex_Args *args) {
   AV_ARGS(args, PJRT_Client_ProcessIndex_Args);
   AV_CLIENT(args, "PJRT_Client_ProcessIndex");
-  args->process_index = 0;
+  args->process_index = args->client->process_index;
   return NULL;
 }
 
@@ -197,8 +210,8 @@ PJRT_Error *av_PJRT_Client_PlatformVersion(PJRT_Client_PlatformVersion_Args *arg
 PJRT_Error *av_PJRT_Client_Devices(PJRT_Client_Devices_Args *args) {
   AV_ARGS(args, PJRT_Client_Devices_Args);
   AV_CLIENT(args, "PJRT_Client_Devices");
-  args->devices = args->client->device_ptrs;
-  args->num_devices = args->client->num_devices;
+  args->devices = args->client->all_device_ptrs;
+  args->num_devices = args->client->num_all_devices;
   return NULL;
 }
 
@@ -213,10 +226,9 @@ PJRT_Error *av_PJRT_Client_AddressableDevices(PJRT_Client_AddressableDevices_Arg
 PJRT_Error *av_PJRT_Client_LookupDevice(PJRT_Client_LookupDevice_Args *args) {
   AV_ARGS(args, PJRT_Client_LookupDevice_Args);
   AV_CLIENT(args, "PJRT_Client_LookupDevice");
-  args->device = NULL;
-  AV_REQUIRE(args->id >= 0 && (size_t)args->id < args->client->num_devices, AV_INVALID_ARGUMENT,
-             "No matching device found for device_id %d", args->id);
-  args->device = &args->client->devices[args->id];
+  args->device = av_client_lookup_global(args->client, args->id);
+  AV_REQUIRE(args->device, AV_INVALID_ARGUMENT, "No matching device found for device_id %d",
+             args->id);
   return NULL;
 }
 
@@ -263,6 +275,13 @@ PJRT_Error *av_PJRT_Client_TopologyDescription(PJRT_Client_TopologyDescription_A
   AV_CLIENT(args, "PJRT_Client_TopologyDescription");
   args->topology = &args->client->topology; /* owned by the client */
   return NULL;
+}
+
+PJRT_Device *av_client_lookup_global(PJRT_Client *c, int64_t id) {
+  /* ids are contiguous from 0 across processes */
+  if (id < 0 || (uint64_t)id >= c->num_all_devices) return NULL;
+  PJRT_Device *d = c->all_device_ptrs[id];
+  return d->desc.id == id ? d : NULL;
 }
 
 PJRT_Device *av_client_device(PJRT_Client *c, const PJRT_Device *d) {

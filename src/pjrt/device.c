@@ -1,4 +1,6 @@
-/* PJRT_Device and PJRT_DeviceDescription: N identical CPU devices, ids 0..N-1, process 0.
+/* PJRT_Device and PJRT_DeviceDescription: N identical CPU devices per process. A single
+ * process has ids 0..N-1; in a multi-process job ids are global (process 0's devices first)
+ * and the other processes' devices are descriptions only (not addressable).
  *
  * Device kind is "anvil": the kind names the device model; claiming "cpu" could steer
  * framework code that keys on the kind into paths for XLA's own CPU client. */
@@ -37,12 +39,16 @@ void av_mem_counter_add(av_mem_counter *m, long long bytes) {
   }
 }
 
-void av_device_description_init(PJRT_DeviceDescription *desc, int i) {
+void av_device_description_init(PJRT_DeviceDescription *desc, int i, int process_index) {
   desc->id = i;
-  desc->process_index = 0;
+  desc->process_index = process_index;
   snprintf(desc->kind, sizeof desc->kind, "anvil");
   snprintf(desc->debug_string, sizeof desc->debug_string, "anvil:%d", i);
-  snprintf(desc->to_string, sizeof desc->to_string, "AnvilDevice(id=%d)", i);
+  if (process_index)
+    snprintf(desc->to_string, sizeof desc->to_string, "AnvilDevice(id=%d, process_index=%d)", i,
+             process_index);
+  else
+    snprintf(desc->to_string, sizeof desc->to_string, "AnvilDevice(id=%d)", i);
   desc->coords[0] = (int64_t)i;
   /* Only string / int64 / int64-list attributes: the framework aborts on others. */
   desc->attributes[0] = (PJRT_NamedValue){.struct_size = PJRT_NamedValue_STRUCT_SIZE,
@@ -69,11 +75,42 @@ PJRT_Error *av_devices_init(PJRT_Client *c, size_t n) {
     PJRT_Device *d = &c->devices[i];
     d->client = c;
     d->index = (int)i;
+    d->addressable = true;
     d->mem_stats = av_mem_counter_new();
     if (!d->mem_stats) return av_error_new(AV_RESOURCE_EXHAUSTED, "anvil: out of memory (devices)");
-    av_device_description_init(&d->desc, (int)i);
+    av_device_description_init(&d->desc, c->first_global_id + (int)i, c->process_index);
     c->device_ptrs[i] = d;
   }
+  return NULL;
+}
+
+PJRT_Error *av_devices_init_global(PJRT_Client *c) {
+  if (c->num_processes <= 1 || !c->process_devices) {
+    c->all_device_ptrs = c->device_ptrs;
+    c->num_all_devices = c->num_devices;
+    return NULL;
+  }
+  size_t total = 0;
+  for (int p = 0; p < c->num_processes; p++) total += (size_t)c->process_devices[p];
+  c->all_device_ptrs = calloc(total, sizeof *c->all_device_ptrs);
+  c->remote_devices = calloc(total - c->num_devices + 1, sizeof *c->remote_devices);
+  if (!c->all_device_ptrs || !c->remote_devices)
+    return av_error_new(AV_RESOURCE_EXHAUSTED, "anvil: out of memory (%zu devices)", total);
+  c->num_all_devices = total;
+  size_t id = 0, r = 0;
+  for (int p = 0; p < c->num_processes; p++)
+    for (int i = 0; i < c->process_devices[p]; i++, id++) {
+      if (p == c->process_index) {
+        c->all_device_ptrs[id] = &c->devices[i];
+        continue;
+      }
+      PJRT_Device *d = &c->remote_devices[r++];
+      d->client = c;
+      d->index = -1;
+      d->addressable = false;
+      av_device_description_init(&d->desc, (int)id, p);
+      c->all_device_ptrs[id] = d;
+    }
   return NULL;
 }
 
@@ -143,14 +180,14 @@ PJRT_Error *av_PJRT_Device_GetDescription(PJRT_Device_GetDescription_Args *args)
 PJRT_Error *av_PJRT_Device_IsAddressable(PJRT_Device_IsAddressable_Args *args) {
   AV_ARGS(args, PJRT_Device_IsAddressable_Args);
   AV_DEVICE(args, "PJRT_Device_IsAddressable");
-  args->is_addressable = true;
+  args->is_addressable = args->device->addressable;
   return NULL;
 }
 
 PJRT_Error *av_PJRT_Device_LocalHardwareId(PJRT_Device_LocalHardwareId_Args *args) {
   AV_ARGS(args, PJRT_Device_LocalHardwareId_Args);
   AV_DEVICE(args, "PJRT_Device_LocalHardwareId");
-  args->local_hardware_id = args->device->index;
+  args->local_hardware_id = args->device->addressable ? args->device->index : -1;
   return NULL;
 }
 
@@ -158,13 +195,16 @@ PJRT_Error *av_PJRT_Device_AddressableMemories(PJRT_Device_AddressableMemories_A
   AV_ARGS(args, PJRT_Device_AddressableMemories_Args);
   AV_DEVICE(args, "PJRT_Device_AddressableMemories");
   args->memories = args->device->memories;
-  args->num_memories = 2;
+  args->num_memories = args->device->addressable ? 2 : 0; /* another process's: none here */
   return NULL;
 }
 
 PJRT_Error *av_PJRT_Device_DefaultMemory(PJRT_Device_DefaultMemory_Args *args) {
   AV_ARGS(args, PJRT_Device_DefaultMemory_Args);
   AV_DEVICE(args, "PJRT_Device_DefaultMemory");
+  AV_REQUIRE(args->device->addressable, AV_INVALID_ARGUMENT,
+             "PJRT_Device_DefaultMemory: device %d belongs to process %d, not to this one",
+             args->device->desc.id, args->device->desc.process_index);
   args->memory = args->device->memories[0];
   return NULL;
 }
@@ -190,6 +230,9 @@ PJRT_Error *av_PJRT_Device_MemoryStats(PJRT_Device_MemoryStats_Args *args) {
   AV_ARGS_MIN(args, PJRT_Device_MemoryStats_Args,
               ANVIL_PJRT_STRUCT_SIZE(PJRT_Device_MemoryStats_Args, bytes_limit_is_set));
   AV_DEVICE(args, "PJRT_Device_MemoryStats");
+  AV_REQUIRE(args->device->mem_stats, AV_INVALID_ARGUMENT,
+             "PJRT_Device_MemoryStats: device %d belongs to process %d, not to this one",
+             args->device->desc.id, args->device->desc.process_index);
   av_mem_counter *m = args->device->mem_stats;
   args->bytes_in_use = atomic_load(&m->in_use);
   args->peak_bytes_in_use = atomic_load(&m->peak);
@@ -223,6 +266,9 @@ PJRT_Error *av_PJRT_Device_MemoryStats(PJRT_Device_MemoryStats_Args *args) {
 PJRT_Error *av_PJRT_Device_ClearMemoryStats(PJRT_Device_ClearMemoryStats_Args *args) {
   AV_ARGS(args, PJRT_Device_ClearMemoryStats_Args);
   AV_DEVICE(args, "PJRT_Device_ClearMemoryStats");
+  AV_REQUIRE(args->device->mem_stats, AV_INVALID_ARGUMENT,
+             "PJRT_Device_ClearMemoryStats: device %d belongs to process %d, not to this one",
+             args->device->desc.id, args->device->desc.process_index);
   av_mem_counter *m = args->device->mem_stats;
   atomic_store(&m->peak, atomic_load(&m->in_use));
   return NULL;

@@ -122,30 +122,54 @@ static PJRT_Error *check_assignment(const char *fn, size_t num_devices, const av
   return NULL;
 }
 
-/* The devices of the assignment, in replica-major order. */
+/* The devices of the assignment, in replica-major order, and this process's among them. */
 static PJRT_Error *assign_devices(PJRT_Client *client, const av_compile_options *o,
                                   PJRT_LoadedExecutable *le) {
-  PJRT_Error *err = check_assignment("PJRT_Client_Load", client->num_devices, o);
+  PJRT_Error *err = check_assignment("PJRT_Client_Load", client->num_all_devices, o);
   if (err) return err;
   size_t n = (size_t)o->num_replicas * (size_t)o->num_partitions;
   le->devices = calloc(n, sizeof *le->devices);
+  le->addressable = calloc(n, sizeof *le->addressable);
+  le->addressable_position = calloc(n, sizeof *le->addressable_position);
   le->logical_ids = calloc(n, sizeof *le->logical_ids);
-  AV_REQUIRE(le->devices && le->logical_ids, AV_RESOURCE_EXHAUSTED,
-             "anvil: out of memory (executable devices)");
+  AV_REQUIRE(le->devices && le->addressable && le->addressable_position && le->logical_ids,
+             AV_RESOURCE_EXHAUSTED, "anvil: out of memory (executable devices)");
   le->num_devices = n;
   for (size_t i = 0; i < n; i++) {
     int64_t id = o->device_assignment ? o->device_assignment[i] : (int64_t)i;
-    le->devices[i] = &client->devices[id];
-    le->logical_ids[i].replica = (int)(i / (size_t)o->num_partitions);
-    le->logical_ids[i].partition = (int)(i % (size_t)o->num_partitions);
+    PJRT_Device *d = av_client_lookup_global(client, id);
+    AV_REQUIRE(d, AV_INVALID_ARGUMENT, "PJRT_Client_Load: no device with id %lld", (long long)id);
+    le->devices[i] = d;
+    if (!d->addressable) continue;
+    size_t k = le->num_addressable++;
+    le->addressable[k] = d;
+    le->addressable_position[k] = (int)i;
+    le->logical_ids[k].replica = (int)(i / (size_t)o->num_partitions);
+    le->logical_ids[k].partition = (int)(i % (size_t)o->num_partitions);
   }
   return NULL;
+}
+
+/* For an assignment spanning processes: tells the program where each device lives, so its
+ * collectives reach the other processes (through the client's link). */
+static PJRT_Error *link_processes(PJRT_Client *client, PJRT_LoadedExecutable *le) {
+  if (!client->net || le->num_addressable == le->num_devices) return NULL;
+  int *proc = calloc(le->num_devices, sizeof *proc);
+  AV_REQUIRE(proc, AV_RESOURCE_EXHAUSTED, "anvil: out of memory (executable devices)");
+  for (size_t i = 0; i < le->num_devices; i++) proc[i] = le->devices[i]->desc.process_index;
+  av_diag d;
+  av_diag_init(&d);
+  av_code c = av_program_set_net(le->core->program, client->net, proc, (int)le->num_devices, &d);
+  free(proc);
+  return c == AV_OK ? NULL : av_error_from_diag(&d);
 }
 
 static void loaded_free(PJRT_LoadedExecutable *le) {
   if (!le) return;
   av_exec_core_release(le->core);
   free(le->devices);
+  free(le->addressable);
+  free(le->addressable_position);
   free(le->logical_ids);
   pthread_mutex_destroy(&le->mu);
   free(le);
@@ -221,6 +245,7 @@ static PJRT_Error *load_core(PJRT_Client *client, av_exec_core *core, const av_c
   le->client = client;
   le->core = core;
   PJRT_Error *err = assign_devices(client, opts, le);
+  if (!err) err = link_processes(client, le);
   if (err) {
     loaded_free(le);
     return err;
@@ -238,7 +263,7 @@ PJRT_Error *av_compile_loaded(PJRT_Client *client, const char *fn, const char *f
                               PJRT_LoadedExecutable **out) {
   *out = NULL;
   av_exec_core *core;
-  PJRT_Error *err = compile_core(fn, client->num_devices, format, format_size, code, code_size,
+  PJRT_Error *err = compile_core(fn, client->num_all_devices, format, format_size, code, code_size,
                                  options, options_size, &core);
   if (err) return err;
   if (client->dump_dir) av_dump_program(client->dump_dir, core);
@@ -571,8 +596,8 @@ PJRT_Error *av_PJRT_LoadedExecutable_AddressableDevices(
     PJRT_LoadedExecutable_AddressableDevices_Args *args) {
   AV_ARGS(args, PJRT_LoadedExecutable_AddressableDevices_Args);
   AV_LEXE(args, executable, "PJRT_LoadedExecutable_AddressableDevices");
-  args->addressable_devices = args->executable->devices;
-  args->num_addressable_devices = args->executable->num_devices;
+  args->addressable_devices = args->executable->addressable;
+  args->num_addressable_devices = args->executable->num_addressable;
   return NULL;
 }
 
@@ -581,7 +606,7 @@ PJRT_Error *av_PJRT_LoadedExecutable_AddressableDeviceLogicalIds(
   AV_ARGS(args, PJRT_LoadedExecutable_AddressableDeviceLogicalIds_Args);
   AV_LEXE(args, executable, "PJRT_LoadedExecutable_AddressableDeviceLogicalIds");
   args->addressable_device_logical_ids = args->executable->logical_ids;
-  args->num_addressable_device_logical_ids = args->executable->num_devices;
+  args->num_addressable_device_logical_ids = args->executable->num_addressable;
   return NULL;
 }
 
@@ -625,7 +650,7 @@ PJRT_Error *av_PJRT_LoadedExecutable_GetDeviceAssignment(
     for (int r = 0; r < reps; r++) {
       size_t k = (size_t)r * (size_t)parts + (size_t)p;
       ids[m++] = 0x08; /* unpacked: every parser accepts it */
-      m += put_varint(ids + m, (uint64_t)le->devices[k]->index);
+      m += put_varint(ids + m, (uint64_t)le->devices[k]->desc.id);
     }
     buf[n++] = 0x1a;
     n += put_varint(buf + n, m);

@@ -311,24 +311,31 @@ PJRT_Error *av_PJRT_LoadedExecutable_Execute(PJRT_LoadedExecutable_Execute_Args 
   size_t nd = args->num_devices, na = args->num_args, no = (size_t)core->num_outputs;
   int expected_inputs = av_program_num_inputs(core->program);
 
-  /* Which devices run: all of the assignment, or execute_device for a single-device
-   * (portable) executable. */
+  /* Which devices run: all of this process's devices of the assignment, or execute_device
+   * alone: for a single-device (portable) executable any device, for a multi-device one its
+   * own part (what the framework's ExecuteSharded asks for; collectives then wait, up to their
+   * timeout, for the other devices' parts, which other calls must run). */
   PJRT_Device *single = args->execute_device;
+  int single_position = 0;
   if (single) {
     AV_REQUIRE(nd == 1, AV_INVALID_ARGUMENT, "%s: execute_device is set but num_devices is %zu",
                fn, nd);
     PJRT_Device *own = av_client_device(le->client, single);
     AV_REQUIRE(own, AV_INVALID_ARGUMENT, "%s: execute_device does not belong to this client", fn);
-    /* One device of a multi-device program alone would wait forever for the others in
-     * its collectives (or in the meeting of a sharded program's per-device calls). */
-    AV_REQUIRE(le->num_devices == 1, AV_UNIMPLEMENTED,
-               "%s: '%s' runs on %zu devices; running it on execute_device %d alone is not "
-               "supported",
-               fn, core->name, le->num_devices, single->index);
+    if (le->num_devices > 1) {
+      single_position = -1;
+      for (size_t k = 0; k < le->num_addressable; k++)
+        if (le->addressable[k] == single) single_position = le->addressable_position[k];
+      AV_REQUIRE(single_position >= 0, AV_INVALID_ARGUMENT,
+                 "%s: '%s' runs on %zu devices, execute_device %d is not one of them", fn,
+                 core->name, le->num_devices, single->desc.id);
+    }
   } else {
-    AV_REQUIRE(nd == le->num_devices, AV_INVALID_ARGUMENT,
-               "%s: '%s' runs on %zu devices but num_devices is %zu", fn, core->name,
-               le->num_devices, nd);
+    AV_REQUIRE(nd == le->num_addressable, AV_INVALID_ARGUMENT,
+               "%s: '%s' runs on %zu devices but num_devices is %zu%s", fn, core->name,
+               le->num_addressable, nd,
+               le->num_addressable < le->num_devices ? " (it runs on this process's devices only)"
+                                                     : "");
   }
   AV_REQUIRE(expected_inputs < 0 || na == (size_t)expected_inputs, AV_INVALID_ARGUMENT,
              "%s: '%s' takes %d arguments, got %zu", fn, core->name, expected_inputs, na);
@@ -379,8 +386,9 @@ PJRT_Error *av_PJRT_LoadedExecutable_Execute(PJRT_LoadedExecutable_Execute_Args 
       break;
     }
     j->core = av_exec_core_retain(core);
-    j->device_index = single ? 0 : (int)d; /* portable runs are device 0 of 1 */
-    PJRT_Device *dev = single ? single : le->devices[d];
+    /* portable runs are device 0 of 1 */
+    j->device_index = single ? single_position : le->addressable_position[d];
+    PJRT_Device *dev = single ? single : le->addressable[d];
     for (size_t i = 0; i < na; i++) {
       j->inputs[i] = av_buffer_retain(args->argument_lists[d][i]);
       j->num_inputs = i + 1;
@@ -427,7 +435,7 @@ PJRT_Error *av_PJRT_LoadedExecutable_Execute(PJRT_LoadedExecutable_Execute_Args 
     for (size_t i = 0; i < no; i++) args->output_lists[d][i] = av_buffer_retain(j->outputs[i]);
     if (args->device_complete_events) args->device_complete_events[d] = av_event_retain(j->complete);
     if (sync) sync_done = av_event_retain(j->complete);
-    PJRT_Device *dev = single ? single : le->devices[d];
+    PJRT_Device *dev = single ? single : le->addressable[d];
     /* A run started from inside a run (a host callback that runs JAX code) must not wait
      * behind the run that waits for it: it runs on the calling thread. */
     if (nd == 1 && (nested || run_inline_ok(j, &dev->worker)))

@@ -30,6 +30,9 @@
 #define ANVIL_STABLEHLO_MINIMUM_PATCH 0
 
 #define ANVIL_VERSION_STRING "0.1.0"
+
+/* Devices of one client, all processes together. */
+enum { AV_MAX_DEVICES = 1024 };
 #define ANVIL_PLATFORM_NAME "anvil"
 
 /* ---------------------------------------------------------------- errors */
@@ -174,8 +177,9 @@ void av_mem_counter_add(av_mem_counter *m, long long bytes); /* bytes may be neg
 
 struct PJRT_Device {
   PJRT_Client *client;
-  av_mem_counter *mem_stats;
-  int index; /* == id == local hardware id */
+  av_mem_counter *mem_stats; /* NULL for another process's device */
+  int index; /* local hardware id: position among this process's devices; -1 for another's */
+  bool addressable; /* one of this process's devices (the others are descriptions only) */
   PJRT_DeviceDescription desc;
   PJRT_Memory *memories[2]; /* [0] default "device" memory, [1] shared pinned host */
   av_worker worker;
@@ -189,9 +193,19 @@ struct PJRT_TopologyDescription {
 };
 
 struct PJRT_Client {
-  size_t num_devices;
+  size_t num_devices;           /* this process's (addressable) devices */
   PJRT_Device *devices;         /* array */
-  PJRT_Device **device_ptrs;    /* handles for Devices/AddressableDevices */
+  PJRT_Device **device_ptrs;    /* handles for AddressableDevices */
+  /* Every process's devices by global id (ids are contiguous: process 0's first, then 1's
+   * ...); the same as device_ptrs for a single process. Another process's device has only its
+   * description: no memories, no worker. */
+  size_t num_all_devices;
+  PJRT_Device **all_device_ptrs;
+  PJRT_Device *remote_devices; /* num_all_devices - num_devices of them */
+  int process_index, num_processes;
+  int first_global_id; /* global id of devices[0] */
+  int *process_devices; /* [num_processes] device count of each process (multi-process only) */
+  struct av_net *net;   /* the link to the other processes (runtime/net.h), or NULL */
   av_memory *memories;          /* num_devices device memories + 1 pinned host */
   size_t num_memories;
   PJRT_Memory **memory_ptrs;
@@ -206,8 +220,32 @@ struct PJRT_Client {
   av_host_callback_fn host_callback; /* create option host_callback_dispatcher, or NULL */
 };
 
+/* This process's n devices (global ids from c->first_global_id), then every process's. */
 PJRT_Error *av_devices_init(PJRT_Client *c, size_t n);
-void av_device_description_init(PJRT_DeviceDescription *desc, int id);
+PJRT_Error *av_devices_init_global(PJRT_Client *c);
+void av_device_description_init(PJRT_DeviceDescription *desc, int id, int process_index);
+/* The device with global id `id` (any process's), or NULL. */
+PJRT_Device *av_client_lookup_global(PJRT_Client *c, int64_t id);
+
+/* ----------------------------------------------------- multi-process clients */
+
+typedef struct av_distributed_options {
+  int64_t node_id, num_nodes; /* 0 and 1: a single process */
+  int64_t timeout_s;          /* collective_timeout_s / ANVIL_COLLECTIVE_TIMEOUT_S */
+  char collectives[16];       /* collectives / ANVIL_COLLECTIVES: "gloo" */
+  char gloo_hostname[256];    /* gloo_hostname / ANVIL_GLOO_HOSTNAME */
+  char gloo_interface[64];    /* gloo_interface / ANVIL_GLOO_INTERFACE */
+} av_distributed_options;
+
+/* Whether a create option is one of the distributed ones (distributed.c reads them). */
+bool av_is_distributed_option(const PJRT_NamedValue *v);
+PJRT_Error *av_distributed_options_parse(const char *fn, const PJRT_Client_Create_Args *args,
+                                         av_distributed_options *o);
+/* For num_nodes > 1: exchanges device counts with the other processes through the
+ * framework's key-value store (sets process_index, first_global_id, process_devices) and opens
+ * the link collectives use (c->net). */
+PJRT_Error *av_distributed_init(PJRT_Client *c, const PJRT_Client_Create_Args *args,
+                                const av_distributed_options *o, int local_devices);
 /* device_count / cpu_device_count from a create-option list (default: ANVIL_DEVICE_COUNT or 1). */
 PJRT_Error *av_parse_device_count(const char *fn, const PJRT_NamedValue *opts, size_t n,
                                   int64_t *device_count);
@@ -297,8 +335,13 @@ struct PJRT_LoadedExecutable {
   av_exec_core *core;
   PJRT_Client *client;
   size_t num_devices;
-  PJRT_Device **devices; /* in device-assignment order */
-  PJRT_LogicalDeviceIds *logical_ids; /* (replica, partition) of devices[i] */
+  PJRT_Device **devices; /* in device-assignment order (every process's) */
+  /* This process's devices of the assignment, in assignment order, with their positions in
+   * it and their (replica, partition): what Execute runs and AddressableDevices reports. */
+  size_t num_addressable;
+  PJRT_Device **addressable;
+  int *addressable_position;
+  PJRT_LogicalDeviceIds *logical_ids;
   bool deleted;
   pthread_mutex_t mu;
 };

@@ -31,7 +31,7 @@ PJRT_Error *av_PJRT_TopologyDescription_Create(PJRT_TopologyDescription_Create_A
   }
   t->num_devices = (size_t)n;
   for (int64_t i = 0; i < n; i++) {
-    av_device_description_init(&t->own_descs[i], (int)i);
+    av_device_description_init(&t->own_descs[i], (int)i, 0);
     t->desc_ptrs[i] = &t->own_descs[i];
   }
   args->topology = t;

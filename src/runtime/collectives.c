@@ -1,5 +1,7 @@
 #include "runtime/collectives.h"
 
+#include "runtime/collectives_internal.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +19,11 @@ struct av_rv_entry {
   uint64_t gen;
   bool ready;
   const void **slots; /* per rank: that participant's input pointer array */
+  /* cross-process collectives: what the process's leader got from the others */
+  bool published;
+  void *state;
+  av_code code;
+  char *msg;
   av_rv_entry *next;
 };
 
@@ -33,6 +40,7 @@ void av_rendezvous_free(av_rendezvous *r) {
   for (av_rv_entry *e = r->entries, *n; e; e = n) {
     n = e->next;
     free(e->slots);
+    free(e->msg);
     free(e);
   }
   pthread_cond_destroy(&r->cv);
@@ -52,12 +60,16 @@ static int timed_wait(av_rendezvous *r, const struct timespec *deadline) {
   return pthread_cond_timedwait(&r->cv, &r->mu, deadline);
 }
 
-/* Deposits `mine` as participant `rank` and waits for the whole group. */
-static av_rv_entry *arrive(av_rendezvous *r, int op_id, int64_t key, int size, int rank,
-                           const void *mine, uint64_t *gen, av_diag *d) {
+av_rv_entry *av_rv_arrive(av_rendezvous *r, int op_id, int64_t key, int size, int rank,
+                          const void *mine, uint64_t *gen, int64_t timeout_ms, av_diag *d) {
   struct timespec deadline;
   clock_gettime(CLOCK_REALTIME, &deadline);
-  deadline.tv_sec += RV_TIMEOUT_S;
+  deadline.tv_sec += (time_t)(timeout_ms / 1000);
+  deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+  if (deadline.tv_nsec >= 1000000000L) {
+    deadline.tv_sec++;
+    deadline.tv_nsec -= 1000000000L;
+  }
   pthread_mutex_lock(&r->mu);
   av_rv_entry *e = r->entries;
   while (e && !(e->op_id == op_id && e->key == key)) e = e->next;
@@ -109,27 +121,56 @@ static av_rv_entry *arrive(av_rendezvous *r, int op_id, int64_t key, int size, i
     e->arrived--;
     pthread_mutex_unlock(&r->mu);
     av_diag_set(d, AV_DEADLINE_EXCEEDED,
-                "collective: timed out after %d s waiting for %d of %d participants",
-                RV_TIMEOUT_S, size - e->arrived, size);
+                "collective: timed out after %.3g s waiting for %d of %d participants",
+                (double)timeout_ms / 1000.0, size - e->arrived, size);
     return NULL;
   }
   pthread_mutex_unlock(&r->mu);
   return e;
 }
 
-/* Waits until every participant has read everyone's inputs. */
-static void depart(av_rendezvous *r, av_rv_entry *e, uint64_t gen) {
+void av_rv_depart(av_rendezvous *r, av_rv_entry *e, uint64_t gen) {
   pthread_mutex_lock(&r->mu);
   if (++e->departed == e->size) {
     memset(e->slots, 0, (size_t)e->size * sizeof *e->slots);
     e->arrived = e->departed = 0;
     e->ready = false;
+    e->published = false;
+    e->state = NULL;
+    e->code = AV_OK;
+    free(e->msg);
+    e->msg = NULL;
     e->gen++;
     pthread_cond_broadcast(&r->cv);
   } else {
     while (e->gen == gen) pthread_cond_wait(&r->cv, &r->mu);
   }
   pthread_mutex_unlock(&r->mu);
+}
+
+const void *const *const *av_rv_slots(const av_rv_entry *e) {
+  return (const void *const *const *)e->slots;
+}
+
+void av_rv_publish(av_rendezvous *r, av_rv_entry *e, void *state, av_code code, const char *msg) {
+  pthread_mutex_lock(&r->mu);
+  e->state = state;
+  e->code = code;
+  e->msg = code != AV_OK && msg ? strdup(msg) : NULL;
+  e->published = true;
+  pthread_cond_broadcast(&r->cv);
+  pthread_mutex_unlock(&r->mu);
+}
+
+av_code av_rv_await(av_rendezvous *r, av_rv_entry *e, void **state, av_diag *d) {
+  pthread_mutex_lock(&r->mu);
+  /* the leader publishes within its transport's timeout, whatever happens */
+  while (!e->published) pthread_cond_wait(&r->cv, &r->mu);
+  *state = e->state;
+  av_code c = e->code;
+  if (c != AV_OK) av_diag_set(d, c, "%s", e->msg ? e->msg : "cross-process collective failed");
+  pthread_mutex_unlock(&r->mu);
+  return c;
 }
 
 /* Rows of a dimension split: `outer` blocks of `inner` bytes per unit of dimension `dim`. */
@@ -150,12 +191,8 @@ static void reduce_into(const av_coll_params *p, uint32_t k, const av_slot_type 
   }
 }
 
-av_code av_step_collective(const av_step *s, av_frame *f, av_diag *d) {
-  const av_coll_params *p = s->params;
-  const av_plan *plan = f->plan;
-  int npart = plan->num_partitions > 0 ? plan->num_partitions : 1;
-  int nrep = plan->num_replicas > 0 ? plan->num_replicas : 1;
-  int dev = f->device_index;
+int av_coll_member_of(const av_coll_params *p, int nrep, int npart, int dev, av_coll_member *m,
+                      av_diag *d) {
   int replica = dev / npart, partition = dev % npart;
   /* my id in the mode's id space, the number of ids, and what stays fixed in a group */
   int my_id, nids;
@@ -183,16 +220,11 @@ av_code av_step_collective(const av_step *s, av_frame *f, av_diag *d) {
             }
           key = (int64_t)g * (nrep * npart + 1) + fixed;
         }
-    if (rank < 0 && p->kind == AV_COLL_BROADCAST) { /* outside every group: zeros */
-      for (uint32_t k = 0; k < s->nout; k++) {
-        av_code c = av_step_alloc_out(s, f, k, d);
-        if (c != AV_OK) return c;
-        memset(av_out(s, f, k), 0, av_out_type(s, f, k)->nbytes);
-      }
-      return AV_OK;
+    if (rank < 0 && p->kind == AV_COLL_BROADCAST) return 0; /* outside every group: zeros */
+    if (rank < 0) {
+      av_diag_set(d, AV_INVALID_ARGUMENT, "collective: device %d is in no replica group", dev);
+      return -1;
     }
-    if (rank < 0)
-      return av_diag_set(d, AV_INVALID_ARGUMENT, "collective: device %d is in no replica group", dev);
   }
   if (p->mode == AV_COLL_CROSS_REPLICA_AND_PARTITION) {
     /* every partition of the group's replicas, partition-major: the spec orders the
@@ -200,35 +232,68 @@ av_code av_step_collective(const av_step *s, av_frame *f, av_diag *d) {
     rank = partition * size + rank;
     size *= npart;
   }
-  if (rank < 0 || rank >= size)
-    return av_diag_set(d, AV_INVALID_ARGUMENT, "collective: device %d outside %d participants", dev, size);
-  av_rendezvous *r = plan->rv;
-  if (!r) return av_diag_set(d, AV_INTERNAL, "collective without a rendezvous");
-  /* my inputs, visible to the group until we depart */
-  const void *small[8];
-  const void **mine = s->nin <= 8 ? small : calloc(s->nin, sizeof *mine);
-  if (!mine) return av_diag_set(d, AV_RESOURCE_EXHAUSTED, "out of memory");
-  for (uint32_t k = 0; k < s->nin; k++) mine[k] = av_in(s, f, k);
+  if (rank < 0 || rank >= size) {
+    av_diag_set(d, AV_INVALID_ARGUMENT, "collective: device %d outside %d participants", dev, size);
+    return -1;
+  }
+  m->key = key;
+  m->rank = rank;
+  m->size = size;
+  m->my_id = my_id;
+  return 1;
+}
+
+void av_coll_zero_outputs(const av_step *s, av_frame *f) {
+  for (uint32_t k = 0; k < s->nout; k++) memset(av_out(s, f, k), 0, av_out_type(s, f, k)->nbytes);
+}
+
+void av_coll_finish_reduced(const av_step *s, av_frame *f, const av_coll_params *p,
+                            void *const *full, int size, int rank) {
   for (uint32_t k = 0; k < s->nout; k++) {
-    av_code c = av_step_alloc_out(s, f, k, d);
-    if (c != AV_OK) {
-      if (mine != small) free(mine);
-      return c;
+    const av_slot_type *t = av_in_type(s, f, k);
+    char *out = av_out(s, f, k);
+    if (p->kind == AV_COLL_ALL_REDUCE) {
+      if (out != full[k]) memcpy(out, full[k], t->nbytes);
+    } else if (p->kind == AV_COLL_REDUCE) {
+      if (rank == 0) memcpy(out, full[k], t->nbytes);
+      else memset(out, 0, t->nbytes);
+    } else { /* reduce_scatter: my block of the scatter dimension */
+      int64_t outer;
+      size_t inner;
+      split_sizes(t, p->dim, &outer, &inner);
+      size_t mine_chunk = inner * (size_t)(t->dims[p->dim] / size);
+      size_t row = inner * (size_t)t->dims[p->dim];
+      for (int64_t o = 0; o < outer; o++)
+        memcpy(out + (size_t)o * mine_chunk,
+               (const char *)full[k] + (size_t)o * row + (size_t)rank * mine_chunk, mine_chunk);
     }
   }
-  uint64_t gen = 0;
-  av_rv_entry *e = size == 1 ? NULL : arrive(r, p->op_id, key, size, rank, mine, &gen, d);
-  if (size != 1 && !e) {
-    if (mine != small) free(mine);
-    return d->code;
-  }
-  const void *const *one[1] = {mine};
-  const void *const *const *ins = e ? (const void *const *const *)e->slots : one;
-  av_code c = AV_OK;
+}
+
+av_code av_coll_compute(const av_step *s, av_frame *f, const av_coll_params *p,
+                        const void *const *const *ins, int size, int rank, int my_id, av_diag *d) {
   switch (p->kind) {
     case AV_COLL_ALL_REDUCE:
       for (uint32_t k = 0; k < s->nout; k++) reduce_into(p, k, av_in_type(s, f, k), ins, size, av_out(s, f, k));
       break;
+    case AV_COLL_REDUCE:
+    case AV_COLL_REDUCE_SCATTER: {
+      void *small[8];
+      void **full = s->nout <= 8 ? small : calloc(s->nout, sizeof *full);
+      if (!full) return av_diag_set(d, AV_RESOURCE_EXHAUSTED, "out of memory");
+      av_code c = AV_OK;
+      for (uint32_t k = 0; k < s->nout; k++) full[k] = NULL;
+      for (uint32_t k = 0; k < s->nout && c == AV_OK; k++) {
+        const av_slot_type *t = av_in_type(s, f, k);
+        full[k] = malloc(t->nbytes ? t->nbytes : 1);
+        if (!full[k]) c = av_diag_set(d, AV_RESOURCE_EXHAUSTED, "out of memory");
+        else if (p->kind == AV_COLL_REDUCE_SCATTER || rank == 0) reduce_into(p, k, t, ins, size, full[k]);
+      }
+      if (c == AV_OK) av_coll_finish_reduced(s, f, p, full, size, rank);
+      for (uint32_t k = 0; k < s->nout; k++) free(full[k]);
+      if (full != small) free(full);
+      return c;
+    }
     case AV_COLL_ALL_GATHER:
       for (uint32_t k = 0; k < s->nout; k++) {
         int64_t outer;
@@ -240,27 +305,6 @@ av_code av_step_collective(const av_step *s, av_frame *f, av_diag *d) {
           for (int64_t o = 0; o < outer; o++)
             memcpy(out + ((size_t)o * (size_t)size + (size_t)m) * chunk,
                    (const char *)ins[m][k] + (size_t)o * chunk, chunk);
-      }
-      break;
-    case AV_COLL_REDUCE_SCATTER:
-      for (uint32_t k = 0; k < s->nout && c == AV_OK; k++) {
-        const av_slot_type *t = av_in_type(s, f, k);
-        char *full = malloc(t->nbytes ? t->nbytes : 1);
-        if (!full) {
-          c = av_diag_set(d, AV_RESOURCE_EXHAUSTED, "out of memory");
-          break;
-        }
-        reduce_into(p, k, t, ins, size, full);
-        int64_t outer;
-        size_t inner;
-        split_sizes(t, p->dim, &outer, &inner);
-        size_t mine_chunk = inner * (size_t)(t->dims[p->dim] / size);
-        size_t row = inner * (size_t)t->dims[p->dim];
-        char *out = av_out(s, f, k);
-        for (int64_t o = 0; o < outer; o++)
-          memcpy(out + (size_t)o * mine_chunk, full + (size_t)o * row + (size_t)rank * mine_chunk,
-                 mine_chunk);
-        free(full);
       }
       break;
     case AV_COLL_PERMUTE: {
@@ -280,16 +324,10 @@ av_code av_step_collective(const av_step *s, av_frame *f, av_diag *d) {
         if (p->dynamic_root) { /* root[k]: operand k's source, by its index in the group */
           int32_t v = -1;
           if ((int64_t)k < av_in_type(s, f, s->nout)->nelems)
-            memcpy(&v, (const char *)av_in(s, f, s->nout) + 4 * (size_t)k, 4);
+            memcpy(&v, (const char *)ins[rank][s->nout] + 4 * (size_t)k, 4);
           root = v >= 0 && v < size ? v : -1; /* out of the group: zeros */
         }
         if (root >= 0) memcpy(av_out(s, f, k), ins[root][k], av_out_type(s, f, k)->nbytes);
-        else memset(av_out(s, f, k), 0, av_out_type(s, f, k)->nbytes);
-      }
-      break;
-    case AV_COLL_REDUCE:
-      for (uint32_t k = 0; k < s->nout; k++) {
-        if (rank == 0) reduce_into(p, k, av_in_type(s, f, k), ins, size, av_out(s, f, k));
         else memset(av_out(s, f, k), 0, av_out_type(s, f, k)->nbytes);
       }
       break;
@@ -318,7 +356,46 @@ av_code av_step_collective(const av_step *s, av_frame *f, av_diag *d) {
       }
       break;
   }
-  if (e) depart(r, e, gen);
+  return AV_OK;
+}
+
+av_code av_step_collective(const av_step *s, av_frame *f, av_diag *d) {
+  const av_coll_params *p = s->params;
+  const av_plan *plan = f->plan;
+  int npart = plan->num_partitions > 0 ? plan->num_partitions : 1;
+  int nrep = plan->num_replicas > 0 ? plan->num_replicas : 1;
+  const av_plan_net *pn = atomic_load_explicit(&plan->net, memory_order_acquire);
+  if (pn && !pn->global_run && pn->nlocal < pn->ndev) return av_collective_net(s, f, pn, d);
+  av_coll_member me;
+  int st = av_coll_member_of(p, nrep, npart, f->device_index, &me, d);
+  if (st < 0) return d->code;
+  for (uint32_t k = 0; k < s->nout; k++) {
+    av_code c = av_step_alloc_out(s, f, k, d);
+    if (c != AV_OK) return c;
+  }
+  if (st == 0) {
+    av_coll_zero_outputs(s, f);
+    return AV_OK;
+  }
+  av_rendezvous *r = plan->rv;
+  if (!r) return av_diag_set(d, AV_INTERNAL, "collective without a rendezvous");
+  /* my inputs, visible to the group until we depart */
+  const void *small[8];
+  const void **mine = s->nin <= 8 ? small : calloc(s->nin, sizeof *mine);
+  if (!mine) return av_diag_set(d, AV_RESOURCE_EXHAUSTED, "out of memory");
+  for (uint32_t k = 0; k < s->nin; k++) mine[k] = av_in(s, f, k);
+  uint64_t gen = 0;
+  av_rv_entry *e = me.size == 1 ? NULL
+                                : av_rv_arrive(r, p->op_id, me.key, me.size, me.rank, mine, &gen,
+                                               (int64_t)RV_TIMEOUT_S * 1000, d);
+  if (me.size != 1 && !e) {
+    if (mine != small) free(mine);
+    return d->code;
+  }
+  const void *const *one[1] = {mine};
+  const void *const *const *ins = e ? av_rv_slots(e) : one;
+  av_code c = av_coll_compute(s, f, p, ins, me.size, me.rank, me.my_id, d);
+  if (e) av_rv_depart(r, e, gen);
   if (mine != small) free(mine);
   return c;
 }

@@ -106,6 +106,9 @@ typedef struct av_plan {
   _Atomic(struct av_block_cache *) cache;
   av_host_callback_fn host_callback; /* the client's dispatcher, set before the first run */
   bool calls_host;                   /* some step calls host_callback */
+  /* Where the devices of the assignment live when they span processes (runtime/net.h; set
+   * once, when the program is first loaded onto a multi-process client; NULL otherwise). */
+  _Atomic(struct av_plan_net *) net;
 } av_plan;
 
 /* Region bodies that kernels call per element (reduce, sort, scatter...). */

@@ -92,6 +92,14 @@ av_code av_spmd_run_all(av_spmd_program *sp, const av_plan *plan, const av_tenso
 /* One device's part of an execution: waits for the others, one of them runs everything. */
 av_code av_spmd_execute_device(av_spmd_program *sp, const av_plan *plan, int device_index,
                                const av_tensor *inputs, av_tensor *outputs, av_diag *d);
+/* In a job of several processes (plan->net set, global_run): every device's shard of every
+ * exchanged input (not replicated, not a token), from this process's inputs[dev] for its own
+ * devices and from the other processes for theirs: all[dev * nin + i] points into *buf (the
+ * caller frees it). */
+struct av_plan_net;
+av_code av_spmd_gather_shards(const av_spmd_program *sp, const struct av_plan_net *pn,
+                              const av_tensor *const *inputs, const void **all, char **buf,
+                              av_diag *d);
 /* Every device runs the program itself (av_program_execute), one thread each, in parallel. */
 av_code av_spmd_run_per_device(av_program *p, int ndev, const av_tensor *const *inputs,
                                av_tensor *const *outputs, av_diag *d);

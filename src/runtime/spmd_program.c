@@ -4,6 +4,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "runtime/net.h"
 #include "runtime/spmd.h"
 
 enum { SPMD_TIMEOUT_S = 120 };
@@ -51,18 +52,34 @@ av_code av_spmd_run_all(av_spmd_program *sp, const av_plan *plan, const av_tenso
   if (!buf) return av_diag_set(d, AV_RESOURCE_EXHAUSTED, "out of memory");
   av_slot *args = buf, *res = buf + nin;
   av_code c = AV_OK;
-  /* global arguments from every device's shard */
+  /* several processes: only our devices' inputs are here (the others' are NULL) */
+  const av_plan_net *pn = atomic_load_explicit(&plan->net, memory_order_acquire);
+  bool spans = pn && pn->global_run && pn->nlocal < sp->ndev && pn->ndev == sp->ndev;
+  int first = 0;
+  while (first < sp->ndev && !inputs[first]) first++;
+  if (first == sp->ndev) c = av_diag_set(d, AV_INTERNAL, "sharded program run without devices");
   for (uint32_t i = 0; i < nin && c == AV_OK; i++) {
     const av_spmd_value *v = &sp->ins[i];
     if (v->token) continue;
     for (int dev = 0; dev < sp->ndev && c == AV_OK; dev++)
-      if (!tensor_matches(&inputs[dev][i], v))
+      if (inputs[dev] && !tensor_matches(&inputs[dev][i], v))
         c = av_diag_set(d, AV_INVALID_ARGUMENT,
                         "input %u of device %d does not match the program's per-device parameter "
                         "(%s, rank %d)", i, dev, av_dtype_mlir_name(v->dtype), v->rank);
-    if (c != AV_OK) break;
-    if (v->replicated) { /* every device holds it all: use device 0's copy */
-      args[i].st = av_storage_retain(inputs[0][i].storage);
+  }
+  const void **shards = NULL; /* [ndev * nin] every device's shard of each exchanged input */
+  char *gathered = NULL;
+  if (c == AV_OK && spans) {
+    shards = calloc((size_t)sp->ndev * nin + 1, sizeof *shards);
+    c = shards ? av_spmd_gather_shards(sp, pn, inputs, shards, &gathered, d)
+               : av_diag_set(d, AV_RESOURCE_EXHAUSTED, "out of memory");
+  }
+  /* global arguments from every device's shard */
+  for (uint32_t i = 0; i < nin && c == AV_OK; i++) {
+    const av_spmd_value *v = &sp->ins[i];
+    if (v->token) continue;
+    if (v->replicated) { /* every device holds it all: use the first device's copy */
+      args[i].st = av_storage_retain(inputs[first][i].storage);
       args[i].data = args[i].st->data;
       continue;
     }
@@ -72,7 +89,8 @@ av_code av_spmd_run_all(av_spmd_program *sp, const av_plan *plan, const av_tenso
       break;
     }
     const void **locals = calloc((size_t)sp->ndev, sizeof *locals);
-    for (int dev = 0; locals && dev < sp->ndev; dev++) locals[dev] = inputs[dev][i].storage->data;
+    for (int dev = 0; locals && dev < sp->ndev; dev++)
+      locals[dev] = shards ? shards[(size_t)dev * nin + i] : inputs[dev][i].storage->data;
     bool assembled = locals && av_spmd_assemble(v, locals, st->data);
     free(locals);
     if (!assembled) {
@@ -83,18 +101,21 @@ av_code av_spmd_run_all(av_spmd_program *sp, const av_plan *plan, const av_tenso
     args[i].st = st;
     args[i].data = st->data;
   }
+  free(shards);
+  free(gathered);
   if (c != AV_OK) {
     for (uint32_t i = 0; i < nin; i++) av_slot_release(&args[i]);
     free(buf);
     return c;
   }
   c = av_run_func(plan, e, 0, 0, args, res, d);
-  /* every device's block of every result */
+  /* every device's block of every result (this process's devices) */
   for (int dev = 0; dev < sp->ndev; dev++)
-    for (uint32_t k = 0; k < nout; k++) memset(&outputs[dev][k], 0, sizeof outputs[dev][k]);
+    for (uint32_t k = 0; outputs[dev] && k < nout; k++) memset(&outputs[dev][k], 0, sizeof outputs[dev][k]);
   for (uint32_t k = 0; k < nout && c == AV_OK; k++) {
     const av_spmd_value *v = &sp->outs[k];
     for (int dev = 0; dev < sp->ndev && c == AV_OK; dev++) {
+      if (!outputs[dev]) continue;
       av_tensor *o = &outputs[dev][k];
       o->dtype = v->token ? AV_DT_PRED : v->dtype;
       o->rank = v->rank;
@@ -112,7 +133,7 @@ av_code av_spmd_run_all(av_spmd_program *sp, const av_plan *plan, const av_tenso
   }
   if (c != AV_OK)
     for (int dev = 0; dev < sp->ndev; dev++)
-      for (uint32_t k = 0; k < nout; k++) {
+      for (uint32_t k = 0; outputs[dev] && k < nout; k++) {
         av_storage_release(outputs[dev][k].storage);
         outputs[dev][k].storage = NULL;
       }
@@ -126,9 +147,13 @@ av_code av_spmd_execute_device(av_spmd_program *sp, const av_plan *plan, int dev
   if (device_index < 0 || device_index >= sp->ndev)
     return av_diag_set(d, AV_INVALID_ARGUMENT, "device index %d outside the program's %d devices",
                        device_index, sp->ndev);
+  /* in a job of several processes only this process's devices come here */
+  const av_plan_net *pn = atomic_load_explicit(&plan->net, memory_order_acquire);
+  int expected = pn && pn->global_run && pn->ndev == sp->ndev ? pn->nlocal : sp->ndev;
+  int64_t timeout_s = pn ? pn->net->timeout_ms / 1000 + 1 : SPMD_TIMEOUT_S;
   struct timespec deadline;
   clock_gettime(CLOCK_REALTIME, &deadline);
-  deadline.tv_sec += SPMD_TIMEOUT_S;
+  deadline.tv_sec += (time_t)timeout_s;
   int rc = 0;
   pthread_mutex_lock(&sp->mu);
   /* our seat may still be taken by a round that has not finished */
@@ -142,7 +167,7 @@ av_code av_spmd_execute_device(av_spmd_program *sp, const av_plan *plan, int dev
   sp->in_lists[device_index] = inputs;
   sp->out_lists[device_index] = outputs;
   uint64_t gen = sp->gen;
-  if (++sp->arrived == sp->ndev) {
+  if (++sp->arrived == expected) {
     /* last to arrive: run for everyone (the others wait, holding no lock) */
     pthread_mutex_unlock(&sp->mu);
     av_diag_init(&sp->diag);
@@ -160,12 +185,12 @@ av_code av_spmd_execute_device(av_spmd_program *sp, const av_plan *plan, int dev
       sp->in_lists[device_index] = NULL;
       sp->out_lists[device_index] = NULL;
       sp->arrived--;
-      int missing = sp->ndev - sp->arrived - 1;
+      int missing = expected - sp->arrived - 1;
       pthread_mutex_unlock(&sp->mu);
       return av_diag_set(d, AV_DEADLINE_EXCEEDED,
-                         "sharded program: timed out after %d s waiting for %d more of its %d "
+                         "sharded program: timed out after %lld s waiting for %d more of its %d "
                          "devices (every device of the assignment must execute it)",
-                         SPMD_TIMEOUT_S, missing, sp->ndev);
+                         (long long)timeout_s, missing, expected);
     }
   }
   av_code c = sp->result;

@@ -7,6 +7,10 @@ JAX finds this module through the ``jax_plugins`` entry point and calls
 Configuration (environment):
   ANVIL_DEVICE_COUNT   number of CPU devices the client exposes (default 1)
   ANVIL_TRACE=1        log every PJRT call to stderr
+  ANVIL_COLLECTIVE_TIMEOUT_S  multi-process jobs (jax.distributed): how long a collective
+                       waits for the other processes (default 300)
+  ANVIL_GLOO_HOSTNAME / ANVIL_GLOO_INTERFACE  where gloo listens in a multi-process job
+                       (default: the address this host reaches the coordinator from)
   OPENBLAS_THREAD_TIMEOUT  set to 18 here unless already set (see below)
 """
 

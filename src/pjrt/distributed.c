@@ -16,6 +16,7 @@
 #include "runtime/net.h"
 
 enum { AV_DEFAULT_COLLECTIVE_TIMEOUT_S = 300, AV_MAX_KV_VALUE = 1 << 20 };
+enum { AV_MAX_CLIENT_GENERATIONS = 1000 };
 
 /* ------------------------------------------------------------ create options */
 
@@ -268,30 +269,45 @@ static PJRT_Error *parse_topology(const char *fn, int node, const char *value, s
   return NULL;
 }
 
-/* Publishes this process's device count and reads every other's: counts[p] for each process. */
+/* Publishes this process's device count and reads every other's: counts[p] for each process.
+ * Every client of the job's processes has its own generation of keys (a process's second
+ * client, after the first was destroyed, uses the next): `prefix` gets "anvil/g<N>/". */
 static PJRT_Error *exchange_topology(const char *fn, pjrt_kv *kv, const av_distributed_options *o,
-                                     int local_devices, int *counts) {
+                                     int local_devices, int *counts, char *prefix, size_t cap) {
   char host[128] = "?";
   if (gethostname(host, sizeof host) != 0) snprintf(host, sizeof host, "?");
   host[sizeof host - 1] = '\0';
   for (char *p = host; *p; p++)
     if (*p <= ' ' || *p >= 127) *p = '_';
-  char key[64], value[256];
-  snprintf(key, sizeof key, "anvil/topology/%lld", (long long)o->node_id);
+  char key[96], value[256];
   snprintf(value, sizeof value, TOPOLOGY_FORMAT, ANVIL_VERSION_STRING, local_devices, host);
   av_diag d;
-  av_diag_init(&d);
-  if (kv_put(kv, key, value, strlen(value), &d) != AV_OK)
-    return av_error_new(d.code == AV_ALREADY_EXISTS ? AV_ALREADY_EXISTS : d.code,
-                        "%s: cannot publish this process's devices (one anvil client per process "
-                        "and distributed job): %s",
-                        fn, d.msg);
+  int gen = 0;
+  for (;; gen++) {
+    AV_REQUIRE(gen < AV_MAX_CLIENT_GENERATIONS, AV_RESOURCE_EXHAUSTED,
+               "%s: this process already made %d clients of this distributed job", fn,
+               AV_MAX_CLIENT_GENERATIONS);
+    snprintf(key, sizeof key, "anvil/g%d/topology/%lld", gen, (long long)o->node_id);
+    bool found = false;
+    char *v = NULL;
+    size_t vs = 0;
+    av_diag_init(&d);
+    if (kv_try_get(kv, key, &found, &v, &vs, &d) != AV_OK)
+      return av_error_new(d.code, "%s: cannot read the key-value store: %s", fn, d.msg);
+    free(v);
+    if (found) continue; /* an earlier client of this process */
+    av_diag_init(&d);
+    if (kv_put(kv, key, value, strlen(value), &d) == AV_OK) break;
+    if (d.code != AV_ALREADY_EXISTS) /* another client made at this moment took it: next */
+      return av_error_new(d.code, "%s: cannot publish this process's devices: %s", fn, d.msg);
+  }
+  snprintf(prefix, cap, "anvil/g%d/", gen);
   int64_t total = 0;
   for (int p = 0; p < (int)o->num_nodes; p++) {
     if (p == (int)o->node_id) {
       counts[p] = local_devices;
     } else {
-      snprintf(key, sizeof key, "anvil/topology/%d", p);
+      snprintf(key, sizeof key, "%stopology/%d", prefix, p);
       char *v = NULL;
       size_t vs = 0;
       av_diag_init(&d);
@@ -349,7 +365,8 @@ PJRT_Error *av_distributed_init(PJRT_Client *c, const PJRT_Client_Create_Args *a
   kv->try_get = has_try_get ? args->kv_try_get_callback : NULL;
   kv->try_get_arg = has_try_get ? args->kv_try_get_user_arg : NULL;
   kv->make_error = kv_make_error;
-  PJRT_Error *err = exchange_topology(fn, kv, o, local_devices, counts);
+  char prefix[32];
+  PJRT_Error *err = exchange_topology(fn, kv, o, local_devices, counts, prefix, sizeof prefix);
   if (err) {
     free(kv);
     free(counts);
@@ -363,7 +380,7 @@ PJRT_Error *av_distributed_init(PJRT_Client *c, const PJRT_Client_Create_Args *a
   c->process_devices = counts; /* the client's now */
   av_kv_store store = {kv, kv_get, kv_try_get, kv_put};
   av_transport_config cfg = {c->process_index, c->num_processes, o->timeout_s * 1000,
-                             o->gloo_hostname, o->gloo_interface};
+                             o->gloo_hostname, o->gloo_interface, prefix};
   av_diag d;
   av_diag_init(&d);
   av_transport *t = av_transport_gloo_new(&store, &cfg, &d);
@@ -372,7 +389,8 @@ PJRT_Error *av_distributed_init(PJRT_Client *c, const PJRT_Client_Create_Args *a
     return av_error_new(d.code, "%s: process %d of %d: %s", fn, c->process_index,
                         c->num_processes, d.msg);
   }
-  c->net = av_net_new(&store, kv_free, t, c->process_index, c->num_processes, o->timeout_s * 1000);
+  c->net = av_net_new(&store, kv_free, t, c->process_index, c->num_processes, o->timeout_s * 1000,
+                      prefix);
   AV_REQUIRE(c->net, AV_RESOURCE_EXHAUSTED, "anvil: out of memory (distributed client)");
   return NULL;
 }

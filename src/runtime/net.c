@@ -9,7 +9,8 @@
 enum { AV_NET_REPORT_WAIT_MS = 1000 };
 
 av_net *av_net_new(const av_kv_store *kv, void (*kv_free)(void *), av_transport *t,
-                   int process_index, int num_processes, int64_t timeout_ms) {
+                   int process_index, int num_processes, int64_t timeout_ms,
+                   const char *key_prefix) {
   av_net *n = calloc(1, sizeof *n);
   if (!n) {
     if (t) t->ops->destroy(t);
@@ -30,6 +31,7 @@ av_net *av_net_new(const av_kv_store *kv, void (*kv_free)(void *), av_transport 
   n->process_index = process_index;
   n->num_processes = num_processes;
   n->timeout_ms = timeout_ms;
+  snprintf(n->key_prefix, sizeof n->key_prefix, "%s", key_prefix ? key_prefix : "anvil/");
   pthread_mutex_init(&n->op_mu, NULL);
   pthread_mutex_init(&n->mu, NULL);
   return n;
@@ -90,7 +92,7 @@ static void find_missing(av_net *n, int round, const int *procs, int nprocs, cha
   char key[96];
   av_diag d;
   av_diag_init(&d);
-  snprintf(key, sizeof key, "anvil/failure/%d/%d", round, n->process_index);
+  snprintf(key, sizeof key, "%sfailure/%d/%d", n->key_prefix, round, n->process_index);
   if (n->kv.put(n->kv.ctx, key, "1", 1, &d) != AV_OK) {
     snprintf(kv_problem, kv_cap, "%.200s", d.msg);
     return;
@@ -103,7 +105,7 @@ static void find_missing(av_net *n, int round, const int *procs, int nprocs, cha
     int left = 0;
     for (int i = 0; i < nprocs; i++) {
       if (seen[i] || procs[i] == n->process_index) continue;
-      snprintf(key, sizeof key, "anvil/failure/%d/%d", round, procs[i]);
+      snprintf(key, sizeof key, "%sfailure/%d/%d", n->key_prefix, round, procs[i]);
       bool found = false;
       char *v = NULL;
       size_t vs = 0;

@@ -30,12 +30,14 @@ typedef struct av_net {
   pthread_mutex_t mu;         /* guards what follows */
   char *broken;               /* the first failure, or NULL */
   int failures;               /* failure reports made (names the report's keys) */
+  char key_prefix[32];        /* of this client's keys in the store */
   char **down;                /* [num_processes] why the framework says a process is gone */
 } av_net;
 
 /* Takes over `t` (and kv.ctx, freed with kv_free). NULL when out of memory (t is destroyed). */
 av_net *av_net_new(const av_kv_store *kv, void (*kv_free)(void *), av_transport *t,
-                   int process_index, int num_processes, int64_t timeout_ms);
+                   int process_index, int num_processes, int64_t timeout_ms,
+                   const char *key_prefix);
 av_net *av_net_retain(av_net *n);
 void av_net_release(av_net *n);
 /* The client is going away: the transport closes; later operations fail. */

@@ -62,6 +62,7 @@ typedef struct av_transport_config {
   int64_t timeout_ms;
   const char *hostname; /* address to listen on (gloo), NULL/"" = the host name's address */
   const char *iface;    /* or a network interface (gloo), NULL/"" = none */
+  const char *key_prefix; /* of every key the transport uses in the store (this client's) */
 } av_transport_config;
 
 /* gloo's TCP transport (runtime/transport_gloo.cc). NULL with `d` set when anvil was built

@@ -73,6 +73,7 @@ struct GlooTransport {
   av_transport base;  // first: the C side sees an av_transport*
   int me = 0;
   int64_t timeout_ms = 0;
+  std::string key_prefix;
   std::shared_ptr<gloo::transport::Device> device;
   std::unique_ptr<KvStore> store;
   std::map<std::vector<int>, std::shared_ptr<gloo::rendezvous::Context>> contexts;
@@ -98,7 +99,7 @@ std::shared_ptr<gloo::rendezvous::Context> context_for(GlooTransport* g, const i
   for (int i = 0; i < nprocs; i++)
     if (procs[i] == g->me) rank = i;
   if (rank < 0) throw std::invalid_argument("this process is not in the exchange");
-  std::string prefix = "anvil/gloo/";
+  std::string prefix = g->key_prefix + "gloo/";
   if (nprocs <= 32) {
     for (int i = 0; i < nprocs; i++) prefix += (i ? "," : "") + std::to_string(procs[i]);
   } else {  // a long set: its hash
@@ -210,6 +211,7 @@ extern "C" av_transport* av_transport_gloo_new(const av_kv_store* kv,
     g->base.ops = &gloo_ops;
     g->me = cfg->process_index;
     g->timeout_ms = cfg->timeout_ms;
+    g->key_prefix = cfg->key_prefix ? cfg->key_prefix : "anvil/";
     g->store.reset(new KvStore(*kv, cfg->timeout_ms));
     gloo::transport::tcp::attr attr;
     if (cfg->iface && *cfg->iface)

@@ -424,14 +424,20 @@ static void test_hostile_store_answers(void **state) {
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     kv_reset();
-    kv_set("anvil/topology/1", cases[i].value);
+    kv_set("anvil/g0/topology/1", cases[i].value);
     EXPECT_ERROR(create(0, 2, 5, true, &c), cases[i].code, cases[i].msg);
   }
-  /* a second client of the same process and job: refused, not mixed up with the first */
+  /* a second client of the same process and job: the next generation of keys, not mixed up
+   * with the first's */
   kv_reset();
-  kv_set("anvil/topology/0", "anvil-topology 1 version=0.1.0 devices=2 host=x");
-  EXPECT_ERROR(create(0, 2, 5, true, &c), PJRT_Error_Code_ALREADY_EXISTS,
-               "one anvil client per process");
+  kv_set("anvil/g0/topology/0", "anvil-topology 1 version=0.1.0 devices=2 host=x");
+  kv_set("anvil/g0/topology/1", "anvil-topology 1 version=0.1.0 devices=1 host=x");
+  kv_set("anvil/g1/topology/1", "anvil-topology 1 version=0.1.0 devices=3 host=x");
+  CHECK_OK(create(0, 2, 5, true, &c));
+  PJRT_Client_Devices_Args dv = {.struct_size = PJRT_Client_Devices_Args_STRUCT_SIZE, .client = c};
+  CHECK_OK(api->PJRT_Client_Devices(&dv));
+  assert_int_equal(dv.num_devices, 5); /* 2 here + g1's 3, not g0's 1 */
+  destroy_client(c);
 }
 
 int main(void) {

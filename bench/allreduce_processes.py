@@ -4,11 +4,11 @@ script. A benchmark, not a test.
 
     python bench/allreduce_processes.py [--processes 2] [--max-mib 64] [--seconds 1.0]
 
-Each backend runs as its own job of N processes (one device each, jax.distributed over
-127.0.0.1); every process times `pmap(psum)` of a float32 array of each size, back to back,
-after warm-up; process 0 reports the median time per all-reduce. Bandwidth is the algorithm
-bandwidth, bytes of the array / time (what one process contributes per all-reduce). The two
-backends run one after the other: on a loaded machine run it twice and compare."""
+One job of N processes (one device each, jax.distributed over 127.0.0.1) has both backends
+(JAX_PLATFORMS=anvil,cpu); every process times `pmap(psum)` of a float32 array of each size on
+anvil's devices and on XLA:CPU's, alternating in rounds so both see the same machine load;
+process 0 reports the median and best time per all-reduce. Bandwidth is the algorithm
+bandwidth, bytes of the array / time (what one process contributes per all-reduce)."""
 
 import argparse
 import json
@@ -19,6 +19,7 @@ import subprocess
 import sys
 import time
 
+ROUNDS = 5  # anvil and XLA:CPU alternate this many times per size
 
 def free_port():
     with socket.socket() as s:
@@ -31,58 +32,65 @@ def worker(pid, nproc, coordinator, sizes, seconds):
     import numpy as np
 
     jax.distributed.initialize(coordinator_address=coordinator, num_processes=nproc, process_id=pid)
-    f = jax.pmap(lambda v: jax.lax.psum(v, "i"), axis_name="i")
-    to_device = jax.pmap(lambda v: v)  # the loop then times the all-reduce, not the upload
-    results = []
+    results = {"anvil": [], "xla": []}
+    fns = {}
+    for backend, platform in (("anvil", "anvil"), ("xla", "cpu")):
+        devs = jax.devices(platform)
+        assert len(devs) == nproc, devs
+        f = jax.pmap(lambda v: jax.lax.psum(v, "i"), axis_name="i", devices=devs)
+        # inputs live on the device: the loop times the all-reduce, not the upload
+        fns[backend] = (f, jax.pmap(lambda v: v, devices=devs))
     for nbytes in sizes:
         n = max(1, nbytes // 4)
-        x = to_device(np.full((1, n), 1.0 + pid, np.float32))
-        for _ in range(3):
-            f(x).block_until_ready()
-        # every process runs the same count: process 0 decides it from a timed probe, and a
-        # psum of that count is the agreement (the largest wins)
-        t0 = time.perf_counter()
-        f(x).block_until_ready()
-        probe = time.perf_counter() - t0
-        reps = int(np.asarray(f(np.full((1, 1), max(3.0, min(2000.0, seconds / max(probe, 1e-6))),
-                                       np.float32)).addressable_data(0)).reshape(-1)[0] / nproc)
-        reps = max(3, reps)
-        times = []
-        for _ in range(reps):
+        xs, per = {}, {}
+        for b, (f, put) in fns.items():
+            xs[b] = put(np.full((1, n), 1.0 + pid, np.float32))
+            for _ in range(3):
+                f(xs[b]).block_until_ready()
             t0 = time.perf_counter()
-            out = f(x)
-            out.block_until_ready()
-            times.append(time.perf_counter() - t0)
-        got = float(np.asarray(out.addressable_data(0)).reshape(-1)[0])
-        want = sum(1.0 + q for q in range(nproc))
-        assert got == want, (got, want)
-        results.append({"bytes": n * 4, "median_s": statistics.median(times), "reps": reps})
+            f(xs[b]).block_until_ready()
+            per[b] = time.perf_counter() - t0
+        # every process must run the same count: the mean of everyone's estimate (a psum)
+        est = max(2.0, min(400.0, seconds / ROUNDS / max(per["anvil"], per["xla"], 1e-6)))
+        f0, put0 = fns["xla"]
+        reps = int(round(float(np.asarray(f0(put0(np.full((1, 1), est, np.float32)))
+                                          .addressable_data(0)).reshape(-1)[0]) / nproc))
+        times = {"anvil": [], "xla": []}
+        for _ in range(ROUNDS):  # interleaved, so both see the same machine load
+            for b, (f, _) in fns.items():
+                for _ in range(reps):
+                    t0 = time.perf_counter()
+                    out = f(xs[b])
+                    out.block_until_ready()
+                    times[b].append(time.perf_counter() - t0)
+                got = float(np.asarray(out.addressable_data(0)).reshape(-1)[0])
+                assert got == sum(1.0 + q for q in range(nproc)), (b, got)
+        for b in fns:
+            results[b].append({"bytes": n * 4, "median_s": statistics.median(times[b]),
+                               "best_s": min(times[b]), "samples": len(times[b])})
     if pid == 0:
         print("RESULT " + json.dumps(results), flush=True)
     sys.stdout.flush()
     os._exit(0)
 
 
-def run_backend(backend, nproc, sizes, seconds, library):
+def run_job(nproc, sizes, seconds, library):
     env = dict(os.environ)
     env.pop("XLA_FLAGS", None)
-    if backend == "anvil":
-        env.update({"JAX_PLATFORMS": "anvil", "ANVIL_DEVICE_COUNT": "1"})
-        if library:
-            env["ANVIL_LIBRARY_PATH"] = library
-    else:
-        env.update({"JAX_PLATFORMS": "cpu", "JAX_CPU_COLLECTIVES_IMPLEMENTATION": "gloo",
-                    "JAX_NUM_CPU_DEVICES": "1"})
+    env.update({"JAX_PLATFORMS": "anvil,cpu", "ANVIL_DEVICE_COUNT": "1",
+                "JAX_CPU_COLLECTIVES_IMPLEMENTATION": "gloo", "JAX_NUM_CPU_DEVICES": "1"})
+    if library:
+        env["ANVIL_LIBRARY_PATH"] = library
     coordinator = "127.0.0.1:%d" % free_port()
     args = [json.dumps(sizes), str(seconds)]
     procs = [subprocess.Popen([sys.executable, __file__, "--worker", str(pid), str(nproc),
                                coordinator] + args, env=env, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True) for pid in range(nproc)]
-    outs = [p.communicate(timeout=1800) for p in procs]
+    outs = [p.communicate(timeout=3600) for p in procs]
     for line in outs[0][0].splitlines():
         if line.startswith("RESULT "):
             return json.loads(line[7:])
-    raise RuntimeError("%s job failed:\n%s" % (backend, outs[0][1][-3000:]))
+    raise RuntimeError("the job failed:\n%s" % outs[0][1][-3000:])
 
 
 def cpu_model():
@@ -118,16 +126,19 @@ def main():
     while n <= args.max_mib << 20:
         sizes.append(n)
         n *= 4 if n < (1 << 20) else 2
-    res = {b: run_backend(b, args.processes, sizes, args.seconds, args.library)
-           for b in ("anvil", "xla")}
+    res = run_job(args.processes, sizes, args.seconds, args.library)
     print("all-reduce (psum of float32) between %d processes on loopback, one device each; %s, "
           "%d CPUs" % (args.processes, cpu_model(), os.cpu_count()))
-    print("%10s | %12s %10s | %12s %10s | %s" % ("size", "anvil us", "anvil GB/s", "XLA us",
-                                                "XLA GB/s", "anvil/XLA time"))
+    print("median and best time per all-reduce (us); GB/s = bytes / time (median, best); "
+          "ratio = anvil/XLA time (median, best)")
+    print("%9s | %21s %17s | %21s %17s | %s" % ("size", "anvil us", "anvil GB/s", "XLA:CPU us",
+                                                "XLA GB/s", "ratio"))
     for a, x in zip(res["anvil"], res["xla"]):
-        print("%10s | %12.1f %10.3f | %12.1f %10.3f | %.2f" % (
-            human(a["bytes"]), a["median_s"] * 1e6, a["bytes"] / a["median_s"] / 1e9,
-            x["median_s"] * 1e6, x["bytes"] / x["median_s"] / 1e9, a["median_s"] / x["median_s"]))
+        bw = lambda r, k: r["bytes"] / r[k] / 1e9
+        print("%9s | %10.1f %10.1f %8.3f %8.3f | %10.1f %10.1f %8.3f %8.3f | %.2f %.2f" % (
+            human(a["bytes"]), a["median_s"] * 1e6, a["best_s"] * 1e6, bw(a, "median_s"),
+            bw(a, "best_s"), x["median_s"] * 1e6, x["best_s"] * 1e6, bw(x, "median_s"),
+            bw(x, "best_s"), a["median_s"] / x["median_s"], a["best_s"] / x["best_s"]))
 
 
 if __name__ == "__main__":

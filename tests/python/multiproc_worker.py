@@ -101,6 +101,9 @@ def collectives(pid, nproc, out):
     record(out, "process_allgather", lambda: multihost_utils.process_allgather(
         np.full((2,), pid, np.float32) + np.arange(2)))
 
+    record(out, "broadcast_one_to_all", lambda: np.asarray(multihost_utils.broadcast_one_to_all(
+        np.arange(3, dtype=np.float32) + 10 * pid)))
+
     def sync():
         multihost_utils.sync_global_devices("anvil-test")
         return "ok"

@@ -183,6 +183,20 @@ static const char all_gather_program[] =
     "  }\n"
     "}\n";
 
+/* the same collective over 8 elements: what a process running another program sends */
+static const char all_reduce_8_program[] =
+    "module @sum_of_eight {\n"
+    "  func.func public @main(%arg0: tensor<8xf32>) -> tensor<8xf32> {\n"
+    "    %0 = \"stablehlo.all_reduce\"(%arg0) ({\n"
+    "    ^bb0(%a: tensor<f32>, %b: tensor<f32>):\n"
+    "      %s = stablehlo.add %a, %b : tensor<f32>\n"
+    "      stablehlo.return %s : tensor<f32>\n"
+    "    }) {replica_groups = dense<[[0, 1, 2, 3]]> : tensor<1x4xi64>} : (tensor<8xf32>) -> "
+    "tensor<8xf32>\n"
+    "    return %0 : tensor<8xf32>\n"
+    "  }\n"
+    "}\n";
+
 static const char four_replicas[] = {0x1a, 0x02, 0x20, 0x04};
 
 static PJRT_LoadedExecutable *compile(PJRT_Client *c, const char *code) {
@@ -201,8 +215,8 @@ static void destroy_exe(PJRT_LoadedExecutable *e) {
   CHECK_OK(api->PJRT_LoadedExecutable_Destroy(&a));
 }
 
-static PJRT_Buffer *upload(PJRT_Client *c, PJRT_Device *d, const float *v) {
-  static const int64_t dims[1] = {4};
+static PJRT_Buffer *upload(PJRT_Client *c, PJRT_Device *d, const float *v, int64_t n) {
+  const int64_t dims[1] = {n};
   PJRT_Client_BufferFromHostBuffer_Args a = {
       .struct_size = PJRT_Client_BufferFromHostBuffer_Args_STRUCT_SIZE, .client = c, .data = v,
       .type = PJRT_Buffer_Type_F32, .dims = dims, .num_dims = 1,
@@ -222,20 +236,20 @@ static void download(PJRT_Buffer *b, float *v, size_t n) {
 
 /* Runs `exe` on this client's two devices: device d's input is 10 * global id + [0 1 2 3].
  * Returns the execution's error (outputs in out[2][n] when OK). */
-static PJRT_Error *run(PJRT_Client *c, PJRT_LoadedExecutable *exe, int first_id, float (*out)[16],
-                       size_t n) {
+static PJRT_Error *run_n(PJRT_Client *c, PJRT_LoadedExecutable *exe, int first_id,
+                         float (*out)[16], size_t n, int64_t n_in) {
   PJRT_LoadedExecutable_AddressableDevices_Args ad = {
       .struct_size = PJRT_LoadedExecutable_AddressableDevices_Args_STRUCT_SIZE, .executable = exe};
   CHECK_OK(api->PJRT_LoadedExecutable_AddressableDevices(&ad));
   assert_int_equal(ad.num_addressable_devices, 2);
-  float x[2][4];
+  float x[2][8];
   PJRT_Buffer *in[2][1], *res[2][1];
   PJRT_Buffer *const *args[2] = {in[0], in[1]};
   PJRT_Buffer **outs[2] = {res[0], res[1]};
   PJRT_Event *done[2];
   for (int d = 0; d < 2; d++) {
-    for (int i = 0; i < 4; i++) x[d][i] = (float)(10 * (first_id + d) + i);
-    in[d][0] = upload(c, ad.addressable_devices[d], x[d]);
+    for (int i = 0; i < 8; i++) x[d][i] = (float)(10 * (first_id + d) + i);
+    in[d][0] = upload(c, ad.addressable_devices[d], x[d], n_in);
   }
   PJRT_ExecuteOptions eo = {.struct_size = PJRT_ExecuteOptions_STRUCT_SIZE};
   PJRT_LoadedExecutable_Execute_Args a = {
@@ -255,6 +269,11 @@ static PJRT_Error *run(PJRT_Client *c, PJRT_LoadedExecutable *exe, int first_id,
     buffer_destroy(in[d][0]);
   }
   return err;
+}
+
+static PJRT_Error *run(PJRT_Client *c, PJRT_LoadedExecutable *exe, int first_id, float (*out)[16],
+                       size_t n) {
+  return run_n(c, exe, first_id, out, n, 4);
 }
 
 typedef struct peer {
@@ -360,6 +379,45 @@ static void test_two_processes_on_threads(void **state) {
   assert_non_null(strstr(p[0].failure, "process(es) 1 did not take part"));
 }
 
+/* Process 0 runs one program, process 1 another with the same collective over a different
+ * size: their exchanges never pair up; both fail at the timeout, saying so. */
+typedef struct mismatched {
+  int node;
+  char failure[2048];
+} mismatched;
+
+static void *mismatched_main(void *arg) {
+  mismatched *m = arg;
+  PJRT_Client *c;
+  CHECK_OK(create(m->node, 2, 2, true, &c));
+  PJRT_LoadedExecutable *exe = compile(c, m->node ? all_reduce_8_program : all_reduce_program);
+  float out[2][16];
+  PJRT_Error *e = run_n(c, exe, 2 * m->node, out, m->node ? 8 : 4, m->node ? 8 : 4);
+  assert_non_null(e);
+  size_t n;
+  const char *msg = err_msg(e, &n);
+  snprintf(m->failure, sizeof m->failure, "%.*s", (int)n, msg);
+  err_free(e);
+  destroy_exe(exe);
+  destroy_client(c);
+  return NULL;
+}
+
+static void test_mismatched_programs(void **state) {
+  (void)state;
+  kv_reset();
+  mismatched m[2] = {{.node = 0}, {.node = 1}};
+  pthread_t t[2];
+  time_t t0 = time(NULL);
+  for (int i = 0; i < 2; i++) assert_int_equal(pthread_create(&t[i], NULL, mismatched_main, &m[i]), 0);
+  for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
+  assert_true(time(NULL) - t0 < 30);
+  for (int i = 0; i < 2; i++) {
+    if (!strstr(m[i].failure, "mismatched programs"))
+      fail_msg("process %d: %s", i, m[i].failure);
+  }
+}
+
 static void test_options_are_checked(void **state) {
   (void)state;
   kv_reset();
@@ -446,6 +504,7 @@ int main(void) {
       cmocka_unit_test(test_peer_never_arrives),
       cmocka_unit_test(test_hostile_store_answers),
       cmocka_unit_test(test_two_processes_on_threads),
+      cmocka_unit_test(test_mismatched_programs),
   };
   return cmocka_run_group_tests(tests, load_api, NULL);
 }

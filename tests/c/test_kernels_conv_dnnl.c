@@ -334,8 +334,8 @@ static void test_backward_weights(void **state) {
     bwd_weights_case(&kSpecs[i], &t);
     check(&t, "backward_weights");
   }
-  /* a batch of 20: chunks of unequal size (two primitives) */
-  fwd_spec f = {2, true, 20, 16, 16, 1, {8, 8}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, false};
+  /* a batch of 20 in 11 chunks (one per 1e6 multiply-adds): two chunk sizes, two primitives */
+  fwd_spec f = {2, true, 20, 16, 16, 1, {16, 16}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, false};
   tcase t;
   bwd_weights_case(&f, &t);
   check(&t, "backward_weights");

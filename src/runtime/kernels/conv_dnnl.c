@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/kernels/simd_clones.h"
 #include "runtime/thread_pool.h"
 
 /* libgomp, which oneDNN links */
@@ -34,12 +35,15 @@ enum {
   MAX_CHUNKS = 16,   /* batch chunks per run (a function of the batch size only) */
   VIEW_LHS = 0, VIEW_RHS = 1, VIEW_OUT = 2,
 };
+/* multiply-adds worth a primitive call of their own: about 10 us at this machine's speed */
+#define CHUNK_MACS 1e6
 /* weight-gradient partials kept per run at most (beyond it, fewer, larger chunks) */
 #define PARTIALS_BUDGET ((size_t)64 << 20)
 
 typedef struct chunk_prim {
   int64_t n; /* images in the chunk */
   dnnl_primitive_t prim;
+  dnnl_memory_desc_t src_md, dst_md, scratch_md;
   size_t scratch_bytes;
 } chunk_prim;
 
@@ -54,6 +58,7 @@ struct av_conv_dnnl {
   int src_view, dst_view, w_view;
   int64_t src_str[2 + MAX_SP], dst_str[2 + MAX_SP], w_str[3 + MAX_SP];
   bool w_flip[MAX_SP];
+  bool w_gather;   /* weights reversed: gathered into logical order before the reorder */
   int64_t w_elems; /* G * OC * IC * kernel positions */
   int nchunks;
   int64_t chunk_lo[MAX_CHUNKS + 1];
@@ -65,7 +70,9 @@ struct av_conv_dnnl {
   chunk_prim prims[2]; /* the (at most two) chunk sizes */
   dnnl_memory_desc_t wprim_md; /* the primitive's (diff) weights */
   size_t wprim_bytes;
-  dnnl_primitive_t wreorder;   /* plain -> wprim (fwd, bwd data); wprim -> out (bwd weights) */
+  /* ours -> wprim (fwd, bwd data: ours is the rhs, or the gathered buffer when w_gather);
+   * wprim -> the result (bwd weights) */
+  dnnl_primitive_t wreorder;
 };
 
 const char *av_conv_dnnl_form(const av_conv_dnnl *c) {
@@ -221,7 +228,11 @@ av_conv_dnnl *av_conv_dnnl_plan(const av_conv_params *p, av_dtype lhs_t, const i
     if (c->pad_r[i] + c->strides[i] <= 0) goto no;
   }
   c->w_elems = c->G * c->OC * c->IC * prod(c->k_sp, ns);
+  for (int i = 0; i < ns; i++) c->w_gather |= c->w_flip[i];
+  /* chunks of at least CHUNK_MACS (each costs a primitive call), at most one per image */
+  double macs = (double)prod(od, rank) * (double)(k_in * prod(ksp, ns));
   int nch = c->N < MAX_CHUNKS ? (int)c->N : MAX_CHUNKS;
+  if (macs / CHUNK_MACS < nch) nch = macs / CHUNK_MACS < 1 ? 1 : (int)(macs / CHUNK_MACS);
   if (c->form == FORM_BWD_WEIGHTS) {
     size_t per = (size_t)c->w_elems * 4 + 64;
     while (nch > 1 && (size_t)nch * per > PARTIALS_BUDGET) nch--;
@@ -269,24 +280,25 @@ static int w_dims(const av_conv_dnnl *c, dnnl_dims_t dims) {
 }
 
 static bool make_prim(av_conv_dnnl *c, chunk_prim *cp, int64_t n, dnnl_primitive_attr_t attr) {
-  dnnl_memory_desc_t src, dst, w;
+  dnnl_memory_desc_t w;
   dnnl_dims_t wd;
   int wn = w_dims(c, wd);
-  if (!act_md(c, &src, n, true) || !act_md(c, &dst, n, false) ||
+  if (!act_md(c, &cp->src_md, n, true) || !act_md(c, &cp->dst_md, n, false) ||
       dnnl_memory_desc_init_by_tag(&w, wn, wd, dnnl_f32, dnnl_format_tag_any) != dnnl_success)
     return false;
+  const dnnl_memory_desc_t *src = &cp->src_md, *dst = &cp->dst_md;
   dnnl_convolution_desc_t cd;
   dnnl_status_t st;
   if (c->form == FORM_FWD)
     st = dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_direct,
-                                                    &src, &w, NULL, &dst, c->strides, c->dilates,
+                                                    src, &w, NULL, dst, c->strides, c->dilates,
                                                     c->pad_l, c->pad_r);
   else if (c->form == FORM_BWD_DATA)
-    st = dnnl_dilated_convolution_backward_data_desc_init(&cd, dnnl_convolution_direct, &src, &w, &dst,
+    st = dnnl_dilated_convolution_backward_data_desc_init(&cd, dnnl_convolution_direct, src, &w, dst,
                                                           c->strides, c->dilates, c->pad_l, c->pad_r);
   else
-    st = dnnl_dilated_convolution_backward_weights_desc_init(&cd, dnnl_convolution_direct, &src, &w,
-                                                             NULL, &dst, c->strides, c->dilates,
+    st = dnnl_dilated_convolution_backward_weights_desc_init(&cd, dnnl_convolution_direct, src, &w,
+                                                             NULL, dst, c->strides, c->dilates,
                                                              c->pad_l, c->pad_r);
   if (st != dnnl_success) return false;
   dnnl_primitive_desc_t pd;
@@ -298,12 +310,14 @@ static bool make_prim(av_conv_dnnl *c, chunk_prim *cp, int64_t n, dnnl_primitive
   const dnnl_memory_desc_t *wm = dnnl_primitive_desc_query_md(
       pd, c->form == FORM_BWD_WEIGHTS ? dnnl_query_diff_weights_md : dnnl_query_weights_md, 0);
   const dnnl_memory_desc_t *sm = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
-  ok = ok && wm;
+  ok = ok && wm && sm;
+  /* both chunk sizes must agree on the weights' format (one reorder serves both) */
   if (ok && c->prims[0].prim && !dnnl_memory_desc_equal(wm, &c->wprim_md)) ok = false;
   if (ok) {
     c->wprim_md = *wm;
     c->wprim_bytes = dnnl_memory_desc_get_size(wm);
-    cp->scratch_bytes = sm ? dnnl_memory_desc_get_size(sm) : 0;
+    cp->scratch_md = *sm;
+    cp->scratch_bytes = dnnl_memory_desc_get_size(sm);
     cp->n = n;
     ok = dnnl_primitive_create(&cp->prim, pd) == dnnl_success;
   }
@@ -311,12 +325,12 @@ static bool make_prim(av_conv_dnnl *c, chunk_prim *cp, int64_t n, dnnl_primitive
   return ok;
 }
 
-/* Our side of the weights reorder: the result's layout (bwd weights), or the dense
- * logical-order buffer gather_weights fills. */
+/* Our side of the weights reorder: the result's layout (bwd weights), the rhs as it is, or
+ * the dense logical-order buffer gather_weights fills (w_gather). */
 static bool our_w_md(const av_conv_dnnl *c, dnnl_memory_desc_t *md) {
   dnnl_dims_t wd, str;
   int wn = w_dims(c, wd);
-  if (c->form == FORM_BWD_WEIGHTS) {
+  if (!c->w_gather) {
     for (int i = 0; i < wn; i++) str[i] = c->w_str[i + (c->G > 1 ? 0 : 1)];
   } else {
     dnnl_dim_t a = 1;
@@ -383,92 +397,84 @@ typedef struct run_job {
   atomic_int failed;
 } run_job;
 
-static bool exec(av_conv_dnnl *c, dnnl_primitive_t prim, int nargs, dnnl_exec_arg_t *args) {
-  dnnl_stream_t st;
-  if (dnnl_stream_create(&st, c->eng, dnnl_stream_default_flags) != dnnl_success) return false;
-  bool ok = dnnl_primitive_execute(prim, st, nargs, args) == dnnl_success &&
-            dnnl_stream_wait(st) == dnnl_success;
-  dnnl_stream_destroy(st);
-  return ok;
+/* The memory objects one thread binds chunk after chunk (data handles set per chunk). */
+typedef struct chunk_mems {
+  dnnl_memory_t src, dst, w, scratch;
+} chunk_mems;
+
+static bool make_mems(const av_conv_dnnl *c, const chunk_prim *cp, chunk_mems *m, void *scratch) {
+  return dnnl_memory_create(&m->src, &cp->src_md, c->eng, DNNL_MEMORY_NONE) == dnnl_success &&
+         dnnl_memory_create(&m->dst, &cp->dst_md, c->eng, DNNL_MEMORY_NONE) == dnnl_success &&
+         dnnl_memory_create(&m->w, &c->wprim_md, c->eng, DNNL_MEMORY_NONE) == dnnl_success &&
+         dnnl_memory_create(&m->scratch, &cp->scratch_md, c->eng, scratch) == dnnl_success;
 }
 
+static void free_mems(chunk_mems *m) {
+  dnnl_memory_t all[4] = {m->src, m->dst, m->w, m->scratch};
+  for (int i = 0; i < 4; i++)
+    if (all[i]) dnnl_memory_destroy(all[i]);
+}
+
+/* Chunks [k0, k1) on this thread: one stream, one scratchpad, memory objects per chunk size. */
 static void run_chunks(void *ctx, int64_t k0, int64_t k1) {
   run_job *j = ctx;
   av_conv_dnnl *c = j->c;
   int saved = omp_get_max_threads();
   omp_set_num_threads(1);
-  for (int64_t k = k0; k < k1; k++) {
+  size_t sb = c->prims[0].scratch_bytes > c->prims[1].scratch_bytes ? c->prims[0].scratch_bytes
+                                                                     : c->prims[1].scratch_bytes;
+  void *scratch = aligned_alloc(64, sb ? (sb + 63) & ~(size_t)63 : 64);
+  chunk_mems mems[2] = {{0}, {0}};
+  bool made[2] = {false, false};
+  dnnl_stream_t st = NULL;
+  bool ok = scratch && dnnl_stream_create(&st, c->eng, dnnl_stream_default_flags) == dnnl_success;
+  for (int64_t k = k0; ok && k < k1; k++) {
     int64_t lo = c->chunk_lo[k], n = c->chunk_lo[k + 1] - lo;
-    chunk_prim *cp = c->prims[0].n == n ? &c->prims[0] : &c->prims[1];
-    dnnl_memory_desc_t smd, dmd;
-    const dnnl_memory_desc_t *scr = NULL;
-    dnnl_memory_t ms = NULL, md = NULL, mw = NULL, mscr = NULL;
-    void *scratch = cp->scratch_bytes ? malloc(cp->scratch_bytes) : NULL;
-    dnnl_memory_desc_t scr_md;
-    bool ok = act_md(c, &smd, n, true) && act_md(c, &dmd, n, false) &&
-              (!cp->scratch_bytes || scratch);
-    if (ok && cp->scratch_bytes) {
-      dnnl_dims_t sd = {(dnnl_dim_t)cp->scratch_bytes};
-      ok = dnnl_memory_desc_init_by_tag(&scr_md, 1, sd, dnnl_u8, dnnl_a) == dnnl_success;
-      scr = &scr_md;
+    int pi = c->prims[0].n == n ? 0 : 1;
+    chunk_mems *m = &mems[pi];
+    if (!made[pi] && !(made[pi] = make_mems(c, &c->prims[pi], m, scratch))) {
+      ok = false;
+      break;
     }
     void *w = c->form == FORM_BWD_WEIGHTS ? j->partials + (size_t)k * j->pstride : j->w;
-    ok = ok && dnnl_memory_create(&ms, &smd, c->eng, j->src + (size_t)(lo * c->src_str[0]) * 4) == dnnl_success &&
-         dnnl_memory_create(&md, &dmd, c->eng, j->dst + (size_t)(lo * c->dst_str[0]) * 4) == dnnl_success &&
-         dnnl_memory_create(&mw, &c->wprim_md, c->eng, w) == dnnl_success &&
-         (!scr || dnnl_memory_create(&mscr, scr, c->eng, scratch) == dnnl_success);
-    if (ok) {
-      dnnl_exec_arg_t a[4];
-      int na = 0;
-      switch (c->form) {
-        case FORM_FWD:
-          a[na++] = (dnnl_exec_arg_t){DNNL_ARG_SRC, ms};
-          a[na++] = (dnnl_exec_arg_t){DNNL_ARG_WEIGHTS, mw};
-          a[na++] = (dnnl_exec_arg_t){DNNL_ARG_DST, md};
-          break;
-        case FORM_BWD_DATA:
-          a[na++] = (dnnl_exec_arg_t){DNNL_ARG_DIFF_SRC, ms};
-          a[na++] = (dnnl_exec_arg_t){DNNL_ARG_WEIGHTS, mw};
-          a[na++] = (dnnl_exec_arg_t){DNNL_ARG_DIFF_DST, md};
-          break;
-        case FORM_BWD_WEIGHTS:
-          a[na++] = (dnnl_exec_arg_t){DNNL_ARG_SRC, ms};
-          a[na++] = (dnnl_exec_arg_t){DNNL_ARG_DIFF_WEIGHTS, mw};
-          a[na++] = (dnnl_exec_arg_t){DNNL_ARG_DIFF_DST, md};
-          break;
-      }
-      if (mscr) a[na++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, mscr};
-      ok = exec(c, cp->prim, na, a);
-    }
-    if (ms) dnnl_memory_destroy(ms);
-    if (md) dnnl_memory_destroy(md);
-    if (mw) dnnl_memory_destroy(mw);
-    if (mscr) dnnl_memory_destroy(mscr);
-    free(scratch);
-    if (!ok) atomic_store(&j->failed, 1);
+    ok = dnnl_memory_set_data_handle(m->src, j->src + (size_t)(lo * c->src_str[0]) * 4) == dnnl_success &&
+         dnnl_memory_set_data_handle(m->dst, j->dst + (size_t)(lo * c->dst_str[0]) * 4) == dnnl_success &&
+         dnnl_memory_set_data_handle(m->w, w) == dnnl_success;
+    int src_arg = c->form == FORM_BWD_DATA ? DNNL_ARG_DIFF_SRC : DNNL_ARG_SRC;
+    int w_arg = c->form == FORM_BWD_WEIGHTS ? DNNL_ARG_DIFF_WEIGHTS : DNNL_ARG_WEIGHTS;
+    int dst_arg = c->form == FORM_FWD ? DNNL_ARG_DST : DNNL_ARG_DIFF_DST;
+    dnnl_exec_arg_t a[4] = {{src_arg, m->src}, {w_arg, m->w}, {dst_arg, m->dst},
+                            {DNNL_ARG_SCRATCHPAD, m->scratch}};
+    ok = ok && dnnl_primitive_execute(c->prims[pi].prim, st, 4, a) == dnnl_success;
   }
+  ok = ok && dnnl_stream_wait(st) == dnnl_success;
+  for (int i = 0; i < 2; i++) free_mems(&mems[i]);
+  if (st) dnnl_stream_destroy(st);
+  free(scratch);
+  if (!ok) atomic_store(&j->failed, 1);
   omp_set_num_threads(saved);
 }
 
-/* dense logical-order weights (g, oc, ic, spatial) from our view, reversed where asked */
-static void gather_weights(const av_conv_dnnl *c, const float *src, float *dst) {
+/* dense logical-order weights (g, oc, ic, spatial) from our view, reversed where asked;
+ * tab: room for one offset per kernel position */
+static void gather_weights(const av_conv_dnnl *c, const float *src, float *dst, int64_t *tab) {
   int64_t ks = prod(c->k_sp, c->ns);
-  int64_t i = 0;
+  int64_t idx[MAX_SP] = {0};
+  for (int64_t w = 0; w < ks; w++) {
+    int64_t off = 0;
+    for (int s = 0; s < c->ns; s++)
+      off += (c->w_flip[s] ? c->k_sp[s] - 1 - idx[s] : idx[s]) * c->w_str[3 + s];
+    tab[w] = off;
+    for (int s = c->ns - 1; s >= 0; s--) {
+      if (++idx[s] < c->k_sp[s]) break;
+      idx[s] = 0;
+    }
+  }
   for (int64_t g = 0; g < c->G; g++)
     for (int64_t o = 0; o < c->OC; o++)
       for (int64_t ic = 0; ic < c->IC; ic++) {
         const float *base = src + g * c->w_str[0] + o * c->w_str[1] + ic * c->w_str[2];
-        int64_t idx[MAX_SP] = {0};
-        for (int64_t w = 0; w < ks; w++) {
-          int64_t off = 0;
-          for (int s = 0; s < c->ns; s++)
-            off += (c->w_flip[s] ? c->k_sp[s] - 1 - idx[s] : idx[s]) * c->w_str[3 + s];
-          dst[i++] = base[off];
-          for (int s = c->ns - 1; s >= 0; s--) {
-            if (++idx[s] < c->k_sp[s]) break;
-            idx[s] = 0;
-          }
-        }
+        for (int64_t w = 0; w < ks; w++) *dst++ = base[tab[w]];
       }
 }
 
@@ -477,18 +483,27 @@ static bool reorder(av_conv_dnnl *c, void *from, void *to) {
   bool out = c->form == FORM_BWD_WEIGHTS;
   if (!our_w_md(c, &ours)) return false;
   dnnl_memory_t mf = NULL, mt = NULL;
+  dnnl_stream_t st = NULL;
   bool ok = dnnl_memory_create(&mf, out ? &c->wprim_md : &ours, c->eng, from) == dnnl_success &&
-            dnnl_memory_create(&mt, out ? &ours : &c->wprim_md, c->eng, to) == dnnl_success;
+            dnnl_memory_create(&mt, out ? &ours : &c->wprim_md, c->eng, to) == dnnl_success &&
+            dnnl_stream_create(&st, c->eng, dnnl_stream_default_flags) == dnnl_success;
   if (ok) {
     dnnl_exec_arg_t a[2] = {{DNNL_ARG_FROM, mf}, {DNNL_ARG_TO, mt}};
     int saved = omp_get_max_threads();
     omp_set_num_threads(1);
-    ok = exec(c, c->wreorder, 2, a);
+    ok = dnnl_primitive_execute(c->wreorder, st, 2, a) == dnnl_success &&
+         dnnl_stream_wait(st) == dnnl_success;
     omp_set_num_threads(saved);
   }
+  if (st) dnnl_stream_destroy(st);
   if (mf) dnnl_memory_destroy(mf);
   if (mt) dnnl_memory_destroy(mt);
   return ok;
+}
+
+/* acc[i] += p[i] */
+static AV_CLONES void add_into(float *restrict acc, const float *restrict p, size_t n) {
+  for (size_t i = 0; i < n; i++) acc[i] += p[i];
 }
 
 av_code av_conv_dnnl_run(av_conv_dnnl *c, struct av_thread_pool *pool, const av_view *lhs,
@@ -506,11 +521,16 @@ av_code av_conv_dnnl_run(av_conv_dnnl *c, struct av_thread_pool *pool, const av_
     j.partials = aligned_alloc(64, (size_t)c->nchunks * j.pstride);
     if (!j.partials) goto oom;
   } else {
-    plain = malloc((size_t)c->w_elems * 4);
     wprim = aligned_alloc(64, wprim_alloc);
-    if (!plain || !wprim) goto oom;
-    gather_weights(c, views[c->w_view]->data, plain);
-    if (!reorder(c, plain, wprim)) goto fail;
+    if (!wprim) goto oom;
+    void *from = views[c->w_view]->data;
+    if (c->w_gather) {
+      plain = malloc((size_t)c->w_elems * 4 + (size_t)prod(c->k_sp, c->ns) * sizeof(int64_t));
+      if (!plain) goto oom;
+      gather_weights(c, from, plain, (int64_t *)(void *)((float *)plain + c->w_elems));
+      from = plain;
+    }
+    if (!reorder(c, from, wprim)) goto fail;
     j.w = wprim;
   }
   av_parallel_for(pool, c->nchunks, 1, 1, run_chunks, &j);
@@ -518,11 +538,8 @@ av_code av_conv_dnnl_run(av_conv_dnnl *c, struct av_thread_pool *pool, const av_
   if (c->form == FORM_BWD_WEIGHTS) {
     /* partials summed in chunk order (the same for every thread count) */
     float *acc = (float *)(void *)j.partials;
-    size_t n = c->wprim_bytes / 4;
-    for (int k = 1; k < c->nchunks; k++) {
-      const float *p = (const float *)(const void *)(j.partials + (size_t)k * j.pstride);
-      for (size_t i = 0; i < n; i++) acc[i] += p[i];
-    }
+    for (int k = 1; k < c->nchunks; k++)
+      add_into(acc, (const float *)(const void *)(j.partials + (size_t)k * j.pstride), c->wprim_bytes / 4);
     if (!reorder(c, acc, views[c->w_view]->data)) goto fail;
   }
   goto done;

@@ -32,8 +32,9 @@ fi
 .venv/bin/pip install -q --upgrade pip
 .venv/bin/pip install -q "$JAX_SPEC" numpy ml_dtypes pytest scikit-build-core
 # flax + optax: the tests train a flax model with an optax optimizer on anvil;
-# matplotlib: bench/run.py plots the anvil/XLA ratios.
-.venv/bin/pip install -q flax optax matplotlib
+# matplotlib: bench/run.py plots the anvil/XLA ratios; flatbuffers: jax.export's
+# Exported.serialize (tests/python/test_jax_export_platforms.py).
+.venv/bin/pip install -q flax optax matplotlib flatbuffers
 # PyTorch/XLA (about 7 GB with torch's CUDA dependencies, the only torch 2.9.0 build on PyPI):
 # only when asked, e.g. ANVIL_WITH_TORCH=1 (CI does), since JAX users do not need it.
 if [ "${ANVIL_WITH_TORCH:-0}" = 1 ]; then

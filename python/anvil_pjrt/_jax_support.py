@@ -10,7 +10,7 @@ a JAX version that moved things still gets a working (if less capable) backend.
 
 import logging
 
-from . import _jax_callbacks, _jax_lowerings
+from . import _jax_callbacks, _jax_export, _jax_lowerings
 
 logger = logging.getLogger(__name__)
 
@@ -32,6 +32,7 @@ def register(library_path, options):
     _enable_persistent_cache()
     _jax_lowerings.register(PLATFORM)
     _jax_callbacks.register(PLATFORM)
+    _jax_export.register(PLATFORM)
 
 
 def _distributed_options():

@@ -1,6 +1,7 @@
 /* Lowering of while / if / case: their regions become nested block plans. */
 #include <string.h>
 
+#include "compiler/attrs.h"
 #include "compiler/lower_internal.h"
 #include "runtime/scalar_prog.h"
 
@@ -79,6 +80,52 @@ static bool lower_while(av_lower *c, const av_op *op) {
   return true;
 }
 
+/* The value of an integer scalar known while lowering: a constant, an integer convert of one,
+ * a result of a `case` whose selector is known (its branch's returned value), or an argument
+ * of a function being inlined whose call passes a known value. This is how a multi-platform
+ * jax.export artifact selects its platform: main passes a constant platform index, through
+ * `case` ops and calls, to the `case` of each platform-dependent op. */
+enum { KNOWN_MAX_DEPTH = 32 };
+
+static bool known_index(const av_lower *c, const av_value *v, int depth, int64_t *out) {
+  if (!v || depth > KNOWN_MAX_DEPTH || !v->type || v->type->kind != AV_TYPE_TENSOR ||
+      v->type->rank != 0 || !av_dtype_is_int(v->type->dtype))
+    return false;
+  const av_op *d = v->def;
+  if (!d) {
+    for (int i = c->inline_depth - 1; i >= 0; i--) {
+      const av_func *fn = c->inline_stack[i];
+      if (fn->body.nblocks != 1 || v->owner != &fn->body.blocks[0]) continue;
+      const av_op *call = c->inline_calls[i];
+      return v->index < call->noperands && known_index(c, call->operands[v->index], depth + 1, out);
+    }
+    return false;
+  }
+  switch (d->code) {
+    case AV_OP_CONSTANT: {
+      int64_t raw[2] = {0, 0}; /* room for any integer element */
+      const av_attr *a = av_op_dense_attr(d);
+      if (!a || !av_attr_dense_copy(a, v->type->dtype, 1, raw)) return false;
+      *out = av_read_index(raw, v->type->dtype);
+      return true;
+    }
+    case AV_OP_CONVERT:
+      return d->noperands == 1 && known_index(c, d->operands[0], depth + 1, out);
+    case AV_OP_CASE: {
+      int64_t idx;
+      if (d->noperands != 1 || d->nregions < 1 || !known_index(c, d->operands[0], depth + 1, &idx))
+        return false;
+      if (idx < 0 || idx >= (int64_t)d->nregions) idx = (int64_t)d->nregions - 1;
+      const av_region *r = &d->regions[idx];
+      const av_op *term = r->nblocks == 1 ? r->blocks[0].last : NULL;
+      return term && v->index < term->noperands &&
+             known_index(c, term->operands[v->index], depth + 1, out);
+    }
+    default:
+      return false;
+  }
+}
+
 static bool lower_branches(av_lower *c, const av_op *op, bool is_if) {
   if (op->noperands != 1) return AV_INVALID(c, "expected one operand");
   const av_slot_type *it = av_tensor_of(c, op->operands[0], "selector");
@@ -90,6 +137,22 @@ static bool lower_branches(av_lower *c, const av_op *op, bool is_if) {
   av_branch_params *p = av_lower_alloc(c, sizeof *p);
   const av_block_plan **br = av_lower_alloc(c, op->nregions * sizeof *br);
   if (!p || !br) return false;
+  /* A `case` whose selector is known runs one branch: only it is lowered (the others may hold
+   * what only another platform runs, e.g. a TPU custom call), as one branch that any index
+   * selects. */
+  int64_t known;
+  if (!is_if && known_index(c, op->operands[0], 0, &known)) {
+    if (known < 0 || known >= (int64_t)op->nregions) known = (int64_t)op->nregions - 1;
+    const av_region *r = &op->regions[known];
+    if (!check_args(c, r, "branch", 0, NULL) || !check_returns(c, r, "branch", op)) return false;
+    br[0] = av_lower_region(c, r);
+    if (!br[0]) return false;
+    p->nbranches = 1;
+    p->branches = br;
+    p->index_dtype = it->dtype;
+    p->is_if = false;
+    return av_emit_op(c, av_step_branch, p) != NULL;
+  }
   for (uint32_t r = 0; r < op->nregions; r++) {
     if (!check_args(c, &op->regions[r], "branch", 0, NULL) ||
         !check_returns(c, &op->regions[r], "branch", op))
@@ -132,6 +195,7 @@ bool av_lower_inline_call(av_lower *c, const av_op *op, const av_func *fn, bool 
   av_region_step_params *p = av_lower_alloc(c, sizeof *p);
   if (!p) return false;
   p->isolated = true; /* a function body sees only its arguments */
+  c->inline_calls[c->inline_depth] = op;
   c->inline_stack[c->inline_depth++] = fn;
   p->block = av_lower_region(c, &fn->body);
   c->inline_depth--;

@@ -47,6 +47,7 @@ typedef struct av_lower {
    * last, and the ops inlined so far */
   const struct av_func *lowering_fn;
   const struct av_func *inline_stack[4];
+  const av_op *inline_calls[4]; /* the call op of each inline_stack entry */
   int inline_depth;
   uint64_t inlined_ops;
 } av_lower;

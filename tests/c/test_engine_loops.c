@@ -684,9 +684,64 @@ static void test_recursion_and_deep_call_chains(void **state) {
   av_program_free(p);
 }
 
+/* A `case` whose selector is known at compile time (a constant passed through a case and a call,
+ * as a multi-platform jax.export artifact selects its platform) runs its branch, and the other
+ * branches, which may hold custom calls only another platform runs, are not compiled. With a
+ * selector from an argument, the unsupported custom call is refused at compile time. */
+static void test_case_on_a_known_selector(void **state) {
+  (void)state;
+  static const char text[] =
+      "func.func public @main(%x: tensor<f32>) -> tensor<f32> {\n"
+      "  %z = \"stablehlo.constant\"() {value = dense<0> : tensor<i32>} : () -> tensor<i32>\n"
+      "  %i = \"stablehlo.case\"(%z) ({\n"
+      "    %one = \"stablehlo.constant\"() {value = dense<1> : tensor<i32>} : () -> tensor<i32>\n"
+      "    \"stablehlo.return\"(%one) : (tensor<i32>) -> ()\n"
+      "  }) : (tensor<i32>) -> tensor<i32>\n"
+      "  %r = \"func.call\"(%i, %x) {callee = @f} : (tensor<i32>, tensor<f32>) -> tensor<f32>\n"
+      "  \"func.return\"(%r) : (tensor<f32>) -> ()\n"
+      "}\n"
+      "func.func private @f(%p: tensor<i32>, %x: tensor<f32>) -> tensor<f32> {\n"
+      "  %r = \"stablehlo.case\"(%p) ({\n"
+      "    %t = \"stablehlo.custom_call\"(%x) {call_target_name = \"OnlyOnTpu\"} : (tensor<f32>) -> tensor<f32>\n"
+      "    \"stablehlo.return\"(%t) : (tensor<f32>) -> ()\n"
+      "  }, {\n"
+      "    %t = \"stablehlo.add\"(%x, %x) : (tensor<f32>, tensor<f32>) -> tensor<f32>\n"
+      "    \"stablehlo.return\"(%t) : (tensor<f32>) -> ()\n"
+      "  }) : (tensor<i32>) -> tensor<f32>\n"
+      "  \"func.return\"(%r) : (tensor<f32>) -> ()\n"
+      "}\n";
+  av_program *p = compile(text);
+  float x = 1.5f;
+  av_tensor in[1] = {input(AV_DT_F32, 0, 1, &x, 4)};
+  av_tensor out[1];
+  memset(out, 0, sizeof out);
+  run(p, in, out);
+  assert_true(*(const float *)out[0].storage->data == 3.0f);
+  av_storage_release(out[0].storage);
+  av_storage_release(in[0].storage);
+  av_program_free(p);
+
+  static const char unknown[] =
+      "func.func public @main(%p: tensor<i32>, %x: tensor<f32>) -> tensor<f32> {\n"
+      "  %r = \"stablehlo.case\"(%p) ({\n"
+      "    %t = \"stablehlo.custom_call\"(%x) {call_target_name = \"OnlyOnTpu\"} : (tensor<f32>) -> tensor<f32>\n"
+      "    \"stablehlo.return\"(%t) : (tensor<f32>) -> ()\n"
+      "  }, {\n"
+      "    \"stablehlo.return\"(%x) : (tensor<f32>) -> ()\n"
+      "  }) : (tensor<i32>) -> tensor<f32>\n"
+      "  \"func.return\"(%r) : (tensor<f32>) -> ()\n"
+      "}\n";
+  av_diag d;
+  av_diag_init(&d);
+  assert_null(av_program_compile("mlir", 4, unknown, strlen(unknown), NULL, &d));
+  assert_int_equal(d.code, AV_UNIMPLEMENTED);
+  assert_non_null(strstr(d.msg, "OnlyOnTpu"));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_scalar_loop),
+      cmocka_unit_test(test_case_on_a_known_selector),
       cmocka_unit_test(test_scalar_loop_inline_ops),
       cmocka_unit_test(test_array_loop_program),
       cmocka_unit_test(test_scan_loop_program),

@@ -36,11 +36,15 @@ def register(platform=PLATFORM):
 
     def call_exported_lowering(ctx, *args, exported):
         platforms = tuple(ctx.module_context.platforms)
-        if platform in platforms and platform not in exported.platforms \
-                and ALIAS_OF in exported.platforms:
-            aliased = tuple(ALIAS_OF if p == platform else p for p in platforms)
-            ctx = ctx.replace(module_context=ctx.module_context.replace(platforms=aliased))
-        return generic(ctx, *args, exported=exported)
+        if platform not in platforms or platform in exported.platforms \
+                or ALIAS_OF not in exported.platforms:
+            return generic(ctx, *args, exported=exported)
+        aliased = tuple(ALIAS_OF if p == platform else p for p in platforms)
+        inner = ctx.replace(module_context=ctx.module_context.replace(platforms=aliased))
+        results = generic(inner, *args, exported=exported)
+        if getattr(inner, "tokens_out", None) is not None:  # ordered effects' tokens
+            ctx.set_tokens_out(inner.tokens_out)
+        return results
 
     try:
         mlir.register_lowering(prim, call_exported_lowering, platform=platform)

@@ -129,6 +129,11 @@ def _emit(ctx, callback, token, operands, operand_avals, result_avals, *, has_si
     from jax._src.interpreters import mlir
 
     cid = _register(callback, operand_avals, result_avals)
+    # Tells JAX the program calls back into this process, as its CPU lowering does: among
+    # other things, JAX then never stores the executable in the persistent compilation cache,
+    # where another process would find callback ids that mean nothing (or something else) to
+    # it.
+    ctx.module_context.add_host_callback(callback)
     types = [mlir.aval_to_ir_type(ctx.module_context, a) for a in result_avals]
     ops = list(operands)
     if token is not None:

@@ -70,20 +70,33 @@ def _enable_donation():
 def _enable_persistent_cache():
     """JAX's persistent compilation cache (``jax_compilation_cache_dir``) stores executables
     through PJRT_Executable_Serialize and loads them with DeserializeAndLoad; anvil supports
-    both, but ``compilation_cache.is_cache_used`` accepts only tpu/gpu/cpu/neuron by name."""
+    both, but ``compilation_cache.is_cache_used`` accepts only tpu/gpu/cpu/neuron by name. It
+    gets anvil's backend under the name "cpu", so that everything else it does (its
+    once-per-task check, the tasks_using_cache / task_disabled_cache metrics) is JAX's own."""
     try:
         from jax._src import compilation_cache as cc
     except ImportError:  # pragma: no cover - depends on the JAX version
         return
     original = getattr(cc, "is_cache_used", None)
-    enabled = getattr(cc, "_is_cache_enabled", None)
-    if original is None or enabled is None or getattr(original, "_anvil", False):
+    if original is None or getattr(original, "_anvil", False):
         return
 
     def is_cache_used(backend):
         if getattr(backend, "platform", None) == PLATFORM:
-            return bool(enabled())
+            backend = _NamedAsCpu(backend)
         return original(backend)
 
     is_cache_used._anvil = True
     cc.is_cache_used = is_cache_used
+
+
+class _NamedAsCpu:
+    """A backend seen under the platform name "cpu"; every other attribute is the backend's."""
+
+    def __init__(self, backend):
+        self._backend = backend
+
+    platform = "cpu"
+
+    def __getattr__(self, name):
+        return getattr(self._backend, name)

@@ -35,6 +35,9 @@ typedef struct av_compile_options {
   int64_t *device_assignment;
   bool use_spmd_partitioning;
   bool use_shardy_partitioner;
+  /* DebugOptions.xla_dump_to, or the xla_dump_to compile option: where to dump what is
+   * compiled ("-": stdout); malloc'd, NULL when unset */
+  char *dump_to;
 } av_compile_options;
 
 typedef struct av_program av_program;

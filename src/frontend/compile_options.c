@@ -11,13 +11,18 @@
  * computation_devices[partition].replica_device_ids[replica] is the device of that
  * (replica, partition); anvil stores it at [replica * num_partitions + partition].
  *
+ *   ExecutableBuildOptionsProto  3: debug_options (DebugOptions)
+ *   DebugOptions               109: xla_dump_to (string; XLA_FLAGS=--xla_dump_to=DIR sets it)
+ *
  *   CompileOptionsProto          7: env_option_overrides (map<string, OptionOverrideProto>)
  *   OptionOverrideProto          1: string_field, 2: bool_field, 3: int_field, 4: double_field
  *
  * env_option_overrides are JAX's `compiler_options`: XLA applies each one to its DebugOptions
  * by field name and refuses unknown names and values of the wrong type. anvil has no such
  * options, but refuses the same way so that typos do not pass silently: a name must look
- * like an XLA debug option (xla_...), and the value of a known option must fit its type. */
+ * like an XLA debug option (xla_...), and the value of a known option must fit its type. One is
+ * used: xla_dump_to (JAX's compiler_options={"xla_dump_to": DIR}), which wins over the
+ * DebugOptions field. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -108,6 +113,34 @@ static av_code read_assignment(const av_pb_field *f, av_compile_options *out, av
   return AV_OK;
 }
 
+/* Replaces out->dump_to with a copy of the given bytes (an empty string clears it). */
+static av_code set_dump_to(av_compile_options *out, const void *s, size_t n, av_diag *d) {
+  free(out->dump_to);
+  out->dump_to = NULL;
+  if (n == 0) return AV_OK;
+  if (n > 4096) return bad(d, "xla_dump_to is longer than 4096 bytes");
+  if (memchr(s, '\0', n)) return bad(d, "xla_dump_to holds a NUL byte");
+  out->dump_to = malloc(n + 1);
+  if (!out->dump_to) return av_diag_set(d, AV_RESOURCE_EXHAUSTED, "compile options: out of memory");
+  memcpy(out->dump_to, s, n);
+  out->dump_to[n] = '\0';
+  return AV_OK;
+}
+
+static av_code read_debug_options(const av_pb_field *f, av_compile_options *out, av_diag *d) {
+  av_pb_cursor c;
+  av_pb_sub(&c, f);
+  av_pb_field g;
+  const char *err = NULL;
+  int r = 0;
+  while ((r = av_pb_next(&c, &g, &err)) == 1)
+    if (g.num == 109 && g.wire == AV_PB_LEN) {
+      av_code code = set_dump_to(out, g.data, g.len, d);
+      if (code != AV_OK) return code;
+    }
+  return r < 0 ? bad(d, err) : AV_OK;
+}
+
 static av_code read_build_options(const av_pb_field *f, av_compile_options *out, av_diag *d) {
   av_pb_cursor c;
   av_pb_sub(&c, f);
@@ -124,6 +157,9 @@ static av_code read_build_options(const av_pb_field *f, av_compile_options *out,
       if (g.num == 19) out->use_shardy_partitioner = g.u64 != 0;
     } else if (g.num == 9 && g.wire == AV_PB_LEN) {
       av_code code = read_assignment(&g, out, d, &da_rep, &da_comp);
+      if (code != AV_OK) return code;
+    } else if (g.num == 3 && g.wire == AV_PB_LEN) {
+      av_code code = read_debug_options(&g, out, d);
       if (code != AV_OK) return code;
     }
   }
@@ -177,8 +213,9 @@ static const struct {
 
 static const char *const TYPE_NAMES[] = {"bool", "int32", "string"};
 
-/* One map entry: key (1) and OptionOverrideProto (2). */
-static av_code check_option(const av_pb_field *entry, av_diag *d) {
+/* One map entry: key (1) and OptionOverrideProto (2). An xla_dump_to string is copied to
+ * *dump_to (malloc'd; replaces what it held). */
+static av_code check_option(const av_pb_field *entry, char **dump_to, av_diag *d) {
   av_pb_cursor c;
   av_pb_sub(&c, entry);
   av_pb_field g;
@@ -203,12 +240,16 @@ static av_code check_option(const av_pb_field *entry, av_diag *d) {
   /* the value's kind and its text (as XLA prints it in messages) */
   int kind = 0;
   char text[96] = "";
+  const void *str = NULL; /* the string value, whole */
+  size_t str_len = 0;
   av_pb_field v;
   if (value) {
     av_pb_sub(&c, value);
     while ((r = av_pb_next(&c, &v, &err)) == 1) {
       if (v.num == 1 && v.wire == AV_PB_LEN) {
         kind = 1;
+        str = v.data;
+        str_len = v.len;
         size_t n = v.len < sizeof text - 1 ? v.len : sizeof text - 1;
         memcpy(text, v.data, n);
         text[n] = '\0';
@@ -246,6 +287,12 @@ static av_code check_option(const av_pb_field *entry, av_diag *d) {
                          name, text, TYPE_NAMES[t]);
     break;
   }
+  if (kind == 1 && strcmp(name, "xla_dump_to") == 0) {
+    av_compile_options tmp = {.dump_to = *dump_to};
+    av_code code = set_dump_to(&tmp, str, str_len, d);
+    *dump_to = tmp.dump_to;
+    if (code != AV_OK) return code;
+  }
   return AV_OK;
 }
 
@@ -261,11 +308,18 @@ av_code av_compile_options_parse(const void *data, size_t size, av_compile_optio
   const char *err = NULL;
   int r = 0;
   av_code code = AV_OK;
+  char *dump_override = NULL; /* compiler_options' xla_dump_to wins, wherever it comes */
   while (code == AV_OK && (r = av_pb_next(&c, &f, &err)) == 1) {
     if (f.num == 3 && f.wire == AV_PB_LEN) code = read_build_options(&f, out, d);
-    if (f.num == 7 && f.wire == AV_PB_LEN) code = check_option(&f, d);
+    if (f.num == 7 && f.wire == AV_PB_LEN) code = check_option(&f, &dump_override, d);
   }
   if (code == AV_OK && r < 0) code = bad(d, err);
+  if (code == AV_OK && dump_override) {
+    free(out->dump_to);
+    out->dump_to = dump_override;
+    dump_override = NULL;
+  }
+  free(dump_override);
   if (code != AV_OK) av_compile_options_free(out);
   return code;
 }
@@ -273,4 +327,6 @@ av_code av_compile_options_parse(const void *data, size_t size, av_compile_optio
 void av_compile_options_free(av_compile_options *o) {
   free(o->device_assignment);
   o->device_assignment = NULL;
+  free(o->dump_to);
+  o->dump_to = NULL;
 }

@@ -266,7 +266,10 @@ PJRT_Error *av_compile_loaded(PJRT_Client *client, const char *fn, const char *f
   PJRT_Error *err = compile_core(fn, client->num_all_devices, format, format_size, code, code_size,
                                  options, options_size, &core);
   if (err) return err;
-  if (client->dump_dir) av_dump_program(client->dump_dir, core);
+  if (client->dump_dir) av_dump_program(client->dump_dir, "ANVIL_DUMP_DIR", core);
+  const char *xla_dir = core->options.dump_to;
+  if (xla_dir && !(client->dump_dir && strcmp(client->dump_dir, xla_dir) == 0))
+    av_dump_program(xla_dir, "xla_dump_to", core);
   return load_core(client, core, &core->options, out);
 }
 
@@ -283,6 +286,7 @@ PJRT_Error *av_PJRT_Compile(PJRT_Compile_Args *args) {
                                  prog->code, prog->code_size, args->compile_options,
                                  args->compile_options_size, &core);
   if (err) return err;
+  if (core->options.dump_to) av_dump_program(core->options.dump_to, "xla_dump_to", core);
   PJRT_Executable *e = calloc(1, sizeof *e);
   if (!e) {
     av_exec_core_release(core);

@@ -368,7 +368,9 @@ const char *av_pjrt_type_name(PJRT_Buffer_Type t);
 
 /* Writes the compiled program as StableHLO text to dir/<name>.<fingerprint>.mlir. Failures are
  * reported on stderr only: dumping is a debugging aid and never fails a compile. */
-void av_dump_program(const char *dir, const av_exec_core *core);
+/* Writes the program's text into `dir` (created if missing; "-" is stdout); `why` names the
+ * setting that asked for it in messages. */
+void av_dump_program(const char *dir, const char *why, const av_exec_core *core);
 
 /* ------------------------------------------------------------------ trace */
 

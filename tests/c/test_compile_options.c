@@ -104,11 +104,44 @@ static void test_empty_and_handmade(void **s) {
   assert_int_equal(av_compile_options_parse(junk, sizeof junk, &o, &d), AV_INVALID_ARGUMENT);
 }
 
+/* xla_dump_to: DebugOptions field 109 (XLA_FLAGS=--xla_dump_to=...), overridden by the
+ * xla_dump_to compile option (JAX's compiler_options) wherever it comes in the message. */
+static void test_dump_to(void **s) {
+  (void)s;
+  av_compile_options o;
+  av_diag d;
+  av_diag_init(&d);
+  /* {3: {3: {109: "/d1"}}} */
+  const unsigned char debug[] = {0x1a, 0x08, 0x1a, 0x06, 0xea, 0x06, 0x03, '/', 'd', '1'};
+  assert_int_equal(av_compile_options_parse(debug, sizeof debug, &o, &d), AV_OK);
+  assert_non_null(o.dump_to);
+  assert_string_equal(o.dump_to, "/d1");
+  av_compile_options_free(&o);
+  assert_null(o.dump_to);
+  /* {7: {1: "xla_dump_to", 2: {1: "/d2"}}} then the debug options above */
+  unsigned char both[22 + sizeof debug] = {0x3a, 0x14, 0x0a, 0x0b, 'x', 'l', 'a', '_', 'd', 'u',
+                                           'm', 'p', '_', 't', 'o', 0x12, 0x05, 0x0a, 0x03, '/',
+                                           'd', '2'};
+  memcpy(both + 22, debug, sizeof debug);
+  av_diag_init(&d);
+  assert_int_equal(av_compile_options_parse(both, sizeof both, &o, &d), AV_OK);
+  assert_string_equal(o.dump_to, "/d2");
+  av_compile_options_free(&o);
+  /* a NUL byte inside the path is refused */
+  unsigned char nul[sizeof debug];
+  memcpy(nul, debug, sizeof debug);
+  nul[8] = '\0';
+  av_diag_init(&d);
+  assert_int_equal(av_compile_options_parse(nul, sizeof nul, &o, &d), AV_INVALID_ARGUMENT);
+  assert_null(o.dump_to);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_jax_2x4),
       cmocka_unit_test(test_jax_1x1),
       cmocka_unit_test(test_empty_and_handmade),
+      cmocka_unit_test(test_dump_to),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(build-essential clang cmake ninja-build pkg-config
               libcmocka-dev libdnnl-dev libopenblas-dev libprotobuf-c-dev protobuf-c-compiler
-              python3-venv libgloo-dev)
+              python3-venv libgloo-dev libopenmpi-dev openmpi-bin)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -120,9 +120,10 @@ static PJRT_Error *parse_options(const char *fn, const PJRT_NamedValue *opts, si
   AV_REQUIRE(o->node_id < o->num_nodes, AV_INVALID_ARGUMENT,
              "%s: create option node_id = %lld is not below num_nodes = %lld", fn,
              (long long)o->node_id, (long long)o->num_nodes);
-  AV_REQUIRE(strcmp(o->collectives, "gloo") == 0, AV_INVALID_ARGUMENT,
+  AV_REQUIRE(strcmp(o->collectives, "gloo") == 0 || strcmp(o->collectives, "mpi") == 0,
+             AV_INVALID_ARGUMENT,
              "%s: collectives '%s' (create option 'collectives' / ANVIL_COLLECTIVES) is not "
-             "available; anvil has 'gloo'",
+             "available; anvil has 'gloo' and 'mpi'",
              fn, o->collectives);
   return NULL;
 }
@@ -383,7 +384,8 @@ PJRT_Error *av_distributed_init(PJRT_Client *c, const PJRT_Client_Create_Args *a
                              o->gloo_hostname, o->gloo_interface, prefix};
   av_diag d;
   av_diag_init(&d);
-  av_transport *t = av_transport_gloo_new(&store, &cfg, &d);
+  av_transport *t = strcmp(o->collectives, "mpi") == 0 ? av_transport_mpi_new(&cfg, &d)
+                                                       : av_transport_gloo_new(&store, &cfg, &d);
   if (!t) {
     free(kv);
     return av_error_new(d.code, "%s: process %d of %d: %s", fn, c->process_index,

@@ -72,4 +72,9 @@ av_transport *av_transport_gloo_new(const av_kv_store *kv, const av_transport_co
 /* Whether this build has gloo. */
 bool av_transport_gloo_available(void);
 
+/* Open MPI (runtime/transport_mpi.c), loaded now: for processes started by mpirun / srun,
+ * whose MPI ranks are their process indices. NULL with `d` set otherwise. */
+av_transport *av_transport_mpi_new(const av_transport_config *cfg, av_diag *d);
+bool av_transport_mpi_available(void);
+
 #endif

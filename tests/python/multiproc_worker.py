@@ -1,6 +1,7 @@
 """One process of a multi-process JAX job on anvil, started by test_multiprocess.py.
 
     python multiproc_worker.py SCENARIO PROCESS_ID NUM_PROCESSES COORDINATOR_ADDRESS
+    mpirun -n N python multiproc_worker.py SCENARIO auto   (ids from MPI's environment)
 
 Prints one line 'RESULT <json>' with what this process computed (its own devices' shards);
 the test checks it against numpy. A failing case is recorded as "ERROR: ..." rather than
@@ -199,8 +200,22 @@ def killed(pid, nproc, out):
 
 
 def main():
-    scenario, pid, nproc, coordinator = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+    scenario = sys.argv[1]
     out = {}
+    if sys.argv[2] == "auto":  # under mpirun / srun: JAX reads everything from the launcher
+        import jax
+
+        jax.distributed.initialize(initialization_timeout=120)
+        pid, nproc = jax.process_index(), jax.process_count()
+        os.environ["ANVIL_TEST_COORDINATOR"] = "127.0.0.1:1"
+        try:
+            {"collectives": collectives}[scenario](pid, nproc, out)
+        except Exception:
+            out["fatal"] = traceback.format_exc()[-3000:]
+        with open(os.path.join(os.environ["ANVIL_TEST_RESULT_DIR"], "%d.json" % pid), "w") as f:
+            json.dump(out, f)
+        return
+    pid, nproc, coordinator = int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
     os.environ["ANVIL_TEST_COORDINATOR"] = coordinator
     if scenario == "mlp_reference":
         mlp_reference(out)

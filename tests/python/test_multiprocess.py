@@ -221,6 +221,33 @@ def test_two_hosts_joined_by_a_veth_pair(two_hosts):
     assert [parse(out, pid)["address"] for pid, (rc, out) in enumerate(outs)] == addrs
 
 
+def test_mpirun_with_the_mpi_transport(tmp_path):
+    """Launched by Open MPI's mpirun: jax.distributed.initialize() takes the ranks from it,
+    and ANVIL_COLLECTIVES=mpi runs the collectives on MPI instead of gloo."""
+    mpirun = shutil.which("mpirun")
+    if not mpirun:
+        pytest.skip("mpirun (Open MPI) not installed")
+    env = job_env(2, {"ANVIL_COLLECTIVES": "mpi", "ANVIL_TEST_RESULT_DIR": str(tmp_path)})
+    cmd = [mpirun, "-n", "2", "--oversubscribe"]
+    if os.geteuid() == 0:
+        cmd.append("--allow-run-as-root")
+    for k in ("PYTHONPATH", "ANVIL_LIBRARY_PATH", "JAX_PLATFORMS", "ANVIL_DEVICE_COUNT",
+              "ANVIL_COLLECTIVES", "ANVIL_TEST_RESULT_DIR", "ANVIL_NUM_THREADS",
+              "ANVIL_COLLECTIVE_TIMEOUT_S"):
+        if k in env:
+            cmd += ["-x", k]
+    out = subprocess.run(cmd + [sys.executable, WORKER, "collectives", "auto"], env=env,
+                         capture_output=True, text=True, timeout=300, cwd=str(tmp_path))
+    if "built without them" in out.stdout + out.stderr:
+        pytest.skip("anvil was built without Open MPI's headers")
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    outs = []
+    for pid in range(2):
+        with open(tmp_path / ("%d.json" % pid)) as f:
+            outs.append((0, "RESULT " + f.read()))
+    check_collectives(outs, G=4, L=2)
+
+
 TORCH_SCRIPT = r"""
 import json, os
 import torch, torch_xla

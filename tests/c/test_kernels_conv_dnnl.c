@@ -2,8 +2,8 @@
  * StableHLO definition (one output element at a time, summed in double): forward,
  * transposed (backward data) and weight-gradient forms as JAX emits them, 1-3 spatial
  * dimensions, NHWC and NCHW layouts, strides, padding (negative too), lhs and rhs dilation,
- * window reversal, feature groups; the same bits for every thread count; the cases that must
- * stay on the im2col path (other dtypes, batch groups, tiny products). */
+ * window reversal, feature groups, f32 and bf16; the same bits for every thread count; the
+ * cases that must stay on the im2col path (other dtypes, batch groups, tiny products). */
 #include <math.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,6 +15,7 @@
 
 #include "runtime/kernels/conv.h"
 #include "runtime/kernels/conv_dnnl.h"
+#include "runtime/kernels/reduce_elem.h"
 #include "runtime/thread_pool.h"
 #include "test_kernels_util.h"
 
@@ -100,58 +101,73 @@ static void naive(const tcase *t, const float *L, const float *R, double *out, d
   }
 }
 
-/* Runs t on oneDNN with pools of 1, 2 and 3 threads: the plan has the expected form, every
- * run is handled (or, with !handles, declined when the primitive is made, and then run by the
- * kernel's own path) and matches the reference, and all runs give the same bits. */
-static void check_run(const tcase *t, const char *form, bool handles) {
+/* Runs t on oneDNN with pools of 1, 2 and 3 threads, operands of type `in` and a result of
+ * type `out`: the plan has the expected form, every run is handled (or, with !handles,
+ * declined when the primitive is made, and then run by the kernel's own path) and matches the
+ * reference (within f32 summation error, plus the result's rounding), and all runs give the
+ * same bits. */
+static void check_typed(const tcase *t, const char *form, bool handles, av_dtype in, av_dtype out) {
   int64_t nl = nelem(t->rank, t->ld), nr = nelem(t->rank, t->rd), no = nelem(t->rank, t->od);
-  float *L = malloc((size_t)nl * 4), *R = malloc((size_t)nr * 4), *Y = malloc((size_t)no * 4 * 3);
+  size_t ies = av_dtype_size(in), oes = av_dtype_size(out);
+  float *L = malloc((size_t)nl * 4), *R = malloc((size_t)nr * 4);
+  char *Lt = malloc((size_t)nl * ies), *Rt = malloc((size_t)nr * ies), *Y = malloc((size_t)no * oes * 3);
   double *ref = malloc((size_t)no * 8), *mag = malloc((size_t)no * 8);
-  assert_non_null(L);
-  assert_non_null(R);
-  assert_non_null(Y);
-  assert_non_null(ref);
-  assert_non_null(mag);
-  for (int64_t i = 0; i < nl; i++) L[i] = rnd();
-  for (int64_t i = 0; i < nr; i++) R[i] = rnd();
+  assert_true(L && R && Lt && Rt && Y && ref && mag);
+  /* operands exactly representable in `in`: the reference sums what the kernel reads */
+  for (int64_t i = 0; i < nl; i++) {
+    av_kel_store_real(in, Lt + i * ies, rnd());
+    L[i] = (float)av_kel_load_real(in, Lt + i * ies);
+  }
+  for (int64_t i = 0; i < nr; i++) {
+    av_kel_store_real(in, Rt + i * ies, rnd());
+    R[i] = (float)av_kel_load_real(in, Rt + i * ies);
+  }
   naive(t, L, R, ref, mag);
   av_conv_params p = t->p;
   p.nspatial = t->rank - 2;
-  p.dnnl = av_conv_dnnl_plan(&p, AV_DT_F32, t->ld, AV_DT_F32, t->rd, AV_DT_F32, t->od);
+  p.dnnl = av_conv_dnnl_plan(&p, in, t->ld, in, t->rd, out, t->od);
   assert_non_null(p.dnnl);
   assert_string_equal(av_conv_dnnl_form(p.dnnl), form);
   for (int k = 0; k < 3; k++) {
     av_thread_pool *pool = av_thread_pool_create(k + 1);
     assert_non_null(pool);
-    av_view X = tk_view(L, AV_DT_F32, t->rank, t->ld), W = tk_view(R, AV_DT_F32, t->rank, t->rd);
-    av_view Z = tk_view(Y + k * no, AV_DT_F32, t->rank, t->od);
+    av_view X = tk_view(Lt, in, t->rank, t->ld), W = tk_view(Rt, in, t->rank, t->rd);
+    av_view Z = tk_view(Y + (size_t)(k * no) * oes, out, t->rank, t->od);
     av_diag d;
     av_diag_init(&d);
     bool handled = false;
-    memset(Z.data, 0xff, (size_t)no * 4); /* NaN: every element must be written */
+    memset(Z.data, 0xff, (size_t)no * oes); /* NaN: every element must be written */
     assert_int_equal(av_conv_dnnl_run(p.dnnl, pool, &X, &W, &Z, &handled, &d), AV_OK);
     assert_int_equal(handled, handles);
     /* the kernel entry point takes the same path (or its own, declined) */
     if (k == 1 || !handles) {
       p.pool = pool;
-      memset(Z.data, 0xff, (size_t)no * 4);
+      memset(Z.data, 0xff, (size_t)no * oes);
       assert_int_equal(av_kernel_convolution(&p, &X, &W, &Z, &d), AV_OK);
     }
     av_thread_pool_release(pool);
   }
+  double round = out == AV_DT_BF16 ? 1.0 / 256 : 0; /* bf16 keeps 8 significant bits */
   for (int64_t i = 0; i < no; i++) {
-    double tol = 1e-5 * mag[i] + 1e-30;
-    if (!(fabs((double)Y[i] - ref[i]) <= tol))
-      fail_msg("%s: element %lld is %.9g, expected %.9g", form, (long long)i, Y[i], ref[i]);
+    double y = av_kel_load_real(out, Y + i * oes);
+    double tol = 1e-5 * mag[i] + round * fabs(ref[i]) + 1e-30;
+    if (!(fabs(y - ref[i]) <= tol))
+      fail_msg("%s: element %lld is %.9g, expected %.9g", form, (long long)i, y, ref[i]);
   }
-  assert_memory_equal(Y, Y + no, (size_t)no * 4);
-  assert_memory_equal(Y, Y + 2 * no, (size_t)no * 4);
+  assert_memory_equal(Y, Y + (size_t)no * oes, (size_t)no * oes);
+  assert_memory_equal(Y, Y + (size_t)(2 * no) * oes, (size_t)no * oes);
   av_conv_dnnl_free(p.dnnl);
   free(L);
   free(R);
+  free(Lt);
+  free(Rt);
   free(Y);
   free(ref);
   free(mag);
+}
+
+static void check_run(const tcase *t, const char *form, bool handles) {
+  check_typed(t, form, handles, AV_DT_F32, AV_DT_F32);
 }
 
 static void check(const tcase *t, const char *form) { check_run(t, form, true); }
@@ -343,6 +359,23 @@ static void test_backward_weights(void **state) {
   check(&t, "forward");
 }
 
+/* bf16 operands with a bf16 or f32 result, every form (oneDNN's bf16 kernels, f32 sums). */
+static void test_bf16(void **state) {
+  (void)state;
+  av_dtype outs[2] = {AV_DT_F32, AV_DT_BF16};
+  for (int o = 0; o < 2; o++) {
+    tcase t;
+    fwd_case(&kSpecs[1], &t);
+    check_typed(&t, "forward", true, AV_DT_BF16, outs[o]);
+    bwd_data_case(&kSpecs[1], &t);
+    check_typed(&t, "backward_data", true, AV_DT_BF16, outs[o]);
+    bwd_weights_case(&kSpecs[1], &t);
+    check_typed(&t, "backward_weights", true, AV_DT_BF16, outs[o]);
+    fwd_case(&kSpecs[4], &t); /* NCHW, groups */
+    check_typed(&t, "forward", true, AV_DT_BF16, outs[o]);
+  }
+}
+
 /* What stays on the im2col path. */
 static void test_declined(void **state) {
   (void)state;
@@ -352,10 +385,12 @@ static void test_declined(void **state) {
   av_conv_dnnl *yes = av_conv_dnnl_plan(&t.p, AV_DT_F32, t.ld, AV_DT_F32, t.rd, AV_DT_F32, t.od);
   assert_non_null(yes);
   av_conv_dnnl_free(yes);
-  av_dtype others[] = {AV_DT_F64, AV_DT_BF16, AV_DT_F16, AV_DT_S32};
+  av_dtype others[] = {AV_DT_F64, AV_DT_F16, AV_DT_S32};
   for (size_t i = 0; i < sizeof others / sizeof *others; i++)
     assert_null(av_conv_dnnl_plan(&t.p, others[i], t.ld, others[i], t.rd, others[i], t.od));
   assert_null(av_conv_dnnl_plan(&t.p, AV_DT_F32, t.ld, AV_DT_F32, t.rd, AV_DT_F64, t.od));
+  assert_null(av_conv_dnnl_plan(&t.p, AV_DT_F32, t.ld, AV_DT_F32, t.rd, AV_DT_BF16, t.od));
+  assert_null(av_conv_dnnl_plan(&t.p, AV_DT_BF16, t.ld, AV_DT_F32, t.rd, AV_DT_F32, t.od));
   /* batch groups */
   av_conv_params q = t.p;
   q.batch_group_count = 2;
@@ -390,6 +425,7 @@ int main(void) {
       cmocka_unit_test(test_forward),
       cmocka_unit_test(test_backward_data),
       cmocka_unit_test(test_backward_weights),
+      cmocka_unit_test(test_bf16),
       cmocka_unit_test(test_declined),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

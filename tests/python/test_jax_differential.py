@@ -146,6 +146,54 @@ def test_matches_xla_cpu(name):
     assert_close(out_a, out_c)
 
 
+def conv_vjp(x, w, g, **kw):
+    """The convolution, and its input and weight gradients for cotangent g: each one
+    convolution (as JAX emits them), not amplified by a nonlinear loss."""
+    y, pull = jax.vjp(lambda x, w: lax.conv_general_dilated(x, w, **kw), x, w)
+    return (y, *pull(g.astype(y.dtype)))
+
+
+# Convolutions large enough for oneDNN (kernels/conv_dnnl.c): forward, transposed (input
+# gradient) and weight-gradient forms, NHWC and NCHW, strides, padding, dilation, feature
+# groups, 1-3 spatial dimensions, bf16 with bf16 or f32 results.
+CONV_CASES = {
+    "nhwc_strided": ((4, 16, 16, 16), (3, 3, 16, 32), (4, 8, 8, 32), dict(
+        window_strides=(2, 2), padding="SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))),
+    "nhwc_1x1_strided": ((8, 16, 16, 32), (1, 1, 32, 64), (8, 8, 8, 64), dict(
+        window_strides=(2, 2), padding="VALID", dimension_numbers=("NHWC", "HWIO", "NHWC"))),
+    "nchw_groups_dilated": ((3, 16, 12, 12), (32, 8, 3, 3), (3, 32, 12, 14), dict(
+        window_strides=(1, 1), padding=((2, 2), (1, 3)), rhs_dilation=(2, 1),
+        feature_group_count=2)),
+    "conv1d": ((4, 40, 16), (5, 16, 32), (4, 40, 32), dict(
+        window_strides=(1,), padding="SAME", dimension_numbers=("NWC", "WIO", "NWC"))),
+    "conv3d": ((2, 6, 8, 6, 8), (3, 3, 3, 8, 16), (2, 4, 3, 4, 16), dict(
+        window_strides=(1, 2, 1), padding="VALID",
+        dimension_numbers=("NDHWC", "DHWIO", "NDHWC"))),
+    "lhs_dilated": ((4, 8, 8, 16), (3, 3, 16, 16), (4, 15, 15, 16), dict(
+        window_strides=(1, 1), padding=((1, 1), (1, 1)), lhs_dilation=(2, 2),
+        dimension_numbers=("NHWC", "HWIO", "NHWC"))),
+}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "bfloat16->float32"])
+@pytest.mark.parametrize("name", sorted(CONV_CASES))
+def test_convolution_forms_match_xla_cpu(name, dtype):
+    xs, ws, ys, kw = CONV_CASES[name]
+    x, w, g = f32(*xs), f32(*ws), f32(*ys)
+    if dtype.startswith("bfloat16"):
+        x, w = x.astype(jnp.bfloat16), w.astype(jnp.bfloat16)
+    if dtype == "bfloat16->float32":
+        kw = dict(kw, preferred_element_type=jnp.float32)
+    out_a, out_c = run_both(functools.partial(conv_vjp, **kw), x, w, g)
+    for a, c in zip(out_a, out_c):
+        assert a.shape == c.shape and a.dtype == c.dtype
+        # f32 sums of up to a few thousand terms in another order, then a bf16 result's one
+        # rounding (8 significant bits) where the result is bf16
+        rtol = 1e-2 if c.dtype == jnp.bfloat16 else 0
+        a, c = np.asarray(a).astype(np.float64), np.asarray(c).astype(np.float64)
+        np.testing.assert_allclose(a, c, rtol=rtol, atol=3e-5 * np.abs(c).max())
+
+
 def test_switch_jvp_every_branch():
     """lax.switch under jvp with values forwarded between branches (JAX's
     testSwitchGradWithForwarding, seed 0, one exp output): lowering the branch regions grows

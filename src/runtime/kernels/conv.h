@@ -1,6 +1,7 @@
 /* stablehlo.convolution: every dimension-number layout, window strides, padding (negative
  * allowed), lhs (base) and rhs (window) dilation, window reversal, feature_group_count and
- * batch_group_count. f32 convolutions that map onto a oneDNN primitive run there (conv_dnnl.h);
+ * batch_group_count. f32 and bf16 convolutions that map onto a oneDNN primitive run there
+ * (conv_dnnl.h);
  * everything else goes through im2col + GEMM in a compute type: f32 (f32 and
  * narrower floats), f64, c64, c128 (BLAS GEMM, or a sequential loop for small products, as in
  * dot.h) or wrapping 64-bit integers (pred: or-of-ands). */

@@ -60,6 +60,9 @@ struct av_conv_dnnl {
   bool w_flip[MAX_SP];
   bool w_gather;   /* weights reversed: gathered into logical order before the reorder */
   int64_t w_elems; /* G * OC * IC * kernel positions */
+  /* element types: the operands (f32 or bf16) and the result (f32, or bf16 from bf16) */
+  dnnl_data_type_t in_t, out_t;
+  size_t in_es, out_es;
   int nchunks;
   int64_t chunk_lo[MAX_CHUNKS + 1];
 
@@ -98,7 +101,9 @@ av_conv_dnnl *av_conv_dnnl_plan(const av_conv_params *p, av_dtype lhs_t, const i
                                 const int64_t *od) {
   int ns = p->nspatial, rank = ns + 2;
   if (ns < 1 || ns > MAX_SP || p->batch_group_count != 1) return NULL;
-  if (lhs_t != AV_DT_F32 || rhs_t != AV_DT_F32 || out_t != AV_DT_F32) return NULL;
+  if (lhs_t != rhs_t || (lhs_t != AV_DT_F32 && lhs_t != AV_DT_BF16) ||
+      (out_t != AV_DT_F32 && out_t != lhs_t))
+    return NULL;
   int64_t ls[AV_KMAX_RANK], rs[AV_KMAX_RANK], os[AV_KMAX_RANK];
   strides_of(rank, ld, ls);
   strides_of(rank, rd, rs);
@@ -129,6 +134,10 @@ av_conv_dnnl *av_conv_dnnl_plan(const av_conv_params *p, av_dtype lhs_t, const i
   if (!c) return NULL;
   c->ns = ns;
   c->G = G;
+  c->in_t = lhs_t == AV_DT_BF16 ? dnnl_bf16 : dnnl_f32;
+  c->out_t = out_t == AV_DT_BF16 ? dnnl_bf16 : dnnl_f32;
+  c->in_es = av_dtype_size(lhs_t);
+  c->out_es = av_dtype_size(out_t);
   if (!lhs_dil && G == 1 && !reversed && prod(osp, ns) < prod(ksp, ns)) {
     /* weight gradient: N = lhs feature = rhs kernel-in, IC = lhs batch, OC = kernel-out */
     c->form = FORM_BWD_WEIGHTS;
@@ -259,6 +268,19 @@ void av_conv_dnnl_free(void *plan) {
 
 /* ---- primitive creation (first run) */
 
+/* whether activation src (else dst) is the result: dst in forward, src in backward data */
+static bool act_is_result(const av_conv_dnnl *c, bool src) {
+  return src ? c->form == FORM_BWD_DATA : c->form == FORM_FWD;
+}
+
+static dnnl_data_type_t act_type(const av_conv_dnnl *c, bool src) {
+  return act_is_result(c, src) ? c->out_t : c->in_t;
+}
+
+static size_t act_size(const av_conv_dnnl *c, bool src) {
+  return act_is_result(c, src) ? c->out_es : c->in_es;
+}
+
 static bool act_md(const av_conv_dnnl *c, dnnl_memory_desc_t *md, int64_t n, bool src) {
   dnnl_dims_t dims, str;
   const int64_t *s = src ? c->src_str : c->dst_str;
@@ -266,7 +288,7 @@ static bool act_md(const av_conv_dnnl *c, dnnl_memory_desc_t *md, int64_t n, boo
   dims[1] = c->G * (src ? c->IC : c->OC);
   for (int i = 0; i < c->ns; i++) dims[2 + i] = src ? c->src_sp[i] : c->dst_sp[i];
   for (int i = 0; i < c->ns + 2; i++) str[i] = s[i];
-  return dnnl_memory_desc_init_by_strides(md, c->ns + 2, dims, dnnl_f32, str) == dnnl_success;
+  return dnnl_memory_desc_init_by_strides(md, c->ns + 2, dims, act_type(c, src), str) == dnnl_success;
 }
 
 /* weights' logical dims (g omitted for one group) */
@@ -284,7 +306,8 @@ static bool make_prim(av_conv_dnnl *c, chunk_prim *cp, int64_t n, dnnl_primitive
   dnnl_dims_t wd;
   int wn = w_dims(c, wd);
   if (!act_md(c, &cp->src_md, n, true) || !act_md(c, &cp->dst_md, n, false) ||
-      dnnl_memory_desc_init_by_tag(&w, wn, wd, dnnl_f32, dnnl_format_tag_any) != dnnl_success)
+      dnnl_memory_desc_init_by_tag(&w, wn, wd, c->form == FORM_BWD_WEIGHTS ? dnnl_f32 : c->in_t,
+                                   dnnl_format_tag_any) != dnnl_success)
     return false;
   const dnnl_memory_desc_t *src = &cp->src_md, *dst = &cp->dst_md;
   dnnl_convolution_desc_t cd;
@@ -325,8 +348,9 @@ static bool make_prim(av_conv_dnnl *c, chunk_prim *cp, int64_t n, dnnl_primitive
   return ok;
 }
 
-/* Our side of the weights reorder: the result's layout (bwd weights), the rhs as it is, or
- * the dense logical-order buffer gather_weights fills (w_gather). */
+/* Our side of the weights reorder: the result's layout and type (bwd weights: the primitive
+ * writes f32 partials), the rhs as it is, or the dense logical-order buffer gather_weights
+ * fills (w_gather). */
 static bool our_w_md(const av_conv_dnnl *c, dnnl_memory_desc_t *md) {
   dnnl_dims_t wd, str;
   int wn = w_dims(c, wd);
@@ -339,7 +363,8 @@ static bool our_w_md(const av_conv_dnnl *c, dnnl_memory_desc_t *md) {
       a *= wd[i];
     }
   }
-  return dnnl_memory_desc_init_by_strides(md, wn, wd, dnnl_f32, str) == dnnl_success;
+  dnnl_data_type_t t = c->form == FORM_BWD_WEIGHTS ? c->out_t : c->in_t;
+  return dnnl_memory_desc_init_by_strides(md, wn, wd, t, str) == dnnl_success;
 }
 
 static bool make_reorder(av_conv_dnnl *c) {
@@ -390,7 +415,7 @@ static bool ready(av_conv_dnnl *c) {
 
 typedef struct run_job {
   av_conv_dnnl *c;
-  char *src, *dst;  /* activations (float elements) */
+  char *src, *dst;  /* activations */
   void *w;          /* weights in the primitive's format (fwd, bwd data) */
   char *partials;   /* bwd weights: one wprim_bytes block per chunk (64-byte spaced) */
   size_t pstride;
@@ -437,8 +462,8 @@ static void run_chunks(void *ctx, int64_t k0, int64_t k1) {
       break;
     }
     void *w = c->form == FORM_BWD_WEIGHTS ? j->partials + (size_t)k * j->pstride : j->w;
-    ok = dnnl_memory_set_data_handle(m->src, j->src + (size_t)(lo * c->src_str[0]) * 4) == dnnl_success &&
-         dnnl_memory_set_data_handle(m->dst, j->dst + (size_t)(lo * c->dst_str[0]) * 4) == dnnl_success &&
+    ok = dnnl_memory_set_data_handle(m->src, j->src + (size_t)(lo * c->src_str[0]) * act_size(c, true)) == dnnl_success &&
+         dnnl_memory_set_data_handle(m->dst, j->dst + (size_t)(lo * c->dst_str[0]) * act_size(c, false)) == dnnl_success &&
          dnnl_memory_set_data_handle(m->w, w) == dnnl_success;
     int src_arg = c->form == FORM_BWD_DATA ? DNNL_ARG_DIFF_SRC : DNNL_ARG_SRC;
     int w_arg = c->form == FORM_BWD_WEIGHTS ? DNNL_ARG_DIFF_WEIGHTS : DNNL_ARG_WEIGHTS;
@@ -457,7 +482,7 @@ static void run_chunks(void *ctx, int64_t k0, int64_t k1) {
 
 /* dense logical-order weights (g, oc, ic, spatial) from our view, reversed where asked;
  * tab: room for one offset per kernel position */
-static void gather_weights(const av_conv_dnnl *c, const float *src, float *dst, int64_t *tab) {
+static void gather_weights(const av_conv_dnnl *c, const void *src, void *dst, int64_t *tab) {
   int64_t ks = prod(c->k_sp, c->ns);
   int64_t idx[MAX_SP] = {0};
   for (int64_t w = 0; w < ks; w++) {
@@ -470,11 +495,18 @@ static void gather_weights(const av_conv_dnnl *c, const float *src, float *dst, 
       idx[s] = 0;
     }
   }
+  const float *s4 = src;
+  const uint16_t *s2 = src;
+  float *d4 = dst;
+  uint16_t *d2 = dst;
   for (int64_t g = 0; g < c->G; g++)
     for (int64_t o = 0; o < c->OC; o++)
       for (int64_t ic = 0; ic < c->IC; ic++) {
-        const float *base = src + g * c->w_str[0] + o * c->w_str[1] + ic * c->w_str[2];
-        for (int64_t w = 0; w < ks; w++) *dst++ = base[tab[w]];
+        int64_t base = g * c->w_str[0] + o * c->w_str[1] + ic * c->w_str[2];
+        if (c->in_es == 4)
+          for (int64_t w = 0; w < ks; w++) *d4++ = s4[base + tab[w]];
+        else
+          for (int64_t w = 0; w < ks; w++) *d2++ = s2[base + tab[w]];
       }
 }
 
@@ -525,9 +557,10 @@ av_code av_conv_dnnl_run(av_conv_dnnl *c, struct av_thread_pool *pool, const av_
     if (!wprim) goto oom;
     void *from = views[c->w_view]->data;
     if (c->w_gather) {
-      plain = malloc((size_t)c->w_elems * 4 + (size_t)prod(c->k_sp, c->ns) * sizeof(int64_t));
+      size_t wb = ((size_t)c->w_elems * c->in_es + 7) & ~(size_t)7;
+      plain = malloc(wb + (size_t)prod(c->k_sp, c->ns) * sizeof(int64_t));
       if (!plain) goto oom;
-      gather_weights(c, from, plain, (int64_t *)(void *)((float *)plain + c->w_elems));
+      gather_weights(c, from, plain, (int64_t *)(void *)((char *)plain + wb));
       from = plain;
     }
     if (!reorder(c, from, wprim)) goto fail;

@@ -9,7 +9,9 @@
  *   - backward weights: no lhs dilation, one group, and a "kernel" larger than the result
  *     (the weight gradient JAX emits: batch and feature roles exchanged, the forward stride as
  *     rhs dilation).
- * f32 operands and result only; everything else stays on conv.c's im2col path. Primitives are
+ * f32 operands with an f32 result, or bf16 operands with a bf16 or f32 result (oneDNN's bf16
+ * kernels multiply exactly and sum in f32, flushing denormals, and round to bf16 once at the
+ * end, as the im2col path does); everything else stays on conv.c's im2col path. Primitives are
  * created on the first run (with the thread count fixed to 1) and kept in the plan. A run
  * splits the batch (backward weights: the reduction over the batch) into chunks that depend
  * only on its size, runs them on the pool, and sums weight-gradient partials in chunk order,

@@ -197,6 +197,36 @@ static const char all_reduce_8_program[] =
     "  }\n"
     "}\n";
 
+/* every other collective across the two processes, plus replica_id */
+static const char many_collectives_program[] =
+    "module @many_collectives {\n"
+    "  func.func public @main(%x: tensor<4xf32>) -> (tensor<ui32>, tensor<4xf32>, tensor<1xf32>, "
+    "tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) {\n"
+    "    %rid = stablehlo.replica_id : tensor<ui32>\n"
+    "    %mx = \"stablehlo.all_reduce\"(%x) ({\n"
+    "    ^bb0(%a: tensor<f32>, %b: tensor<f32>):\n"
+    "      %m = stablehlo.maximum %a, %b : tensor<f32>\n"
+    "      stablehlo.return %m : tensor<f32>\n"
+    "    }) {replica_groups = dense<[[0, 1, 2, 3]]> : tensor<1x4xi64>} : (tensor<4xf32>) -> "
+    "tensor<4xf32>\n"
+    "    %rs = \"stablehlo.reduce_scatter\"(%x) ({\n"
+    "    ^bb0(%a: tensor<f32>, %b: tensor<f32>):\n"
+    "      %s = stablehlo.add %a, %b : tensor<f32>\n"
+    "      stablehlo.return %s : tensor<f32>\n"
+    "    }) {scatter_dimension = 0 : i64, replica_groups = dense<[[0, 1, 2, 3]]> : "
+    "tensor<1x4xi64>} : (tensor<4xf32>) -> tensor<1xf32>\n"
+    "    %cp = \"stablehlo.collective_permute\"(%x) {source_target_pairs = dense<[[0, 1], [1, 2], "
+    "[2, 3], [3, 0]]> : tensor<4x2xi64>} : (tensor<4xf32>) -> tensor<4xf32>\n"
+    "    %aa = \"stablehlo.all_to_all\"(%x) {split_dimension = 0 : i64, concat_dimension = 0 : i64, "
+    "split_count = 4 : i64, replica_groups = dense<[[0, 1, 2, 3]]> : tensor<1x4xi64>} : "
+    "(tensor<4xf32>) -> tensor<4xf32>\n"
+    "    %cb = \"stablehlo.collective_broadcast\"(%x) {replica_groups = dense<[[2, 0, 1, 3]]> : "
+    "tensor<1x4xi64>} : (tensor<4xf32>) -> tensor<4xf32>\n"
+    "    return %rid, %mx, %rs, %cp, %aa, %cb : tensor<ui32>, tensor<4xf32>, tensor<1xf32>, "
+    "tensor<4xf32>, tensor<4xf32>, tensor<4xf32>\n"
+    "  }\n"
+    "}\n";
+
 static const char four_replicas[] = {0x1a, 0x02, 0x20, 0x04};
 
 static PJRT_LoadedExecutable *compile(PJRT_Client *c, const char *code) {
@@ -276,6 +306,57 @@ static PJRT_Error *run(PJRT_Client *c, PJRT_LoadedExecutable *exe, int first_id,
   return run_n(c, exe, first_id, out, n, 4);
 }
 
+/* many_collectives_program on this client's two devices; checks every result of device d
+ * (global id first_id + d, input x_j[i] = 10 j + i). */
+static void run_many(PJRT_Client *c, PJRT_LoadedExecutable *exe, int first_id) {
+  PJRT_LoadedExecutable_AddressableDevices_Args ad = {
+      .struct_size = PJRT_LoadedExecutable_AddressableDevices_Args_STRUCT_SIZE, .executable = exe};
+  CHECK_OK(api->PJRT_LoadedExecutable_AddressableDevices(&ad));
+  enum { NOUT = 6 };
+  float x[2][4];
+  PJRT_Buffer *in[2][1], *res[2][NOUT];
+  PJRT_Buffer *const *args[2] = {in[0], in[1]};
+  PJRT_Buffer **outs[2] = {res[0], res[1]};
+  PJRT_Event *done[2];
+  for (int d = 0; d < 2; d++) {
+    for (int i = 0; i < 4; i++) x[d][i] = (float)(10 * (first_id + d) + i);
+    in[d][0] = upload(c, ad.addressable_devices[d], x[d], 4);
+  }
+  PJRT_ExecuteOptions eo = {.struct_size = PJRT_ExecuteOptions_STRUCT_SIZE};
+  PJRT_LoadedExecutable_Execute_Args a = {
+      .struct_size = PJRT_LoadedExecutable_Execute_Args_STRUCT_SIZE, .executable = exe,
+      .options = &eo, .argument_lists = args, .num_devices = 2, .num_args = 1,
+      .output_lists = outs, .device_complete_events = done};
+  CHECK_OK(api->PJRT_LoadedExecutable_Execute(&a));
+  for (int d = 0; d < 2; d++) {
+    int g = first_id + d;
+    event_await(done[d]);
+    event_destroy(done[d]);
+    uint32_t rid;
+    PJRT_Buffer_ToHostBuffer_Args h = {.struct_size = PJRT_Buffer_ToHostBuffer_Args_STRUCT_SIZE,
+                                       .src = res[d][0], .dst = &rid, .dst_size = sizeof rid};
+    CHECK_OK(api->PJRT_Buffer_ToHostBuffer(&h));
+    event_await(h.event);
+    event_destroy(h.event);
+    assert_int_equal(rid, (uint32_t)g);
+    float mx[4], rs[1], cp[4], aa[4], cb[4];
+    download(res[d][1], mx, 4);
+    download(res[d][2], rs, 1);
+    download(res[d][3], cp, 4);
+    download(res[d][4], aa, 4);
+    download(res[d][5], cb, 4);
+    assert_true(rs[0] == (float)(60 + 4 * g)); /* element g of the sum of every x_j */
+    for (int i = 0; i < 4; i++) {
+      assert_true(mx[i] == (float)(30 + i));                  /* x_3 */
+      assert_true(cp[i] == (float)(10 * ((g + 3) % 4) + i));  /* from g - 1 */
+      assert_true(aa[i] == (float)(10 * i + g));              /* element g of each x_i */
+      assert_true(cb[i] == (float)(20 + i));                  /* the group's first: device 2 */
+    }
+    for (int k = 0; k < NOUT; k++) buffer_destroy(res[d][k]);
+    buffer_destroy(in[d][0]);
+  }
+}
+
 typedef struct peer {
   int node;
   pthread_barrier_t *after_runs; /* both ran; then process 1 goes away */
@@ -334,6 +415,9 @@ static void *peer_main(void *arg) {
   CHECK_OK(run(c, gather, 2 * p->node, out, 16));
   for (int d = 0; d < 2; d++)
     for (int i = 0; i < 16; i++) assert_true(out[d][i] == (float)(10 * (i / 4) + i % 4));
+  PJRT_LoadedExecutable *many = compile(c, many_collectives_program);
+  run_many(c, many, 2 * p->node);
+  destroy_exe(many);
   pthread_barrier_wait(p->after_runs);
   if (p->node == 1) { /* goes away without a word */
     destroy_exe(sum);

@@ -1,10 +1,13 @@
-/* bench-program FILE [--runs N] [--compiles N] [--threads N]: how long anvil takes to compile a
- * program (split into load = frontend into IR, and lower = check + lower + plan) and to run it
- * on a thread pool of N threads (default: what a client would use, ANVIL_NUM_THREADS or the
- * CPUs the process may run on; 1 runs everything on the calling thread).
+/* bench-program FILE [--runs N] [--compiles N] [--threads N] [--profile TRACE.json]: how long
+ * anvil takes to compile a program (split into load = frontend into IR, and lower = check +
+ * lower + plan) and to run it on a thread pool of N threads (default: what a client would use,
+ * ANVIL_NUM_THREADS or the CPUs the process may run on; 1 runs everything on the calling
+ * thread). --profile records the runs with the profiler, as ANVIL_PROFILE does for a client
+ * (trace file, flat profile on stderr).
  *
  *   build/bench-program transformer_bwd.mlirbc --compiles 20 --runs 0
  *   build/bench-program fori.mlir --runs 2000
+ *   build/bench-program resnet_train.mlirbc --runs 20 --profile /tmp/resnet.json
  *
  * Inputs are filled with a fixed pattern (floats 0.5, integers 0): enough for timing, not for
  * checking results. A benchmark, not a test: it prints numbers; nothing fails on speed. */
@@ -17,6 +20,7 @@
 #include "compiler/program_module.h"
 #include "frontend/load.h"
 #include "runtime/kernels/convert.h"
+#include "runtime/profiler.h"
 #include "runtime/thread_pool.h"
 #include "util/block_cache.h"
 #include "util/file.h"
@@ -62,12 +66,14 @@ static bool fill_input(const av_program *p, int i, av_tensor *t) {
 int main(int argc, char **argv) {
   if (argc < 2) {
     fprintf(stderr, "usage: bench-program FILE.mlirbc|FILE.mlir|FILE.pb [--runs N] [--compiles N] "
-                    "[--threads N]\n");
+                    "[--threads N] [--profile TRACE.json]\n");
     return 2;
   }
   int runs = 200, compiles = 10, threads = av_default_num_threads();
+  const char *profile = NULL;
   for (int i = 2; i + 1 < argc; i += 2) {
     if (strcmp(argv[i], "--runs") == 0) runs = atoi(argv[i + 1]);
+    else if (strcmp(argv[i], "--profile") == 0) profile = argv[i + 1];
     else if (strcmp(argv[i], "--compiles") == 0) compiles = atoi(argv[i + 1]);
     else if (strcmp(argv[i], "--threads") == 0) threads = atoi(argv[i + 1]);
   }
@@ -113,6 +119,16 @@ int main(int argc, char **argv) {
   av_block_cache *cache = cache_bytes ? av_block_cache_new(cache_bytes) : NULL;
   av_program_use_block_cache(p, cache);
   av_block_cache_release(cache);
+  av_profiler *prof = NULL;
+  if (profile) {
+    av_diag d;
+    av_diag_init(&d);
+    if (!(prof = av_profiler_new(profile, &d))) {
+      fprintf(stderr, "%s\n", d.msg);
+      return 2;
+    }
+    av_program_use_profiler(p, prof);
+  }
   int nin = av_program_num_inputs(p), nout = av_program_num_outputs(p);
   av_tensor *ins = calloc((size_t)nin + 1, sizeof *ins), *outs = calloc((size_t)nout + 1, sizeof *outs);
   for (int i = 0; i < nin; i++)
@@ -136,6 +152,8 @@ int main(int argc, char **argv) {
     double med = median(tr, runs) * 1e3; /* sorts: tr[0] is the fastest */
     printf("run %.4f ms median, %.4f ms min, of %d\n", med, tr[0] * 1e3, runs);
   }
+  av_profiler_finish(prof, stderr);
+  av_profiler_release(prof);
   for (int i = 0; i < nin; i++) av_storage_release(ins[i].storage);
   free(ins);
   free(outs);

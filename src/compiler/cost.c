@@ -74,23 +74,33 @@ static double conv_flops(const av_op *op) {
 
 static void add_region(const av_module *m, const av_region *r, av_cost *c, int depth);
 
-static void add_op(const av_module *m, const av_op *op, av_cost *c, int depth) {
+av_cost av_op_cost(const av_op *op) {
+  av_cost c;
+  memset(&c, 0, sizeof c);
   if (op->code == AV_OP_FUNC_RETURN || op->code == AV_OP_RETURN || op->code == AV_OP_SDY_RETURN)
-    return; /* terminators move nothing */
+    return c; /* terminators move nothing */
   double out_elems = op->nresults ? elements(op->results[0].type) : 0.0;
-  for (uint32_t i = 0; i < op->noperands; i++) c->bytes_accessed += bytes_of(op->operands[i]->type);
-  for (uint32_t i = 0; i < op->nresults; i++) c->bytes_accessed += bytes_of(op->results[i].type);
+  for (uint32_t i = 0; i < op->noperands; i++) c.bytes_accessed += bytes_of(op->operands[i]->type);
+  for (uint32_t i = 0; i < op->nresults; i++) c.bytes_accessed += bytes_of(op->results[i].type);
   if (op->code == AV_OP_DOT_GENERAL) {
-    c->flops += dot_flops(op);
+    c.flops += dot_flops(op);
   } else if (op->code == AV_OP_CONVOLUTION) {
-    c->flops += conv_flops(op);
+    c.flops += conv_flops(op);
   } else if (op->code == AV_OP_REDUCE || op->code == AV_OP_REDUCE_WINDOW) {
-    for (uint32_t i = 0; i < op->noperands / 2; i++) c->flops += elements(op->operands[i]->type);
+    for (uint32_t i = 0; i < op->noperands / 2; i++) c.flops += elements(op->operands[i]->type);
   } else if (is_transcendental(op->code)) {
-    c->transcendentals += out_elems;
+    c.transcendentals += out_elems;
   } else if (is_elementwise_arith(op->code)) {
-    c->flops += out_elems;
+    c.flops += out_elems;
   }
+  return c;
+}
+
+static void add_op(const av_module *m, const av_op *op, av_cost *c, int depth) {
+  av_cost own = av_op_cost(op);
+  c->flops += own.flops;
+  c->transcendentals += own.transcendentals;
+  c->bytes_accessed += own.bytes_accessed;
   /* Region bodies of reduce/sort/scatter are already counted per element above; control flow
    * (while/if/case) and calls contribute their bodies once. */
   if (op->code == AV_OP_WHILE || op->code == AV_OP_IF || op->code == AV_OP_CASE ||

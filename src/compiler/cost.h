@@ -14,5 +14,8 @@ typedef struct av_cost {
 } av_cost;
 
 av_cost av_module_cost(const av_module *m);
+/* One op's own cost (a control-flow op's or call's body not included): what the profiler
+ * shows for the step that runs it. */
+av_cost av_op_cost(const av_op *op);
 
 #endif

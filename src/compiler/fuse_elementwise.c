@@ -105,6 +105,36 @@ static uint32_t fuse_pairs(av_lower *c, const fuse_builder *b, av_fused_op *ops,
   return nops;
 }
 
+/* "fused[multiply,add,tanh]": the ops of steps [a, e) (broadcasts left out), for error messages
+ * and the profiler. */
+static const char *fused_name(av_lower *c, const av_step *v, uint32_t a, uint32_t e) {
+  char buf[200];
+  const size_t room = sizeof buf - 5; /* what "...]" and the NUL leave */
+  size_t n = 6;
+  memcpy(buf, "fused[", n);
+  for (uint32_t i = a; i < e; i++) {
+    if (v[i].run == av_step_box) continue;
+    const char *op = v[i].opname ? v[i].opname : "?";
+    const char *dot = strchr(op, '.');
+    op = dot ? dot + 1 : op;
+    size_t len = strlen(op), sep = n > 6;
+    if (n + sep + len > room) {
+      memcpy(buf + n, "...", 3);
+      n += 3;
+      break;
+    }
+    if (sep) buf[n++] = ',';
+    memcpy(buf + n, op, len);
+    n += len;
+  }
+  buf[n++] = ']';
+  char *name = av_lower_alloc(c, n + 1);
+  if (!name) return "fused elementwise";
+  memcpy(name, buf, n);
+  name[n] = '\0';
+  return name;
+}
+
 /* Builds the fused step for steps [a, b) into *out (plus, before it, any broadcast whose
  * result is needed after the run, kept as its own step). Returns the number of steps
  * written to `out`, or 0 on allocation failure (then the caller keeps the run as it is). */
@@ -238,8 +268,11 @@ static uint32_t build_fused(av_lower *c, const av_step *v, uint32_t a, uint32_t 
   fs->nout = b->nouts;
   fs->dead = dead;
   fs->ndead = ndead;
-  fs->opname = "fused elementwise";
+  fs->opname = fused_name(c, v, a, e);
   fs->loc = v[a].loc;
+  for (uint32_t i = a; i < e; i++) fs->flops += v[i].flops;
+  for (uint32_t k = 0; k < b->nins; k++) fs->bytes += (double)av_stype(c, b->ins[k])->nbytes;
+  for (uint32_t k = 0; k < b->nouts; k++) fs->bytes += (double)av_stype(c, b->outs[k])->nbytes;
   free(b);
   return nwritten;
 }

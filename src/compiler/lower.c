@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "compiler/cost.h"
 #include "compiler/lower_internal.h"
 #include "compiler/sharding_lower.h"
 #include "runtime/collectives.h"
@@ -213,6 +214,11 @@ av_step *av_emit(av_lower *c, av_step_fn fn, const void *params, uint32_t nin, u
   s->nout = nout;
   s->opname = c->op ? c->op->name : "";
   s->loc = c->op ? c->op->loc : "";
+  if (c->op) {
+    av_cost cost = av_op_cost(c->op);
+    s->flops = cost.flops + cost.transcendentals;
+    s->bytes = cost.bytes_accessed;
+  }
   return s;
 }
 

@@ -15,6 +15,7 @@
 #include "ir/printer.h"
 #include "runtime/net.h"
 #include "runtime/plan.h"
+#include "runtime/profiler.h"
 #include "runtime/thread_pool.h"
 #include "util/block_cache.h"
 
@@ -63,6 +64,8 @@ void av_program_free(av_program *p) {
     av_plan_net_free(atomic_load(&p->plan->net));
     av_thread_pool_release(atomic_load(&p->plan->pool));
     av_block_cache_release(atomic_load(&p->plan->cache));
+    av_profiler_forget_plan(atomic_load(&p->plan->profiler), p->plan);
+    av_profiler_release(atomic_load(&p->plan->profiler));
   }
   av_plan_free(p->plan);
   av_module_free(p->module);
@@ -86,6 +89,13 @@ void av_program_use_block_cache(av_program *p, struct av_block_cache *cache) {
   struct av_block_cache *none = NULL;
   av_block_cache_retain(cache);
   if (!atomic_compare_exchange_strong(&p->plan->cache, &none, cache)) av_block_cache_release(cache);
+}
+
+void av_program_use_profiler(av_program *p, struct av_profiler *prof) {
+  if (!p || !p->plan || !prof) return;
+  struct av_profiler *none = NULL;
+  av_profiler_retain(prof);
+  if (!atomic_compare_exchange_strong(&p->plan->profiler, &none, prof)) av_profiler_release(prof);
 }
 
 av_program *av_program_compile(const char *format, size_t format_size, const void *code,
@@ -173,6 +183,7 @@ static av_program *finish(av_program *p, const av_compile_options *options, av_d
     goto fail;
   }
   strcpy(p->name, nm);
+  p->plan->name = p->name;
   p->plan->num_replicas = p->num_replicas;
   p->plan->num_partitions = p->num_partitions;
   if (av_spmd_program_build(p->module, p->plan, p->num_replicas, p->num_partitions,

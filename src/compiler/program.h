@@ -93,6 +93,11 @@ void av_program_use_thread_pool(av_program *p, struct av_thread_pool *pool);
 struct av_block_cache;
 void av_program_use_block_cache(av_program *p, struct av_block_cache *cache);
 
+/* The profiler executions of `p` record into (runtime/profiler.h; a reference is taken), set
+ * the same way: the first one given sticks. */
+struct av_profiler;
+void av_program_use_profiler(av_program *p, struct av_profiler *prof);
+
 /* Runs the program for one device (replica/partition index `device_index` of the
  * assignment). inputs: num_inputs tensors (read only). outputs: num_outputs tensors that the
  * runtime fills with newly referenced storage. Thread-safe: one program may run on several

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/proto_writer.h"
 /* ------------------------------------------------------------------ cursor */
 
 typedef struct cur {
@@ -594,15 +595,10 @@ static void put_varint(pbuf *p, uint64_t v) {
   } while (v);
 }
 
-static size_t varint_size(uint64_t v) {
-  size_t n = 1;
-  while (v >>= 7) n++;
-  return n;
-}
 
 static void put_packed(pbuf *p, int field, const int64_t *v, int64_t n) {
   size_t bytes = 0;
-  for (int64_t i = 0; i < n; i++) bytes += varint_size((uint64_t)v[i]);
+  for (int64_t i = 0; i < n; i++) bytes += av_pb_varint_size((uint64_t)v[i]);
   put_varint(p, (uint64_t)field << 3 | 2);
   put_varint(p, bytes);
   for (int64_t i = 0; i < n; i++) put_varint(p, (uint64_t)v[i]);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "frontend/proto_wire.h"
+#include "util/proto_writer.h"
 
 typedef struct span {
   const uint8_t *p;
@@ -57,27 +58,9 @@ static int entry_program_shape(const uint8_t *p, size_t n, span *out, const char
   return r;
 }
 
-static size_t varint_size(uint64_t v) {
-  size_t n = 1;
-  while (v >= 0x80) {
-    v >>= 7;
-    n++;
-  }
-  return n;
-}
-
-static uint8_t *put_varint(uint8_t *w, uint64_t v) {
-  while (v >= 0x80) {
-    *w++ = (uint8_t)(v | 0x80);
-    v >>= 7;
-  }
-  *w++ = (uint8_t)v;
-  return w;
-}
-
 static uint8_t *put_len(uint8_t *w, uint32_t num, size_t len) {
-  w = put_varint(w, (uint64_t)num << 3 | AV_PB_LEN);
-  return put_varint(w, len);
+  w = av_pb_put_varint(w, (uint64_t)num << 3 | AV_PB_LEN);
+  return av_pb_put_varint(w, len);
 }
 
 av_code av_hlo_module_with_config(const void *hlo, size_t size, int64_t replica_count,
@@ -101,13 +84,13 @@ av_code av_hlo_module_with_config(const void *hlo, size_t size, int64_t replica_
                        "computation no program_shape");
   if (replica_count < 1) replica_count = 1;
   if (num_partitions < 1) num_partitions = 1;
-  size_t shape_field = 1 + varint_size(ps.n) + ps.n;
+  size_t shape_field = 1 + av_pb_varint_size(ps.n) + ps.n;
   size_t module_len = size + (append_shape ? shape_field : 0);
-  size_t config_len = shape_field + 1 + varint_size((uint64_t)replica_count) + 1 +
-                      varint_size((uint64_t)num_partitions);
+  size_t config_len = shape_field + 1 + av_pb_varint_size((uint64_t)replica_count) + 1 +
+                      av_pb_varint_size((uint64_t)num_partitions);
   if (module_len > SIZE_MAX / 2 - config_len - 64)
     return av_diag_set(d, AV_RESOURCE_EXHAUSTED, "hlo_with_config: module too large");
-  size_t total = 1 + varint_size(module_len) + module_len + 1 + varint_size(config_len) + config_len;
+  size_t total = 1 + av_pb_varint_size(module_len) + module_len + 1 + av_pb_varint_size(config_len) + config_len;
   uint8_t *buf = malloc(total);
   if (!buf) return av_diag_set(d, AV_RESOURCE_EXHAUSTED, "hlo_with_config: out of memory");
   uint8_t *w = put_len(buf, 1, module_len);
@@ -122,10 +105,10 @@ av_code av_hlo_module_with_config(const void *hlo, size_t size, int64_t replica_
   w = put_len(w, 1, ps.n);
   memcpy(w, ps.p, ps.n);
   w += ps.n;
-  w = put_varint(w, 4 << 3 | AV_PB_VARINT);
-  w = put_varint(w, (uint64_t)replica_count);
-  w = put_varint(w, 5 << 3 | AV_PB_VARINT);
-  w = put_varint(w, (uint64_t)num_partitions);
+  w = av_pb_put_varint(w, 4 << 3 | AV_PB_VARINT);
+  w = av_pb_put_varint(w, (uint64_t)replica_count);
+  w = av_pb_put_varint(w, 5 << 3 | AV_PB_VARINT);
+  w = av_pb_put_varint(w, (uint64_t)num_partitions);
   *out = buf;
   *out_size = (size_t)(w - buf);
   return AV_OK;

@@ -5,7 +5,9 @@
 #include <string.h>
 
 #include "pjrt/pjrt_internal.h"
+#include "pjrt/profiler_extension.h"
 #include "runtime/net.h"
+#include "runtime/profiler.h"
 #include "runtime/thread_pool.h"
 #include "util/block_cache.h"
 
@@ -104,6 +106,11 @@ static void client_free(PJRT_Client *c) {
   av_devices_free(c); /* stops the workers first */
   av_net_close(c->net); /* programs still alive keep the link, closed */
   av_net_release(c->net);
+  if (c->profiler) {
+    av_profiler_registry_remove(c->profiler);
+    av_profiler_finish(c->profiler, stderr); /* the flat profile, with ANVIL_PROFILE */
+    av_profiler_release(c->profiler);        /* programs still alive keep it */
+  }
   av_thread_pool_release(c->pool); /* programs still alive keep it running */
   av_block_cache_release(c->cache); /* ... and storages still alive keep this */
   av_memories_free(c);
@@ -116,6 +123,29 @@ static void client_free(PJRT_Client *c) {
   free(c->device_ptrs);
   free(c->devices);
   free(c);
+}
+
+/* The client's profiler: writing ANVIL_PROFILE's file if that is set (FILE for the first such
+ * client of the process, FILE.2, FILE.3 ... for later ones), and reachable by PJRT profiling
+ * sessions in any case. */
+static PJRT_Error *profiler_create(PJRT_Client *c) {
+  const char *path = getenv("ANVIL_PROFILE");
+  char numbered[4096];
+  if (path && *path) {
+    int n = av_profiler_next_trace_number();
+    if (n > 1) {
+      int len = snprintf(numbered, sizeof numbered, "%s.%d", path, n);
+      if (len < 0 || (size_t)len >= sizeof numbered)
+        return av_error_new(AV_INVALID_ARGUMENT, "PJRT_Client_Create: ANVIL_PROFILE is too long");
+      path = numbered;
+    }
+  }
+  av_diag d;
+  av_diag_init(&d);
+  c->profiler = av_profiler_new(path, &d);
+  PJRT_Error *err = c->profiler ? NULL : av_error_from_diag(&d);
+  if (!err) av_profiler_registry_add(c->profiler);
+  return err;
 }
 
 PJRT_Error *av_PJRT_Client_Create(PJRT_Client_Create_Args *args) {
@@ -150,6 +180,11 @@ PJRT_Error *av_PJRT_Client_Create(PJRT_Client_Create_Args *args) {
       c->host_callback = (av_host_callback_fn)(uintptr_t)args->create_options[i].int64_value;
   const char *dump = getenv("ANVIL_DUMP_DIR");
   if (dump && *dump) c->dump_dir = strdup(dump);
+  err = profiler_create(c);
+  if (err) {
+    client_free(c);
+    return err;
+  }
   snprintf(c->platform_version, sizeof c->platform_version, "anvil %s (PJRT C API %d.%d)",
            ANVIL_VERSION_STRING, PJRT_API_MAJOR, PJRT_API_MINOR);
   err = av_distributed_init(c, args, &dist, (int)n);

@@ -10,6 +10,7 @@
 #include "frontend/hlo_config.h"
 #include "pjrt/buffer_copy.h"
 #include "pjrt/pjrt_internal.h"
+#include "util/proto_writer.h"
 
 static const char kind_device[] = "device";
 
@@ -252,6 +253,7 @@ static PJRT_Error *load_core(PJRT_Client *client, av_exec_core *core, const av_c
   }
   av_program_use_thread_pool(core->program, client->pool);
   av_program_use_block_cache(core->program, client->cache);
+  av_program_use_profiler(core->program, client->profiler);
   av_program_set_host_callback(core->program, client->host_callback);
   *out = le;
   return NULL;
@@ -616,15 +618,7 @@ PJRT_Error *av_PJRT_LoadedExecutable_AddressableDeviceLogicalIds(
 
 static void free_serialized(PJRT_DeviceAssignmentSerialized *s) { free(s); }
 
-static size_t put_varint(uint8_t *p, uint64_t v) {
-  size_t n = 0;
-  do {
-    uint8_t b = v & 0x7f;
-    v >>= 7;
-    p[n++] = b | (v ? 0x80 : 0);
-  } while (v);
-  return n;
-}
+static size_t put_varint(uint8_t *p, uint64_t v) { return (size_t)(av_pb_put_varint(p, v) - p); }
 
 /* xla.DeviceAssignmentProto: replica_count = 1, computation_count = 2,
  * computation_devices = 3 (one per partition) { repeated int64 replica_device_ids = 1 }. */

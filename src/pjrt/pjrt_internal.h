@@ -17,6 +17,7 @@
 #include "anvil/pjrt_c_api.h"
 #include "compiler/program.h"
 #include "ir/dtype.h"
+#include "util/clock.h" /* av_now_ns: call traces, and Execute timing its runs */
 #include "util/diag.h"
 #include "util/storage.h"
 
@@ -218,6 +219,7 @@ struct PJRT_Client {
   struct av_thread_pool *pool; /* kernels' worker threads (started on first use) */
   struct av_block_cache *cache; /* large blocks kept between runs (ANVIL_CACHE_MB), or NULL */
   av_host_callback_fn host_callback; /* create option host_callback_dispatcher, or NULL */
+  struct av_profiler *profiler; /* step timings (ANVIL_PROFILE, PJRT profiling sessions) */
 };
 
 /* This process's n devices (global ids from c->first_global_id), then every process's. */
@@ -375,8 +377,6 @@ void av_dump_program(const char *dir, const char *why, const av_exec_core *core)
 /* ------------------------------------------------------------------ trace */
 
 bool av_trace_enabled(void);
-/* A monotonic clock in nanoseconds (call traces, and Execute timing its runs). */
-int64_t av_now_ns(void);
 typedef struct av_trace_span {
   const char *fn;
   int64_t t0_ns;

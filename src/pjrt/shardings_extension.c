@@ -8,6 +8,7 @@
 #include <stddef.h>
 
 #include "pjrt/pjrt_internal.h"
+#include "pjrt/profiler_extension.h"
 #include "pjrt/shardings_extension.h"
 
 typedef struct av_shardings_args {
@@ -64,7 +65,7 @@ static PJRT_Error *output_shardings(av_shardings_args *args) {
 const av_shardings_extension av_shardings_ext = {
     .base = {.struct_size = sizeof(av_shardings_extension),
              .type = PJRT_Extension_Type_Shardings,
-             .next = NULL},
+             .next = (PJRT_Extension_Base *)&av_profiler_ext.base},
     .parameter_shardings = parameter_shardings,
     .output_shardings = output_shardings,
 };

@@ -21,12 +21,6 @@ bool av_trace_enabled(void) {
   return trace_on;
 }
 
-int64_t av_now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 static const char *semantics_name(PJRT_HostBufferSemantics s) {
   switch (s) {
     case PJRT_HostBufferSemantics_kImmutableOnlyDuringCall: return "ImmutableOnlyDuringCall";

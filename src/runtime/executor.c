@@ -3,7 +3,9 @@
 #include <string.h>
 
 #include "runtime/plan.h"
+#include "runtime/profiler.h"
 #include "runtime/thread_pool.h"
+#include "util/clock.h"
 
 void av_slot_release(av_slot *s) {
   if (s->st) av_storage_release(s->st);
@@ -81,7 +83,33 @@ av_code av_step_alloc_out_reuse(const av_step *s, av_frame *f, uint32_t k, uint3
   return av_step_alloc_out(s, f, k, d);
 }
 
+/* run_steps reading the clock after every step, for the profiler's record: a step's event
+ * lasts from the end of the one before (the release of that one's dead values included) to
+ * its own end. Blocks the steps run themselves (loop bodies, regions) see no record: their
+ * time is part of the step's. */
+static av_code run_steps_profiled(const av_block_plan *b, av_frame *f, av_diag *d) {
+  av_prof_run *r = f->prof;
+  f->prof = NULL;
+  av_code c = AV_OK;
+  int64_t t = av_now_ns();
+  for (uint32_t i = 0; i < b->nsteps; i++) {
+    const av_step *s = &b->steps[i];
+    c = s->run(s, f, d);
+    int64_t t1 = av_now_ns();
+    av_prof_step(r, s, t, t1);
+    t = t1;
+    if (c != AV_OK) {
+      av_diag_set(d, c, "  in %s at %s", s->opname, s->loc);
+      break;
+    }
+    for (uint32_t j = 0; j < s->ndead; j++) av_slot_release(&f->slots[s->dead[j]]);
+  }
+  f->prof = r;
+  return c;
+}
+
 static av_code run_steps(const av_block_plan *b, av_frame *f, av_diag *d) {
+  if (f->prof) return run_steps_profiled(b, f, d);
   for (uint32_t i = 0; i < b->nsteps; i++) {
     const av_step *s = &b->steps[i];
     av_code c = s->run(s, f, d);
@@ -157,9 +185,18 @@ av_code av_run_func(const av_plan *plan, const av_func_plan *fn, int device_inde
   f.cache = atomic_load_explicit(&((av_plan *)plan)->cache, memory_order_acquire);
   f.device_index = device_index;
   f.depth = depth;
-  if (depth == 0) av_thread_pool_exec_begin(f.pool); /* one more execution in flight */
+  f.prof = NULL;
+  if (depth == 0) {
+    av_thread_pool_exec_begin(f.pool); /* one more execution in flight */
+    f.prof = av_prof_run_begin(atomic_load_explicit(&((av_plan *)plan)->profiler,
+                                                    memory_order_acquire),
+                               plan, fn, device_index);
+  }
   av_code c = av_run_block(&fn->body, &f, args, results, d);
-  if (depth == 0) av_thread_pool_exec_end(f.pool);
+  if (depth == 0) {
+    av_prof_run_end(f.prof);
+    av_thread_pool_exec_end(f.pool);
+  }
   if (c == AV_OK) {
     /* Results must own their bytes: the frame's borrowed data does not outlive the call. */
     for (uint32_t i = 0; i < fn->body.nresults && c == AV_OK; i++) {

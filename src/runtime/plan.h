@@ -46,6 +46,9 @@ typedef struct av_frame {
   const struct av_plan *plan;
   struct av_thread_pool *pool; /* the plan's pool when the frame was made, or NULL */
   struct av_block_cache *cache; /* where large step outputs come from, or NULL (malloc) */
+  /* The profiler's record of this execution while the entry function's steps run in the
+   * profiled loop (runtime/profiler.h); NULL otherwise, and inside the steps themselves. */
+  struct av_prof_run *prof;
   int device_index;
   int depth; /* call nesting, bounded to stop runaway recursion */
 } av_frame;
@@ -65,6 +68,7 @@ struct av_step {
   uint32_t in_dies;    /* bit i: input i's slot is released after this step (first 32) */
   const char *opname;
   const char *loc;
+  double flops, bytes; /* static cost of one run (compiler/cost.h), for the profiler */
 };
 
 /* A block turned into steps. Callers place owned references into `args` slots, run the
@@ -109,6 +113,10 @@ typedef struct av_plan {
   /* Where the devices of the assignment live when they span processes (runtime/net.h; set
    * once, when the program is first loaded onto a multi-process client; NULL otherwise). */
   _Atomic(struct av_plan_net *) net;
+  /* The client's profiler (a reference, set like `pool`; NULL: never profiled) and the
+   * program's name its events carry. */
+  _Atomic(struct av_profiler *) profiler;
+  const char *name;
 } av_plan;
 
 /* Region bodies that kernels call per element (reduce, sort, scatter...). */

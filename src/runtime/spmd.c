@@ -110,6 +110,7 @@ static void *dev_main(void *arg) {
   f.plan = r->parent->plan;
   f.pool = r->parent->pool;
   f.cache = r->parent->cache;
+  f.prof = NULL; /* the device threads of a manual computation: one step of the caller's */
   f.device_index = p->device_index[r->pos];
   f.depth = r->parent->depth + 1;
   f.slots = calloc(f.fn->nslots ? f.fn->nslots : 1, sizeof *f.slots);

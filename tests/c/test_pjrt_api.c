@@ -6,6 +6,7 @@
 #include <cmocka.h>
 
 #include "test_pjrt_util.h"
+#include "anvil/pjrt_profiler.h"
 
 static void test_version_and_size(void **state) {
   (void)state;
@@ -14,13 +15,19 @@ static void test_version_and_size(void **state) {
   assert_int_equal(api->pjrt_api_version.major_version, 0);
   assert_int_equal(api->pjrt_api_version.minor_version, 114);
   assert_int_equal(api->pjrt_api_version.struct_size, PJRT_Api_Version_STRUCT_SIZE);
-  /* two extensions: Layouts (executable/buffer/default layouts), then Shardings
-   * (multi-device executables' parameter/output shardings) */
+  /* three extensions: Layouts (executable/buffer/default layouts), Shardings (multi-device
+   * executables' parameter/output shardings), then Profiler (the plugin profiler API) */
   assert_non_null(api->extension_start);
   assert_int_equal(api->extension_start->type, PJRT_Extension_Type_Layouts);
   assert_non_null(api->extension_start->next);
   assert_int_equal(api->extension_start->next->type, PJRT_Extension_Type_Shardings);
-  assert_null(api->extension_start->next->next);
+  const PJRT_Extension_Base *prof = api->extension_start->next->next;
+  assert_non_null(prof);
+  assert_int_equal(prof->type, PJRT_Extension_Type_Profiler);
+  assert_null(prof->next);
+  /* callers check the API table's size exactly: 2 words + 8 functions */
+  const PJRT_Profiler_Extension *pe = (const PJRT_Profiler_Extension *)prof;
+  assert_int_equal(pe->profiler_api->struct_size, 10 * sizeof(void *));
 }
 
 /* Every entry point up to struct_size must be callable: the framework calls many without a

@@ -9,6 +9,7 @@
 #include <pthread.h>
 
 #include "test_pjrt_util.h"
+#include "anvil/pjrt_profiler.h"
 
 static const char add_program[] =
     "module @add_test {\n"
@@ -826,6 +827,87 @@ static void test_big_chained_async(void **state) {
   destroy_client(c);
 }
 
+
+/* The plugin profiler API, driven the way jaxlib drives it (struct_size left unset, one
+ * collect_data call with buffer == NULL, then the plugin's buffer read): a session captures
+ * the executions between start and stop; a second session cannot start meanwhile. */
+static void test_profiler_extension(void **state) {
+  (void)state;
+  const PJRT_Extension_Base *ext = api->extension_start;
+  while (ext && ext->type != PJRT_Extension_Type_Profiler) ext = ext->next;
+  assert_non_null(ext);
+  const PLUGIN_Profiler_Api *pa = ((const PJRT_Profiler_Extension *)ext)->profiler_api;
+  PJRT_Client *c = make_client(1);
+  PJRT_LoadedExecutable *exe = compile_or_skip(c, NULL, 0);
+  PJRT_Device *d0 = client_device(c, 0);
+  static const float x[6] = {1, 2, 3, 4, 5, 6};
+  PJRT_Buffer *a = upload(c, d0, x), *b = upload(c, d0, x);
+  PJRT_Buffer *const args[2] = {a, b};
+  PJRT_Buffer *const *arg_lists[1] = {args};
+
+  PLUGIN_Profiler_Create_Args cr;
+  cr.options = NULL;
+  cr.options_size = 0;
+  assert_null(pa->create(&cr));
+  PLUGIN_Profiler_Create_Args cr2 = cr;
+  assert_null(pa->create(&cr2));
+  PLUGIN_Profiler_Start_Args st;
+  st.profiler = cr.profiler;
+  assert_null(pa->start(&st));
+  PLUGIN_Profiler_Start_Args st2;
+  st2.profiler = cr2.profiler;
+  PLUGIN_Profiler_Error *err = pa->start(&st2);
+  assert_non_null(err);
+  PLUGIN_Profiler_Error_GetCode_Args gc;
+  gc.error = err;
+  assert_null(pa->error_get_code(&gc));
+  assert_int_equal(gc.code, PJRT_Error_Code_FAILED_PRECONDITION);
+  PLUGIN_Profiler_Error_Message_Args em;
+  em.error = err;
+  pa->error_message(&em);
+  assert_true(em.message_size > 0 && strstr(em.message, "another") != NULL);
+  PLUGIN_Profiler_Error_Destroy_Args ed;
+  ed.error = err;
+  pa->error_destroy(&ed);
+
+  for (int i = 0; i < 2; i++) {
+    PJRT_Buffer *out[1];
+    PJRT_Buffer **out_lists[1] = {out};
+    PJRT_Event *done[1];
+    CHECK_OK(execute(exe, 1, arg_lists, 2, out_lists, done));
+    event_await(done[0]);
+    event_destroy(done[0]);
+    buffer_destroy(out[0]);
+  }
+  PLUGIN_Profiler_Stop_Args sp;
+  sp.profiler = cr.profiler;
+  assert_null(pa->stop(&sp));
+  PLUGIN_Profiler_CollectData_Args cd;
+  cd.profiler = cr.profiler;
+  cd.buffer = NULL;
+  assert_null(pa->collect_data(&cd));
+  assert_non_null(cd.buffer);
+  assert_true(cd.buffer_size_in_bytes > 0);
+  const char *bytes = (const char *)cd.buffer;
+  size_t n = cd.buffer_size_in_bytes;
+  assert_non_null(memmem(bytes, n, "/device:CUSTOM:0", 16));
+  assert_non_null(memmem(bytes, n, "XLA Ops", 7));
+  assert_non_null(memmem(bytes, n, "stablehlo.add", 13));
+  assert_non_null(memmem(bytes, n, "add_test", 8));
+  PLUGIN_Profiler_Destroy_Args de;
+  de.profiler = cr.profiler;
+  assert_null(pa->destroy(&de));
+  /* the first session gone, the second may run */
+  assert_null(pa->start(&st2));
+  de.profiler = cr2.profiler;
+  assert_null(pa->destroy(&de));
+
+  buffer_destroy(a);
+  buffer_destroy(b);
+  destroy_exe(exe);
+  destroy_client(c);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_compile_bad_format),
@@ -839,6 +921,7 @@ int main(void) {
       cmocka_unit_test(test_concurrent_launches),
       cmocka_unit_test(test_compile_then_load),
       cmocka_unit_test(test_big_chained_async),
+      cmocka_unit_test(test_profiler_extension),
   };
   return cmocka_run_group_tests(tests, load_api, NULL);
 }

@@ -221,6 +221,10 @@ av_code av_program_set_net(av_program *p, struct av_net *net, const int *proc_of
   return AV_OK;
 }
 
+int64_t av_program_net_wait_ns(const av_program *p) {
+  return p && p->plan ? atomic_load_explicit(&p->plan->net_wait_ns, memory_order_relaxed) : 0;
+}
+
 const char *av_program_name(const av_program *p) { return p->name; }
 int av_program_num_replicas(const av_program *p) { return p->num_replicas; }
 int av_program_num_partitions(const av_program *p) { return p->num_partitions; }

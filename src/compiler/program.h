@@ -117,6 +117,9 @@ struct av_net;
 av_code av_program_set_net(av_program *p, struct av_net *net, const int *proc_of_position, int n,
                            av_diag *d);
 
+/* Nanoseconds this program's runs have spent in cross-process collectives so far. */
+int64_t av_program_net_wait_ns(const av_program *p);
+
 av_code av_program_execute(av_program *p, int device_index, const av_tensor *inputs,
                            av_tensor *outputs, av_diag *d);
 

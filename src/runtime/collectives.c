@@ -365,7 +365,15 @@ av_code av_step_collective(const av_step *s, av_frame *f, av_diag *d) {
   int npart = plan->num_partitions > 0 ? plan->num_partitions : 1;
   int nrep = plan->num_replicas > 0 ? plan->num_replicas : 1;
   const av_plan_net *pn = atomic_load_explicit(&plan->net, memory_order_acquire);
-  if (pn && !pn->global_run && pn->nlocal < pn->ndev) return av_collective_net(s, f, pn, d);
+  if (pn && !pn->global_run && pn->nlocal < pn->ndev) {
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    av_code c = av_collective_net(s, f, pn, d);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    int64_t ns = (int64_t)(t1.tv_sec - t0.tv_sec) * 1000000000 + (t1.tv_nsec - t0.tv_nsec);
+    atomic_fetch_add_explicit(&((av_plan *)plan)->net_wait_ns, ns, memory_order_relaxed);
+    return c;
+  }
   av_coll_member me;
   int st = av_coll_member_of(p, nrep, npart, f->device_index, &me, d);
   if (st < 0) return d->code;

@@ -117,6 +117,9 @@ typedef struct av_plan {
    * program's name its events carry. */
   _Atomic(struct av_profiler *) profiler;
   const char *name;
+  /* Nanoseconds all runs spent in cross-process collectives (mostly waiting for the network
+   * and the other processes): the PJRT layer leaves them out when it judges a run short. */
+  _Atomic int64_t net_wait_ns;
 } av_plan;
 
 /* Region bodies that kernels call per element (reduce, sort, scatter...). */

@@ -261,9 +261,9 @@ static void bwd_data_case(const fwd_spec *f, tcase *t) {
   }
 }
 
-/* JAX's weight gradient of f (one group): x read as [c, n, sp] (batch c, features n) and dy as
- * the kernel [n, o, osp], rhs dilation = stride, window strides = rhs dilation; the result is
- * the kernel's shape. */
+/* JAX's weight gradient of f: x read as [c, n, sp] (batch c, features n) and dy as the kernel
+ * [n, o, osp], rhs dilation = stride, window strides = rhs dilation, groups as batch groups;
+ * the result is the kernel's shape. */
 static void bwd_weights_case(const fwd_spec *f, tcase *t) {
   tcase fw;
   fwd_case(f, &fw);
@@ -280,6 +280,7 @@ static void bwd_weights_case(const fwd_spec *f, tcase *t) {
   p->kernel_output_feature_dimension = q->output_feature_dimension;
   p->output_batch_dimension = q->kernel_input_feature_dimension;
   p->output_feature_dimension = q->kernel_output_feature_dimension;
+  p->batch_group_count = f->groups;
   for (int i = 0; i < f->ns; i++) {
     p->input_spatial_dimensions[i] = q->input_spatial_dimensions[i];
     p->kernel_spatial_dimensions[i] = q->output_spatial_dimensions[i];
@@ -302,6 +303,7 @@ static const fwd_spec kSpecs[] = {
     {2, false, 6, 16, 16, 1, {11, 11}, {5, 5}, {2, 2}, {1, 1}, {2, 2}, {2, 2}, true},
     {1, true, 12, 16, 32, 1, {40}, {5}, {1}, {2}, {4}, {4}, false},
     {3, true, 2, 8, 16, 1, {6, 7, 6}, {3, 3, 3}, {1, 1, 2}, {1, 1, 1}, {1, 1, 1}, {1, 1, 0}, false},
+    {2, true, 8, 16, 16, 16, {16, 16}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}, false}, /* depthwise */
 };
 
 static void test_forward(void **state) {
@@ -345,7 +347,6 @@ static void test_backward_data(void **state) {
 static void test_backward_weights(void **state) {
   (void)state;
   for (size_t i = 0; i < sizeof kSpecs / sizeof *kSpecs; i++) {
-    if (kSpecs[i].groups > 1) continue; /* JAX uses batch groups there: im2col */
     tcase t;
     bwd_weights_case(&kSpecs[i], &t);
     check(&t, "backward_weights");
@@ -391,7 +392,7 @@ static void test_declined(void **state) {
   assert_null(av_conv_dnnl_plan(&t.p, AV_DT_F32, t.ld, AV_DT_F32, t.rd, AV_DT_F64, t.od));
   assert_null(av_conv_dnnl_plan(&t.p, AV_DT_F32, t.ld, AV_DT_F32, t.rd, AV_DT_BF16, t.od));
   assert_null(av_conv_dnnl_plan(&t.p, AV_DT_BF16, t.ld, AV_DT_F32, t.rd, AV_DT_F32, t.od));
-  /* batch groups */
+  /* batch groups outside the weight-gradient form */
   av_conv_params q = t.p;
   q.batch_group_count = 2;
   assert_null(av_conv_dnnl_plan(&q, AV_DT_F32, t.ld, AV_DT_F32, t.rd, AV_DT_F32, t.od));

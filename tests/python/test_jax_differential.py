@@ -164,6 +164,9 @@ CONV_CASES = {
     "nchw_groups_dilated": ((3, 16, 12, 12), (32, 8, 3, 3), (3, 32, 12, 14), dict(
         window_strides=(1, 1), padding=((2, 2), (1, 3)), rhs_dilation=(2, 1),
         feature_group_count=2)),
+    "depthwise_nhwc": ((4, 16, 16, 32), (3, 3, 1, 32), (4, 16, 16, 32), dict(
+        window_strides=(1, 1), padding="SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"),
+        feature_group_count=32)),
     "conv1d": ((4, 40, 16), (5, 16, 32), (4, 40, 32), dict(
         window_strides=(1,), padding="SAME", dimension_numbers=("NWC", "WIO", "NWC"))),
     "conv3d": ((2, 6, 8, 6, 8), (3, 3, 3, 8, 16), (2, 4, 3, 4, 16), dict(

@@ -100,7 +100,7 @@ av_conv_dnnl *av_conv_dnnl_plan(const av_conv_params *p, av_dtype lhs_t, const i
                                 av_dtype rhs_t, const int64_t *rd, av_dtype out_t,
                                 const int64_t *od) {
   int ns = p->nspatial, rank = ns + 2;
-  if (ns < 1 || ns > MAX_SP || p->batch_group_count != 1) return NULL;
+  if (ns < 1 || ns > MAX_SP) return NULL;
   if (lhs_t != rhs_t || (lhs_t != AV_DT_F32 && lhs_t != AV_DT_BF16) ||
       (out_t != AV_DT_F32 && out_t != lhs_t))
     return NULL;
@@ -117,7 +117,7 @@ av_conv_dnnl *av_conv_dnnl_plan(const av_conv_params *p, av_dtype lhs_t, const i
     unit_strides &= p->window_strides[i] == 1;
     reversed |= p->window_reversal[i];
   }
-  int64_t G = p->feature_group_count;
+  int64_t G = p->feature_group_count, BG = p->batch_group_count;
   int64_t in_f = ld[p->input_feature_dimension], k_in = rd[p->kernel_input_feature_dimension];
   int64_t k_out = rd[p->kernel_output_feature_dimension];
   int64_t ksp[MAX_SP], osp[MAX_SP];
@@ -125,11 +125,10 @@ av_conv_dnnl *av_conv_dnnl_plan(const av_conv_params *p, av_dtype lhs_t, const i
     ksp[i] = rd[p->kernel_spatial_dimensions[i]];
     osp[i] = od[p->output_spatial_dimensions[i]];
   }
-  /* Tiny products (4096 multiply-adds per group and image) stay on conv.c's sequential sums,
-   * which match XLA's loop emitter bit for bit where oneDNN's fused multiply-adds do not
-   * (a StableHLO conformance file of 3-term sums differs by 4 ULP). */
-  if ((double)(k_out / G) * (double)prod(osp, ns) * (double)(k_in * prod(ksp, ns)) <= 4096.0)
-    return NULL;
+  /* Tiny products (4096 multiply-adds per image) stay on conv.c's sequential sums, which
+   * match XLA's loop emitter bit for bit where oneDNN's fused multiply-adds do not (a StableHLO
+   * conformance file of 3-term sums differs by 4 ULP). */
+  if ((double)k_out * (double)prod(osp, ns) * (double)(k_in * prod(ksp, ns)) <= 4096.0) return NULL;
   av_conv_dnnl *c = calloc(1, sizeof *c);
   if (!c) return NULL;
   c->ns = ns;
@@ -139,17 +138,20 @@ av_conv_dnnl *av_conv_dnnl_plan(const av_conv_params *p, av_dtype lhs_t, const i
   c->in_es = av_dtype_size(lhs_t);
   c->out_es = av_dtype_size(out_t);
   if (!lhs_dil && G == 1 && !reversed && prod(osp, ns) < prod(ksp, ns)) {
-    /* weight gradient: N = lhs feature = rhs kernel-in, IC = lhs batch, OC = kernel-out */
+    /* weight gradient: N = lhs feature = rhs kernel-in, IC = lhs batch, OC = kernel-out; a
+     * grouped convolution's weight gradient comes as batch groups (JAX), oneDNN's groups */
+    if (ld[p->input_batch_dimension] % BG || k_out % BG) goto no;
     c->form = FORM_BWD_WEIGHTS;
+    c->G = BG;
     c->N = in_f;
-    c->IC = ld[p->input_batch_dimension];
-    c->OC = k_out;
+    c->IC = ld[p->input_batch_dimension] / BG;
+    c->OC = k_out / BG;
     c->src_view = VIEW_LHS, c->dst_view = VIEW_RHS, c->w_view = VIEW_OUT;
     c->src_str[0] = ls[p->input_feature_dimension];
     c->src_str[1] = ls[p->input_batch_dimension];
     c->dst_str[0] = rs[p->kernel_input_feature_dimension];
     c->dst_str[1] = rs[p->kernel_output_feature_dimension];
-    c->w_str[0] = 0;
+    c->w_str[0] = c->OC * os[p->output_feature_dimension];
     c->w_str[1] = os[p->output_feature_dimension];
     c->w_str[2] = os[p->output_batch_dimension];
     for (int i = 0; i < ns; i++) {
@@ -165,6 +167,8 @@ av_conv_dnnl *av_conv_dnnl_plan(const av_conv_params *p, av_dtype lhs_t, const i
       int64_t kd = (osp[i] - 1) * p->window_strides[i] + 1;
       c->pad_r[i] = (ksp[i] - 1) * p->rhs_dilation[i] + kd - c->src_sp[i] - c->pad_l[i];
     }
+  } else if (BG > 1) {
+    goto no;
   } else if (!lhs_dil) {
     c->form = FORM_FWD;
     c->N = ld[p->input_batch_dimension];

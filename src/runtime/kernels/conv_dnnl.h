@@ -6,9 +6,9 @@
  *     groups);
  *   - backward data (a transposed convolution): lhs dilation, unit window strides; the kernel
  *     is the forward kernel reversed, its feature dimensions swapped;
- *   - backward weights: no lhs dilation, one group, and a "kernel" larger than the result
- *     (the weight gradient JAX emits: batch and feature roles exchanged, the forward stride as
- *     rhs dilation).
+ *   - backward weights: no lhs dilation, no feature groups, and a "kernel" larger than the
+ *     result (the weight gradient JAX emits: batch and feature roles exchanged, the forward
+ *     stride as rhs dilation, a grouped convolution's groups as batch groups).
  * f32 operands with an f32 result, or bf16 operands with a bf16 or f32 result (oneDNN's bf16
  * kernels multiply exactly and sum in f32, flushing denormals, and round to bf16 once at the
  * end, as the im2col path does); everything else stays on conv.c's im2col path. Primitives are

@@ -228,7 +228,8 @@ def test_mpirun_with_the_mpi_transport(tmp_path):
     if not mpirun:
         pytest.skip("mpirun (Open MPI) not installed")
     env = job_env(2, {"ANVIL_COLLECTIVES": "mpi", "ANVIL_TEST_RESULT_DIR": str(tmp_path)})
-    cmd = [mpirun, "-n", "2", "--oversubscribe"]
+    # TCP between the ranks: containers often give shared-memory transports too little /dev/shm
+    cmd = [mpirun, "-n", "2", "--oversubscribe", "--mca", "btl", "self,tcp"]
     if os.geteuid() == 0:
         cmd.append("--allow-run-as-root")
     for k in ("PYTHONPATH", "ANVIL_LIBRARY_PATH", "JAX_PLATFORMS", "ANVIL_DEVICE_COUNT",
@@ -240,6 +241,9 @@ def test_mpirun_with_the_mpi_transport(tmp_path):
                          capture_output=True, text=True, timeout=300, cwd=str(tmp_path))
     if "built without them" in out.stdout + out.stderr:
         pytest.skip("anvil was built without Open MPI's headers")
+    launched = any(tmp_path.glob("*.json")) or "RESULT" in out.stdout or "anvil" in out.stderr
+    if out.returncode != 0 and not launched:
+        pytest.skip("mpirun cannot start processes here: " + (out.stderr or out.stdout)[-500:])
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     outs = []
     for pid in range(2):

@@ -5,9 +5,10 @@
  * leader, then makes the exchanges for every group that has a member here, in the same order
  * in every process (groups by their first device): for all_reduce, reduce_scatter and
  * collective_reduce it combines its own members' operands, then combines that once per process
- * over the network (the transport's all_reduce, with the op's own combiner); for the others
- * (all_gather, all_to_all, collective_permute, collective_broadcast) every process sends its
- * members' operands to the others in the group (all_gather). Each device then takes its result
+ * over the network (the transport's all_reduce, with the op's own combiner); for all_to_all and
+ * collective_permute each member's operands (or their blocks) go only to the members that
+ * need them (the transport's all_to_all); for all_gather and collective_broadcast every
+ * process sends its members' operands to the others in the group (all_gather). Each device then takes its result
  * from what the leader gathered, and the devices leave together, so no one frees an operand
  * that is still being read. */
 #include <stdio.h>
@@ -15,6 +16,10 @@
 #include <string.h>
 
 #include "runtime/collectives_internal.h"
+#include "runtime/kernels/shape.h"
+
+/* Groups up to this size exchange point to point (pieces[i * size + j] tables). */
+enum { NET_DIRECT_MAX_GROUP = 256 };
 
 /* The meeting of all this process's devices (group keys are >= 0). */
 #define NET_MEETING_KEY ((int64_t)-1)
@@ -28,6 +33,8 @@ typedef struct net_group {
   const void **table;       /* other kinds: [size * nin] every member's operands */
   const void *const **ins;  /* [size] rows of table */
   char *gathered;           /* what the exchange brought */
+  const char **pieces;      /* all_to_all / permute: [size * size] what member i sent member j
+                               (for this process's j), or NULL */
 } net_group;
 
 typedef struct net_state {
@@ -47,6 +54,7 @@ static void state_free(net_state *st) {
     free(x->table);
     free((void *)x->ins);
     free(x->gathered);
+    free((void *)x->pieces);
   }
   free(st->groups);
   free(st->group_of);
@@ -251,6 +259,156 @@ done:
   return c;
 }
 
+/* all_to_all and collective_permute: pb[i * size + j] = what member i sends member j. */
+static void piece_bytes(const av_step *s, av_frame *f, const av_coll_params *p, int size,
+                        size_t *pb) {
+  size_t row = 0;
+  for (uint32_t k = 0; k < s->nout; k++) row += av_in_type(s, f, k)->nbytes;
+  for (size_t i = 0; i < (size_t)size * size; i++)
+    pb[i] = p->kind == AV_COLL_ALL_TO_ALL ? row / (size_t)size : 0; /* block j of each */
+  for (int q = 0; p->kind == AV_COLL_PERMUTE && q < p->npairs; q++) {
+    int64_t i = p->pairs[2 * q], j = p->pairs[2 * q + 1];
+    if (i >= 0 && i < size && j >= 0 && j < size) pb[i * size + j] = row;
+  }
+}
+
+/* The box of block `j` (of `size`) of an all_to_all operand along its split dimension. */
+static void a2a_block_box(const av_slot_type *t, const av_coll_params *p, int size, av_box *b,
+                          int64_t *strides) {
+  av_row_major_strides(t->rank, t->dims, strides);
+  b->rank = t->rank;
+  for (int q = 0; q < t->rank; q++) b->dims[q] = t->dims[q];
+  b->dims[p->dim] = t->dims[p->dim] / size;
+  int64_t bs[AV_BOX_MAX_RANK];
+  av_row_major_strides(b->rank, b->dims, bs);
+  for (int q = 0; q < t->rank; q++) {
+    b->sstride[q] = strides[q];
+    b->dstride[q] = bs[q];
+  }
+}
+
+/* Member i's piece for member j, packed contiguously: the operands one after another (permute),
+ * or block j of each (all_to_all). */
+static void pack_piece(const av_step *s, av_frame *f, const av_coll_params *p, int size,
+                       const void *const *ops, int j, char *dst) {
+  for (uint32_t k = 0; k < s->nout; k++) {
+    const av_slot_type *t = av_in_type(s, f, k);
+    if (p->kind == AV_COLL_PERMUTE) {
+      memcpy(dst, ops[k], t->nbytes);
+      dst += t->nbytes;
+      continue;
+    }
+    av_box b;
+    int64_t str[AV_BOX_MAX_RANK];
+    a2a_block_box(t, p, size, &b, str);
+    size_t es = av_dtype_size(t->dtype);
+    av_box_copy(&b, (const char *)ops[k] + (size_t)(j * b.dims[p->dim] * str[p->dim]) * es, dst, es);
+    dst += t->nbytes / (size_t)size;
+  }
+}
+
+/* Point to point: each process sends each other exactly the pieces its members need. */
+static av_code exchange_direct(const av_step *s, av_frame *f, const av_coll_params *p,
+                               const av_plan_net *pn, const void *const *const *slots, int g,
+                               net_group *x, const int *procs, int nprocs, const char *what,
+                               av_diag *d) {
+  int me = pn->net->process_index, size = x->size;
+  size_t *sb = calloc((size_t)nprocs * 2, sizeof *sb), *rb = sb ? sb + nprocs : NULL;
+  size_t *pb = malloc((size_t)size * (size_t)size * sizeof *pb);
+  x->pieces = calloc((size_t)size * (size_t)size, sizeof *x->pieces);
+  if (!sb || !pb || !x->pieces) {
+    free(sb);
+    free(pb);
+    return av_diag_set(d, AV_RESOURCE_EXHAUSTED, "out of memory");
+  }
+  piece_bytes(s, f, p, size, pb);
+  /* pieces in the same order on both sides: by process, then sender, then receiver */
+  for (int q = 0; q < nprocs; q++)
+    for (int i = 0; i < size; i++)
+      for (int j = 0; j < size; j++) {
+        int pi = pn->proc[x->members[i]], pj = pn->proc[x->members[j]];
+        size_t n = pb[(size_t)i * size + j];
+        if (pi == me && pj == procs[q]) sb[q] += n;
+        if (pi == procs[q] && pj == me) rb[q] += n;
+      }
+  size_t st = 0, rt = 0;
+  for (int q = 0; q < nprocs; q++) {
+    st += sb[q];
+    rt += rb[q];
+  }
+  char *send = malloc(st ? st : 1);
+  x->gathered = malloc(rt ? rt : 1);
+  av_code c = send && x->gathered ? AV_OK : av_diag_set(d, AV_RESOURCE_EXHAUSTED, "out of memory");
+  size_t at = 0;
+  for (int q = 0; c == AV_OK && q < nprocs; q++)
+    for (int i = 0; i < size; i++) {
+      if (pn->proc[x->members[i]] != me) continue;
+      for (int j = 0; j < size; j++) {
+        size_t n = pb[(size_t)i * size + j];
+        if (!n || pn->proc[x->members[j]] != procs[q]) continue;
+        pack_piece(s, f, p, size, slots[pn->local_rank[x->members[i]]], j, send + at);
+        at += n;
+      }
+    }
+  if (c == AV_OK)
+    c = av_net_all_to_all(pn->net, what, procs, nprocs, tag_of(p->op_id, g, 0, p->kind, st + rt),
+                          send, sb, x->gathered, rb, d);
+  at = 0;
+  for (int q = 0; c == AV_OK && q < nprocs; q++)
+    for (int i = 0; i < size; i++) {
+      if (pn->proc[x->members[i]] != procs[q]) continue;
+      for (int j = 0; j < size; j++) {
+        size_t n = pb[(size_t)i * size + j];
+        if (!n || pn->proc[x->members[j]] != me) continue;
+        x->pieces[(size_t)i * size + j] = x->gathered + at;
+        at += n;
+      }
+    }
+  free(send);
+  free(sb);
+  free(pb);
+  return c;
+}
+
+/* A member's results from the pieces it received. */
+static void finish_direct(const av_step *s, av_frame *f, const av_coll_params *p,
+                          const net_group *x, int rank, int my_id) {
+  int size = x->size;
+  if (p->kind == AV_COLL_PERMUTE) {
+    int src = -1;
+    for (int q = 0; q < p->npairs; q++)
+      if (p->pairs[2 * q + 1] == my_id) src = (int)p->pairs[2 * q];
+    const char *piece = src >= 0 && src < size ? x->pieces[(size_t)src * size + rank] : NULL;
+    for (uint32_t k = 0; k < s->nout; k++) {
+      const av_slot_type *t = av_out_type(s, f, k);
+      if (piece) memcpy(av_out(s, f, k), piece, t->nbytes);
+      else memset(av_out(s, f, k), 0, t->nbytes);
+      if (piece) piece += t->nbytes;
+    }
+    return;
+  }
+  size_t off = 0;
+  for (uint32_t k = 0; k < s->nout; k++) {
+    const av_slot_type *it = av_in_type(s, f, k), *ot = av_out_type(s, f, k);
+    size_t es = av_dtype_size(it->dtype);
+    av_box b;
+    int64_t istr[AV_BOX_MAX_RANK], ostr[AV_BOX_MAX_RANK];
+    a2a_block_box(it, p, size, &b, istr);
+    av_row_major_strides(ot->rank, ot->dims, ostr);
+    for (int q = 0; q < b.rank; q++) { /* from the packed block into the output */
+      b.sstride[q] = b.dstride[q];
+      b.dstride[q] = ostr[q];
+    }
+    int64_t cat = b.dims[p->concat_dim];
+    for (int m = 0; m < size; m++) {
+      const char *src = x->pieces[(size_t)m * size + rank] + off;
+      char *dst = (char *)av_out(s, f, k) + (size_t)(m * cat * ostr[p->concat_dim]) * es;
+      av_box_copy(&b, src, dst, es);
+    }
+    off += it->nbytes / (size_t)size;
+  }
+}
+
 /* The leader's part: every exchange of the groups with a member in this process. */
 static av_code exchange(const av_step *s, av_frame *f, const av_coll_params *p,
                         const av_plan_net *pn, const void *const *const *slots, net_state **out,
@@ -276,10 +434,13 @@ static av_code exchange(const av_step *s, av_frame *f, const av_coll_params *p,
     if (!here) continue;
     int nprocs = group_procs(pn, x, procs);
     int mine = st->group_of[f->device_index];
+    bool direct = (p->kind == AV_COLL_PERMUTE || p->kind == AV_COLL_ALL_TO_ALL) && nprocs > 1 &&
+                  x->size <= NET_DIRECT_MAX_GROUP;
     c = reduces(p->kind)
             ? exchange_reduce(s, f, p, pn, slots, g, x, mine >= 0 ? &st->groups[mine] : NULL,
                               procs, nprocs, what, d)
-            : exchange_gather(s, f, p, pn, slots, g, x, procs, nprocs, what, d);
+        : direct ? exchange_direct(s, f, p, pn, slots, g, x, procs, nprocs, what, d)
+                 : exchange_gather(s, f, p, pn, slots, g, x, procs, nprocs, what, d);
   }
   free(procs);
   return c;
@@ -336,6 +497,7 @@ av_code av_collective_net(const av_step *s, av_frame *f, const av_plan_net *pn, 
     } else {
       const net_group *x = &ns->groups[ns->group_of[dev]];
       if (reduces(p->kind)) av_coll_finish_reduced(s, f, p, x->full, me.size, me.rank);
+      else if (x->pieces) finish_direct(s, f, p, x, me.rank, me.my_id);
       else c = av_coll_compute(s, f, p, x->ins, me.size, me.rank, me.my_id, d);
     }
   }

@@ -225,6 +225,21 @@ av_code av_net_all_gather(av_net *n, const char *what, const int *procs, int npr
   return c;
 }
 
+av_code av_net_all_to_all(av_net *n, const char *what, const int *procs, int nprocs, uint32_t tag,
+                          const void *in, const size_t *send_bytes, void *out,
+                          const size_t *recv_bytes, av_diag *d) {
+  pthread_mutex_lock(&n->op_mu);
+  av_code c = usable(n, what, d);
+  av_diag td;
+  av_diag_init(&td);
+  if (c == AV_OK)
+    c = n->transport->ops->all_to_all(n->transport, procs, nprocs, tag, in, send_bytes, out,
+                                      recv_bytes, &td);
+  pthread_mutex_unlock(&n->op_mu);
+  if (c != AV_OK && td.code != AV_OK) return fail(n, what, procs, nprocs, &td, d);
+  return c;
+}
+
 av_plan_net *av_plan_net_new(av_net *net, const int *proc_of_position, int ndev, const char *name) {
   av_plan_net *pn = calloc(1, sizeof *pn);
   if (!pn) return NULL;

@@ -54,6 +54,9 @@ av_code av_net_all_reduce(av_net *n, const char *what, const int *procs, int npr
                           void *fn_ctx, av_diag *d);
 av_code av_net_all_gather(av_net *n, const char *what, const int *procs, int nprocs, uint32_t tag,
                           const void *in, const size_t *bytes, void *out, av_diag *d);
+av_code av_net_all_to_all(av_net *n, const char *what, const int *procs, int nprocs, uint32_t tag,
+                          const void *in, const size_t *send_bytes, void *out,
+                          const size_t *recv_bytes, av_diag *d);
 
 /* Where the devices of one program's assignment live (set when the program is loaded onto a
  * client of a multi-process job; see av_program_set_net). */

@@ -48,6 +48,12 @@ typedef struct av_transport_ops {
    * `in`). */
   av_code (*all_gather)(av_transport *t, const int *procs, int nprocs, uint32_t tag,
                         const void *in, const size_t *bytes, void *out, av_diag *d);
+  /* Each process sends every other its own bytes: `in` holds send_bytes[i] bytes for procs[i],
+   * one block after another (ours included, copied), and `out` receives recv_bytes[i] bytes
+   * from procs[i] the same way. */
+  av_code (*all_to_all)(av_transport *t, const int *procs, int nprocs, uint32_t tag,
+                        const void *in, const size_t *send_bytes, void *out,
+                        const size_t *recv_bytes, av_diag *d);
   /* Closes every connection: operations after this (or still running) fail. */
   void (*destroy)(av_transport *t);
 } av_transport_ops;

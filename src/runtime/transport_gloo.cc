@@ -11,6 +11,7 @@ extern "C" {
 #include <string.h>
 
 #include <gloo/allgatherv.h>
+#include <gloo/alltoallv.h>
 #include <gloo/allreduce.h>
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/prefix_store.h>
@@ -189,6 +190,30 @@ av_code gloo_all_gather(av_transport* t, const int* procs, int nprocs, uint32_t 
   }
 }
 
+av_code gloo_all_to_all(av_transport* t, const int* procs, int nprocs, uint32_t tag,
+                        const void* in, const size_t* send_bytes, void* out,
+                        const size_t* recv_bytes, av_diag* d) {
+  GlooTransport* g = self(t);
+  try {
+    auto ctx = context_for(g, procs, nprocs);
+    gloo::AlltoallvOptions o(ctx);
+    std::vector<int64_t> sends(send_bytes, send_bytes + nprocs), recvs(recv_bytes, recv_bytes + nprocs);
+    // gloo only reads the input
+    o.setInput<uint8_t>(static_cast<uint8_t*>(const_cast<void*>(in)), sends);
+    o.setOutput<uint8_t>(static_cast<uint8_t*>(out), recvs);
+    o.setTag(tag);
+    o.setTimeout(std::chrono::milliseconds(g->timeout_ms));
+    gloo::alltoallv(o);
+    return AV_OK;
+  } catch (const std::exception& e) {
+    drop(g, procs, nprocs);
+    return failed(d, "all_to_all", e.what());
+  } catch (...) {
+    drop(g, procs, nprocs);
+    return failed(d, "all_to_all", "unknown exception");
+  }
+}
+
 void gloo_destroy(av_transport* t) {
   try {
     delete self(t);
@@ -197,7 +222,8 @@ void gloo_destroy(av_transport* t) {
   }
 }
 
-const av_transport_ops gloo_ops = {"gloo", gloo_all_reduce, gloo_all_gather, gloo_destroy};
+const av_transport_ops gloo_ops = {"gloo", gloo_all_reduce, gloo_all_gather, gloo_all_to_all,
+                                   gloo_destroy};
 
 }  // namespace
 

@@ -34,6 +34,8 @@ typedef struct mpi_fns {
   int (*Comm_set_errhandler)(MPI_Comm, MPI_Errhandler);
   int (*Allgatherv)(const void *, int, MPI_Datatype, void *, const int[], const int[],
                     MPI_Datatype, MPI_Comm);
+  int (*Alltoallv)(const void *, const int[], const int[], MPI_Datatype, void *, const int[],
+                   const int[], MPI_Datatype, MPI_Comm);
   int (*Error_string)(int, char *, int *);
   int (*Finalize)(void);
   MPI_Comm world;
@@ -143,6 +145,39 @@ static av_code mpi_all_gather(av_transport *base, const int *procs, int nprocs, 
   return c;
 }
 
+/* Byte counts and offsets as MPI takes them (int). */
+static av_code int_counts(const size_t *bytes, int n, int *counts, int *displs, av_diag *d) {
+  size_t at = 0;
+  for (int i = 0; i < n; i++) {
+    if (bytes[i] > INT_MAX || at > INT_MAX)
+      return av_diag_set(d, AV_UNIMPLEMENTED, "MPI exchange: more than 2 GiB per process");
+    counts[i] = (int)bytes[i];
+    displs[i] = (int)at;
+    at += bytes[i];
+  }
+  return AV_OK;
+}
+
+static av_code mpi_all_to_all(av_transport *base, const int *procs, int nprocs, uint32_t tag,
+                              const void *in, const size_t *send_bytes, void *out,
+                              const size_t *recv_bytes, av_diag *d) {
+  (void)tag;
+  mpi_transport *t = (mpi_transport *)base;
+  int *ints = calloc((size_t)nprocs * 4, sizeof *ints);
+  if (!ints) return av_diag_set(d, AV_RESOURCE_EXHAUSTED, "out of memory");
+  int *sc = ints, *sd = ints + nprocs, *rc = ints + 2 * nprocs, *rd = ints + 3 * nprocs;
+  MPI_Comm comm = t->f.world;
+  av_code c = int_counts(send_bytes, nprocs, sc, sd, d);
+  if (c == AV_OK) c = int_counts(recv_bytes, nprocs, rc, rd, d);
+  if (c == AV_OK) c = comm_for(t, procs, nprocs, &comm, d);
+  if (c == AV_OK) {
+    int r = t->f.Alltoallv(in, sc, sd, t->f.byte, out, rc, rd, t->f.byte, comm);
+    if (r != MPI_SUCCESS) c = mpi_failed(t, d, "MPI_Alltoallv", r);
+  }
+  free(ints);
+  return c;
+}
+
 static av_code mpi_all_reduce(av_transport *base, const int *procs, int nprocs, uint32_t tag,
                               void *buf, size_t count, size_t elem_size, av_reduce_fn fn,
                               void *fn_ctx, av_diag *d) {
@@ -179,7 +214,8 @@ static void mpi_destroy(av_transport *base) {
   free(t);
 }
 
-static const av_transport_ops mpi_ops = {"mpi", mpi_all_reduce, mpi_all_gather, mpi_destroy};
+static const av_transport_ops mpi_ops = {"mpi", mpi_all_reduce, mpi_all_gather, mpi_all_to_all,
+                                         mpi_destroy};
 
 #define MPI_SYM(field, name)                                                          \
   do {                                                                                \
@@ -220,6 +256,7 @@ av_transport *av_transport_mpi_new(const av_transport_config *cfg, av_diag *d) {
   MPI_SYM(Comm_free, "MPI_Comm_free");
   MPI_SYM(Comm_set_errhandler, "MPI_Comm_set_errhandler");
   MPI_SYM(Allgatherv, "MPI_Allgatherv");
+  MPI_SYM(Alltoallv, "MPI_Alltoallv");
   MPI_SYM(Error_string, "MPI_Error_string");
   MPI_SYM(Finalize, "MPI_Finalize");
   void *world = dlsym(t->lib, "ompi_mpi_comm_world"), *byte = dlsym(t->lib, "ompi_mpi_byte");

@@ -1,8 +1,10 @@
 /* reduce, reduce_window and select_and_scatter kernels. Expected values are hand-checked or
  * from jax.lax on the stock CPU backend (expressions in comments). */
+#include <math.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <setjmp.h>
 #include <cmocka.h>
 
@@ -172,6 +174,86 @@ static void test_reduce_window_max(void **state) {
   }
 }
 
+/* Region bodies for the generic (one call per window element) reduce_window path. */
+#define TK_BODY(name, T, expr)                                                              \
+  static av_code name(void *ctx, const void *const *in, void *const *out, av_diag *d) {    \
+    (void)ctx, (void)d;                                                                     \
+    T a = *(const T *)in[0], b = *(const T *)in[1];                                         \
+    *(T *)out[0] = (expr);                                                                  \
+    return AV_OK;                                                                           \
+  }
+TK_BODY(rw_add_f32, float, a + b)
+TK_BODY(rw_mul_f32, float, a * b)
+TK_BODY(rw_max_f32, float, (a != a || b != b) ? NAN : (a > b ? a : b))
+TK_BODY(rw_min_f32, float, (a != a || b != b) ? NAN : (a < b ? a : b))
+TK_BODY(rw_add_f64, double, a + b)
+TK_BODY(rw_mul_f64, double, a * b)
+TK_BODY(rw_max_f64, double, (a != a || b != b) ? NAN : (a > b ? a : b))
+TK_BODY(rw_min_f64, double, (a != a || b != b) ? NAN : (a < b ? a : b))
+
+/* Pooling over NHWC's H and W (the window spans one channel): the row path, vectorised across
+ * channels, gives the same bits as the generic path (the body called per window element, in
+ * the same order), with padding (negative too), base and window dilation, strides, rows
+ * longer than one block, NaNs, f32 and f64, add/mul/max/min. */
+static void test_reduce_window_rows_match_element_path(void **state) {
+  (void)state;
+  static const int64_t channels[3] = {8, 37, 700};
+  av_code (*bodies[2][4])(void *, const void *const *, void *const *, av_diag *) = {
+      {rw_add_f32, rw_mul_f32, rw_max_f32, rw_min_f32}, {rw_add_f64, rw_mul_f64, rw_max_f64, rw_min_f64}};
+  static const av_opcode ops[4] = {AV_OP_ADD, AV_OP_MULTIPLY, AV_OP_MAXIMUM, AV_OP_MINIMUM};
+  uint32_t seed = 7;
+  for (int ci = 0; ci < 3; ci++)
+    for (int t = 0; t < 2; t++)
+      for (int k = 0; k < 4; k++) {
+        av_dtype dt = t ? AV_DT_F64 : AV_DT_F32;
+        size_t es = t ? 8 : 4;
+        int64_t C = channels[ci], xd[4] = {2, 5, 6, C}, od[4];
+        av_reduce_window_params p;
+        av_reduce_window_params_init(&p, 4);
+        p.window_dimensions[1] = 2, p.window_dimensions[2] = 3;
+        p.window_strides[1] = 2;
+        p.base_dilations[1] = 2;
+        p.window_dilations[2] = 2;
+        p.padding_lo[1] = 1, p.padding_hi[1] = 2, p.padding_lo[2] = -1, p.padding_hi[2] = 3;
+        od[0] = 2, od[3] = C;
+        od[1] = ((xd[1] - 1) * 2 + 1 + 3 - 2) / 2 + 1;
+        od[2] = xd[2] - 1 + 3 - 5 + 1;
+        int64_t nx = 2 * 5 * 6 * C, no = 2 * od[1] * od[2] * C;
+        char *x = malloc((size_t)nx * es), *y0 = malloc((size_t)no * es), *y1 = malloc((size_t)no * es);
+        assert_true(x && y0 && y1);
+        for (int64_t i = 0; i < nx; i++) {
+          seed = seed * 1664525u + 1013904223u;
+          double v = (double)((seed >> 9) % 2001) / 1000.0 - 1.0;
+          if (k >= 2 && (seed >> 3) % 97 == 0) v = NAN;
+          if (k == 1) v = 1.0 + v / 8; /* products of about 1 */
+          if (t) memcpy(x + i * 8, &v, 8);
+          else {
+            float f = (float)v;
+            memcpy(x + i * 4, &f, 4);
+          }
+        }
+        double initd = k == 1 ? 1.0 : k == 2 ? -INFINITY : k == 3 ? INFINITY : 0.0;
+        float initf = (float)initd;
+        av_view X = tk_view(x, dt, 4, xd), I = tk_view(t ? (void *)&initd : (void *)&initf, dt, 0, NULL);
+        av_view O0 = tk_view(y0, dt, 4, od), O1 = tk_view(y1, dt, 4, od);
+        p.body = tk_fn(bodies[t][k], ops[k]);
+        av_diag d;
+        av_diag_init(&d);
+        assert_int_equal(av_kernel_reduce_window(&p, &X, &I, &O0, &d), AV_OK);
+        p.body.simple = AV_OP_UNKNOWN;
+        assert_int_equal(av_kernel_reduce_window(&p, &X, &I, &O1, &d), AV_OK);
+        for (int64_t i = 0; i < no; i++) {
+          double a = t ? ((double *)(void *)y0)[i] : ((float *)(void *)y0)[i];
+          double b = t ? ((double *)(void *)y1)[i] : ((float *)(void *)y1)[i];
+          if (a != a || b != b) assert_true(a != a && b != b);
+          else assert_memory_equal(y0 + i * es, y1 + i * es, es);
+        }
+        free(x);
+        free(y0);
+        free(y1);
+      }
+}
+
 /* The StableHLO spec's select_and_scatter example (select GE, scatter add), checked by hand:
  * operand [[1,5],[2,5],[3,6],[4,4]], source [[5,6],[7,8]], window [3,1], strides [2,1],
  * padding [[0,1],[0,0]] -> [[0,0],[0,0],[5,14],[7,0]]. */
@@ -243,6 +325,7 @@ int main(void) {
       cmocka_unit_test(test_reduce_rejects_bad_dims),
       cmocka_unit_test(test_reduce_window_dilations_padding),
       cmocka_unit_test(test_reduce_window_max),
+      cmocka_unit_test(test_reduce_window_rows_match_element_path),
       cmocka_unit_test(test_select_and_scatter_spec_example),
       cmocka_unit_test(test_hostile_window_parameters),
   };

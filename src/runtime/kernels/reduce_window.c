@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/kernels/simd_clones.h"
 #include "runtime/thread_pool.h"
 
 void av_reduce_window_params_init(av_reduce_window_params *p, int rank) {
@@ -80,7 +81,11 @@ typedef enum fast_op { F_NONE, F_ADD, F_MUL, F_MAX, F_MIN } fast_op;
 DEFINE_WINDOW_FOLD(fold_f32, float)
 DEFINE_WINDOW_FOLD(fold_f64, double)
 
-enum { RW_MIN_WORK = 64 * 1024 }; /* window elements worth another thread */
+enum {
+  RW_MIN_WORK = 64 * 1024, /* window elements worth another thread */
+  RW_ROW_MIN = 8,          /* innermost extent worth the row path */
+  RW_ROW_BLOCK = 512,      /* row elements folded at a time (accumulators stay in L1) */
+};
 
 typedef struct rw_job {
   const av_reduce_window_params *p;
@@ -212,6 +217,95 @@ static void rw_range(void *ctx, int64_t o0, int64_t o1) {
   }
 }
 
+/* Row path: when the window spans one element of the innermost dimension (stride 1, no
+ * padding or dilation there; pooling over NHWC's H and W), every result row of that dimension
+ * folds whole input rows, and whether a window position falls on padding or a base-dilation
+ * hole is the same for the whole row. Each element still folds its window positions in the
+ * same order, with the init value at padding, as rw_range does: the same bits, vectorised
+ * across the row (one clone per ISA of the whole loop, so short rows pay no call per fold). */
+#define FOLD_ROW(T, op, acc, src, n)                                                          \
+  switch (op) {                                                                               \
+    case F_ADD: for (int64_t c = 0; c < n; c++) acc[c] = acc[c] + src[c]; break;              \
+    case F_MUL: for (int64_t c = 0; c < n; c++) acc[c] = acc[c] * src[c]; break;              \
+    case F_MAX:                                                                               \
+      for (int64_t c = 0; c < n; c++) {                                                       \
+        T a_ = acc[c], v_ = src[c];                                                           \
+        acc[c] = a_ != a_ ? a_ : v_ != v_ ? v_ : (a_ > v_ ? a_ : v_);                         \
+      }                                                                                       \
+      break;                                                                                  \
+    default:                                                                                  \
+      for (int64_t c = 0; c < n; c++) {                                                       \
+        T a_ = acc[c], v_ = src[c];                                                           \
+        acc[c] = a_ != a_ ? a_ : v_ != v_ ? v_ : (a_ < v_ ? a_ : v_);                         \
+      }                                                                                       \
+      break;                                                                                  \
+  }
+
+#define DEFINE_ROWS(name, T)                                                                  \
+  AV_CLONES static void name(const rw_job *j, int64_t r0, int64_t r1) {                       \
+    const av_reduce_window_params *p = j->p;                                                  \
+    int outer = j->r - 1;                                                                     \
+    const av_view *in = &j->inputs[0], *out = &j->outputs[0];                                 \
+    int64_t C = out->dims[j->r - 1];                                                          \
+    fast_op op = j->fop;                                                                      \
+    T init;                                                                                   \
+    memcpy(&init, j->inits[0].data, sizeof init);                                             \
+    _Alignas(64) T pads[RW_ROW_BLOCK];                                                        \
+    for (int64_t c = 0; c < RW_ROW_BLOCK; c++) pads[c] = init;                                \
+    int64_t oidx[AV_KMAX_RANK] = {0};                                                         \
+    for (int64_t rem = r0, i = outer - 1; i >= 0; i--) {                                      \
+      oidx[i] = rem % out->dims[i];                                                           \
+      rem /= out->dims[i];                                                                    \
+    }                                                                                         \
+    for (int64_t row = r0; row < r1; row++) {                                                 \
+      T *dst = (T *)out->data + row * C;                                                      \
+      for (int64_t c0 = 0; c0 < C; c0 += RW_ROW_BLOCK) {                                      \
+        int64_t nc = C - c0 < RW_ROW_BLOCK ? C - c0 : RW_ROW_BLOCK;                           \
+        _Alignas(64) T acc[RW_ROW_BLOCK];                                                     \
+        for (int64_t c = 0; c < nc; c++) acc[c] = init;                                       \
+        int64_t widx[AV_KMAX_RANK] = {0};                                                     \
+        for (int64_t w = 0; w < j->wn; w++) {                                                 \
+          int64_t off = 0;                                                                    \
+          bool pad = false;                                                                   \
+          for (int i = 0; i < outer && !pad; i++) {                                           \
+            int64_t pc = oidx[i] * p->window_strides[i] + widx[i] * p->window_dilations[i];   \
+            int64_t x = to_input(pc, p->padding_lo[i], p->base_dilations[i], in->dims[i]);    \
+            pad = x < 0;                                                                      \
+            off += x * j->istr[i];                                                            \
+          }                                                                                   \
+          const T *src = pad ? pads : (const T *)in->data + off + c0;                         \
+          FOLD_ROW(T, op, acc, src, nc)                                                       \
+          for (int i = outer - 1; i >= 0; i--) {                                              \
+            if (++widx[i] < p->window_dimensions[i]) break;                                   \
+            widx[i] = 0;                                                                      \
+          }                                                                                   \
+        }                                                                                     \
+        memcpy(dst + c0, acc, (size_t)nc * sizeof(T));                                        \
+      }                                                                                       \
+      for (int i = outer - 1; i >= 0; i--) {                                                  \
+        if (++oidx[i] < out->dims[i]) break;                                                  \
+        oidx[i] = 0;                                                                          \
+      }                                                                                       \
+    }                                                                                         \
+  }
+DEFINE_ROWS(rows_f32, float)
+DEFINE_ROWS(rows_f64, double)
+
+/* Result rows [r0, r1) (rows of the innermost dimension, row-major). */
+static void rw_rows(void *ctx, int64_t r0, int64_t r1) {
+  const rw_job *j = ctx;
+  if (j->dt == AV_DT_F32) rows_f32(j, r0, r1);
+  else rows_f64(j, r0, r1);
+}
+
+static bool row_path(const av_reduce_window_params *p, fast_op fop, const av_view *in,
+                     const av_view *out) {
+  int l = p->rank - 1;
+  return fop != F_NONE && l >= 0 && p->window_dimensions[l] == 1 && p->window_strides[l] == 1 &&
+         p->padding_lo[l] == 0 && p->padding_hi[l] == 0 && p->base_dilations[l] == 1 &&
+         in->dims[l] == out->dims[l] && out->dims[l] >= RW_ROW_MIN;
+}
+
 av_code av_kernel_reduce_window(const av_reduce_window_params *p, const av_view *inputs,
                                 const av_view *inits, av_view *outputs, av_diag *d) {
   av_code c = validate(p, inputs, inits, outputs, d);
@@ -251,7 +345,8 @@ av_code av_kernel_reduce_window(const av_reduce_window_params *p, const av_view 
   int64_t *woff = NULL;
   bool nobdil = true;
   for (int i = 0; i < r; i++) nobdil = nobdil && p->base_dilations[i] == 1;
-  if (fop != F_NONE && nobdil && wn > 0 && wn <= ((int64_t)1 << 20)) {
+  bool rows = on > 0 && row_path(p, fop, &inputs[0], &outputs[0]);
+  if (!rows && fop != F_NONE && nobdil && wn > 0 && wn <= ((int64_t)1 << 20)) {
     woff = malloc((size_t)wn * sizeof *woff);
     if (woff) {
       int64_t widx[AV_KMAX_RANK] = {0};
@@ -269,7 +364,10 @@ av_code av_kernel_reduce_window(const av_reduce_window_params *p, const av_view 
   rw_job job = {p, inputs, inits, outputs, r, n, wn, fop, dt, woff, {0}, {0}, AV_OK, d};
   memcpy(job.istr, istr, sizeof istr);
   memcpy(job.es, es, sizeof es);
-  if (fop != F_NONE) /* no region calls: windows are independent, split the results */
+  if (rows) {
+    int64_t C = outputs[0].dims[r - 1], per_row = C * (wn > 0 ? wn : 1);
+    av_parallel_for(p->pool, on / C, 1, (RW_MIN_WORK + per_row - 1) / per_row, rw_rows, &job);
+  } else if (fop != F_NONE) /* no region calls: windows are independent, split the results */
     av_parallel_for(p->pool, on, 1, (RW_MIN_WORK + wn - 1) / (wn > 0 ? wn : 1), rw_range, &job);
   else
     rw_range(&job, 0, on);

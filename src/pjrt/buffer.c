@@ -284,8 +284,7 @@ PJRT_Error *av_PJRT_Client_CreateUninitializedBuffer(
 
 /* A buffer that is "ready" with an error: whoever uses it gets that error. */
 PJRT_Error *av_PJRT_Client_CreateErrorBuffer(PJRT_Client_CreateErrorBuffer_Args *args) {
-  AV_ARGS_MIN(args, PJRT_Client_CreateErrorBuffer_Args,
-              ANVIL_PJRT_STRUCT_SIZE(PJRT_Client_CreateErrorBuffer_Args, buffer));
+  AV_ARGS(args, PJRT_Client_CreateErrorBuffer_Args);
   const char *fn = "PJRT_Client_CreateErrorBuffer";
   args->buffer = NULL;
   AV_REQUIRE(args->client, AV_INVALID_ARGUMENT, "%s: client is NULL", fn);

@@ -227,8 +227,7 @@ PJRT_Error *av_PJRT_Device_GetAttributes(PJRT_Device_GetAttributes_Args *args) {
 /* Bytes held by this device's buffers; the limit is the machine's physical memory. Only
  * fields inside the caller's struct are written (the struct grew after 0.75). */
 PJRT_Error *av_PJRT_Device_MemoryStats(PJRT_Device_MemoryStats_Args *args) {
-  AV_ARGS_MIN(args, PJRT_Device_MemoryStats_Args,
-              ANVIL_PJRT_STRUCT_SIZE(PJRT_Device_MemoryStats_Args, bytes_limit_is_set));
+  AV_ARGS(args, PJRT_Device_MemoryStats_Args);
   AV_DEVICE(args, "PJRT_Device_MemoryStats");
   AV_REQUIRE(args->device->mem_stats, AV_INVALID_ARGUMENT,
              "PJRT_Device_MemoryStats: device %d belongs to process %d, not to this one",

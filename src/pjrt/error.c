@@ -97,12 +97,12 @@ PJRT_Error *av_check_args(const void *args, size_t struct_size, size_t min_size,
 /* ------------------------------------------------------------ entry points */
 
 void av_PJRT_Error_Destroy(PJRT_Error_Destroy_Args *args) {
-  if (!args || args->struct_size < PJRT_Error_Destroy_Args_STRUCT_SIZE) return;
+  if (!args || args->struct_size < PJRT_Error_Destroy_Args_MIN_SIZE) return;
   av_error_free(args->error);
 }
 
 void av_PJRT_Error_Message(PJRT_Error_Message_Args *args) {
-  if (!args || args->struct_size < PJRT_Error_Message_Args_STRUCT_SIZE) return;
+  if (!args || args->struct_size < PJRT_Error_Message_Args_MIN_SIZE) return;
   if (!args->error) {
     args->message = "";
     args->message_size = 0;

@@ -282,7 +282,7 @@ PJRT_Error *av_PJRT_Compile(PJRT_Compile_Args *args) {
   AV_REQUIRE(args->topology, AV_INVALID_ARGUMENT, "%s: topology is NULL", fn);
   AV_REQUIRE(args->program, AV_INVALID_ARGUMENT, "%s: program is NULL", fn);
   const PJRT_Program *prog = args->program;
-  AV_ARGS_MIN(prog, PJRT_Program, (size_t)PJRT_Program_STRUCT_SIZE);
+  AV_ARGS(prog, PJRT_Program);
   av_exec_core *core;
   PJRT_Error *err = compile_core(fn, args->topology->num_devices, prog->format, prog->format_size,
                                  prog->code, prog->code_size, args->compile_options,
@@ -343,7 +343,7 @@ PJRT_Error *av_PJRT_Client_Compile(PJRT_Client_Compile_Args *args) {
   AV_REQUIRE(args->client, AV_INVALID_ARGUMENT, "%s: client is NULL", fn);
   AV_REQUIRE(args->program, AV_INVALID_ARGUMENT, "%s: program is NULL", fn);
   const PJRT_Program *prog = args->program;
-  AV_ARGS_MIN(prog, PJRT_Program, (size_t)PJRT_Program_STRUCT_SIZE);
+  AV_ARGS(prog, PJRT_Program);
   return av_compile_loaded(args->client, fn, prog->format, prog->format_size, prog->code,
                            prog->code_size, args->compile_options, args->compile_options_size,
                            &args->executable);
@@ -444,9 +444,7 @@ PJRT_Error *av_PJRT_Executable_SizeOfGeneratedCodeInBytes(
  * a donated argument. Intermediates are not counted (the runtime frees them as it goes). */
 PJRT_Error *av_PJRT_Executable_GetCompiledMemoryStats(
     PJRT_Executable_GetCompiledMemoryStats_Args *args) {
-  AV_ARGS_MIN(args, PJRT_Executable_GetCompiledMemoryStats_Args,
-              ANVIL_PJRT_STRUCT_SIZE(PJRT_Executable_GetCompiledMemoryStats_Args,
-                                     peak_memory_in_bytes));
+  AV_ARGS(args, PJRT_Executable_GetCompiledMemoryStats_Args);
   AV_EXE(args, "PJRT_Executable_GetCompiledMemoryStats");
   const av_exec_core *c = args->executable->core;
   int64_t arg_bytes = 0, out_bytes = 0, alias_bytes = 0;
@@ -478,9 +476,9 @@ PJRT_Error *av_PJRT_Executable_GetCompiledMemoryStats(
   args->host_output_size_in_bytes = 0;
   args->host_alias_size_in_bytes = 0;
   args->host_temp_size_in_bytes = 0;
-  args->peak_memory_in_bytes = arg_bytes + out_bytes - alias_bytes;
 #define AV_SET(field, value) \
   if (AV_HAS(args, PJRT_Executable_GetCompiledMemoryStats_Args, field)) args->field = (value);
+  AV_SET(peak_memory_in_bytes, arg_bytes + out_bytes - alias_bytes)
   AV_SET(total_size_in_bytes, arg_bytes + out_bytes - alias_bytes)
   AV_SET(total_allocation_bytes, out_bytes - alias_bytes)
   AV_SET(indefinite_allocations, 0)
@@ -500,7 +498,7 @@ PJRT_Error *av_PJRT_Executable_OptimizedProgram(PJRT_Executable_OptimizedProgram
   AV_EXE(args, "PJRT_Executable_OptimizedProgram");
   AV_REQUIRE(args->program, AV_INVALID_ARGUMENT, "%s: program is NULL", fn);
   PJRT_Program *prog = args->program;
-  AV_ARGS_MIN(prog, PJRT_Program, (size_t)PJRT_Program_STRUCT_SIZE);
+  AV_ARGS(prog, PJRT_Program);
   av_exec_core *c = args->executable->core;
   const char *format = "mlir";
   const void *bytes = c->source_code;

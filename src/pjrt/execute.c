@@ -309,7 +309,7 @@ PJRT_Error *av_PJRT_LoadedExecutable_Execute(PJRT_LoadedExecutable_Execute_Args 
   bool deleted = le->deleted;
   pthread_mutex_unlock(&le->mu);
   AV_REQUIRE(!deleted, AV_FAILED_PRECONDITION, "%s: the executable has been deleted", fn);
-  if (args->options) AV_ARGS_MIN(args->options, PJRT_ExecuteOptions, 80 /* size in 0.75 */);
+  if (args->options) AV_ARGS(args->options, PJRT_ExecuteOptions);
   av_exec_core *core = le->core;
   size_t nd = args->num_devices, na = args->num_args, no = (size_t)core->num_outputs;
   int expected_inputs = av_program_num_inputs(core->program);

@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "anvil/pjrt_c_api.h"
+#include "anvil/pjrt_c_api_history.h"
 #include "compiler/program.h"
 #include "ir/dtype.h"
 #include "util/clock.h" /* av_now_ns: call traces, and Execute timing its runs */
@@ -29,6 +30,10 @@
 #define ANVIL_STABLEHLO_MINIMUM_MAJOR 0
 #define ANVIL_STABLEHLO_MINIMUM_MINOR 9
 #define ANVIL_STABLEHLO_MINIMUM_PATCH 0
+
+/* "MAJOR.MINOR.PATCH" into v (the caller's StableHLO version, ANVIL_STABLEHLO_VERSION; api.c
+ * reports the older of it and ANVIL_STABLEHLO_CURRENT); false for anything else. */
+bool av_parse_stablehlo_version(const char *s, int64_t v[3]);
 
 #define ANVIL_VERSION_STRING "0.1.0"
 
@@ -58,9 +63,12 @@ const char *av_error_message(const PJRT_Error *e);
 
 /* --------------------------------------------------- argument validation */
 
-/* Minimum struct_size we accept for each argument struct: the size in the oldest API we
- * support (0.75). Fields added later are read only when struct_size covers them. For the
- * few structs that grew after 0.75 an explicit size is given with AV_ARGS_MIN. */
+/* Callers pass the struct_size of their own header: anvil serves every API minor from
+ * ANVIL_PJRT_OLDEST_MINOR (jaxlib 0.4.35) on, and newer ones. AV_ARGS accepts Type##_MIN_SIZE,
+ * the smallest size a supported caller declares (anvil/pjrt_c_api_history.h, generated from the
+ * API's history, which also says which minor added each member). A member past that is read or
+ * written only when AV_HAS says the caller's struct covers it; a larger struct_size than
+ * anvil knows is fine. AV_ARGS_MIN is for a call that cannot work without a later member. */
 PJRT_Error *av_check_args(const void *args, size_t struct_size, size_t min_size,
                           const char *type_name, const char *fn);
 
@@ -70,8 +78,8 @@ PJRT_Error *av_check_args(const void *args, size_t struct_size, size_t min_size,
         av_check_args((args), (args) ? (args)->struct_size : 0, (min), #Type, __func__);    \
     if (av_check_err_) return av_check_err_;                                                \
   } while (0)
-#define AV_ARGS(args, Type) AV_ARGS_MIN(args, Type, (size_t)Type##_STRUCT_SIZE)
-/* Whether the caller's struct covers `field` (for fields added after 0.75). */
+#define AV_ARGS(args, Type) AV_ARGS_MIN(args, Type, (size_t)Type##_MIN_SIZE)
+/* Whether the caller's struct covers `field` (needed for members added after Type##_MIN_SIZE). */
 #define AV_HAS(args, Type, field) ANVIL_PJRT_HAS_FIELD((args)->struct_size, Type, field)
 #define AV_REQUIRE(cond, code, ...)                                                         \
   do {                                                                                      \

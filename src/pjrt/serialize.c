@@ -70,9 +70,7 @@ static bool take(const unsigned char **p, size_t *left, const char **field, size
 }
 
 PJRT_Error *av_PJRT_Executable_DeserializeAndLoad(PJRT_Executable_DeserializeAndLoad_Args *args) {
-  AV_ARGS_MIN(args, PJRT_Executable_DeserializeAndLoad_Args,
-              ANVIL_PJRT_STRUCT_SIZE(PJRT_Executable_DeserializeAndLoad_Args,
-                                     overridden_serialized_compile_options_size));
+  AV_ARGS(args, PJRT_Executable_DeserializeAndLoad_Args);
   const char *fn = "PJRT_Executable_DeserializeAndLoad";
   args->loaded_executable = NULL;
   AV_REQUIRE(args->client, AV_INVALID_ARGUMENT, "%s: client is NULL", fn);
@@ -91,7 +89,9 @@ PJRT_Error *av_PJRT_Executable_DeserializeAndLoad(PJRT_Executable_DeserializeAnd
              AV_INVALID_ARGUMENT, "%s: truncated or corrupt serialized executable", fn);
   AV_REQUIRE(left == 0, AV_INVALID_ARGUMENT, "%s: %zu trailing bytes after the executable", fn,
              left);
-  if (args->overridden_serialized_compile_options &&
+  if (AV_HAS(args, PJRT_Executable_DeserializeAndLoad_Args,
+             overridden_serialized_compile_options_size) &&
+      args->overridden_serialized_compile_options &&
       args->overridden_serialized_compile_options_size > 0) {
     options = args->overridden_serialized_compile_options;
     options_len = args->overridden_serialized_compile_options_size;

@@ -49,28 +49,28 @@ static void describe(char *buf, size_t n, const char *fn, const void *a) {
   char dims[160];
   if (!strcmp(fn, "PJRT_Client_BufferFromHostBuffer")) {
     const PJRT_Client_BufferFromHostBuffer_Args *x = a;
-    if (x->struct_size < PJRT_Client_BufferFromHostBuffer_Args_STRUCT_SIZE) return;
+    if (x->struct_size < PJRT_Client_BufferFromHostBuffer_Args_MIN_SIZE) return;
     dims_str(dims, sizeof dims, x->dims, x->num_dims > 32 ? 32 : x->num_dims);
     snprintf(buf, n, "type=%s dims=%s semantics=%s%s", av_pjrt_type_name(x->type), dims,
              semantics_name(x->host_buffer_semantics), x->byte_strides ? " strided" : "");
   } else if (!strcmp(fn, "PJRT_Client_Create")) {
     const PJRT_Client_Create_Args *x = a;
-    if (x->struct_size < PJRT_Client_Create_Args_STRUCT_SIZE) return;
+    if (x->struct_size < PJRT_Client_Create_Args_MIN_SIZE) return;
     snprintf(buf, n, "num_options=%zu", x->num_options);
   } else if (!strcmp(fn, "PJRT_Client_Compile")) {
     const PJRT_Client_Compile_Args *x = a;
-    if (x->struct_size < PJRT_Client_Compile_Args_STRUCT_SIZE || !x->program) return;
+    if (x->struct_size < PJRT_Client_Compile_Args_MIN_SIZE || !x->program) return;
     snprintf(buf, n, "format=%.*s code_size=%zu options_size=%zu",
              (int)(x->program->format_size > 32 ? 32 : x->program->format_size),
              x->program->format ? x->program->format : "", x->program->code_size,
              x->compile_options_size);
   } else if (!strcmp(fn, "PJRT_LoadedExecutable_Execute")) {
     const PJRT_LoadedExecutable_Execute_Args *x = a;
-    if (x->struct_size < PJRT_LoadedExecutable_Execute_Args_STRUCT_SIZE) return;
+    if (x->struct_size < PJRT_LoadedExecutable_Execute_Args_MIN_SIZE) return;
     snprintf(buf, n, "num_devices=%zu num_args=%zu", x->num_devices, x->num_args);
   } else if (!strcmp(fn, "PJRT_Buffer_ToHostBuffer")) {
     const PJRT_Buffer_ToHostBuffer_Args *x = a;
-    if (x->struct_size < PJRT_Buffer_ToHostBuffer_Args_STRUCT_SIZE) return;
+    if (x->struct_size < PJRT_Buffer_ToHostBuffer_Args_MIN_SIZE) return;
     snprintf(buf, n, "dst_size=%zu%s", x->dst_size, x->host_layout ? " host_layout" : "");
   }
 }
@@ -78,7 +78,12 @@ static void describe(char *buf, size_t n, const char *fn, const void *a) {
 void av_trace_enter(av_trace_span *s, const char *fn, const void *args) {
   char desc[256];
   describe(desc, sizeof desc, fn, args);
-  fprintf(stderr, "anvil: > %s(%s)\n", fn, desc);
+  /* Every argument struct starts with the caller's struct_size: which API version it speaks. */
+  if (args)
+    fprintf(stderr, "anvil: > %s(size=%zu%s%s)\n", fn, *(const size_t *)args, desc[0] ? " " : "",
+            desc);
+  else
+    fprintf(stderr, "anvil: > %s()\n", fn);
   s->fn = fn;
   s->t0_ns = av_now_ns();
 }

@@ -17,6 +17,8 @@
 #include <stdio.h>
 
 #include "anvil/pjrt_c_api.h"
+#include "anvil/pjrt_c_api_history.h"
+#include <string.h>
 
 /* ------------------------------------------------------------------------ */
 /* Tables built from the generated X-macro lists.                            */
@@ -295,8 +297,96 @@ static void test_sizes_0_75_not_larger(void **state) {
   assert_int_equal(COUNT(k_sizes_0_75), 126);
 }
 
+/* ------------------------------------------------------------------------ */
+/* The struct history (anvil/pjrt_c_api_history.h, generated from the API's git history) against
+ * the two independent references: the 0.75 size table and anvil's 0.114 header. */
+
+typedef struct {
+  const char *type;
+  int minor;
+  long declared, extent, size_0_114, extent_0_114, min_size;
+} history_row;
+
+static const history_row k_history[] = {
+#define ROW(t, m, d, e) \
+  {#t, (m), (d), (e), (long)t##_STRUCT_SIZE, (long)sizeof(t), (long)t##_MIN_SIZE},
+    ANVIL_PJRT_SIZE_HISTORY(ROW)
+#undef ROW
+};
+
+/* The declared size of `type` at `minor` (0 if it did not exist yet). */
+static const history_row *history_at(const char *type, int minor) {
+  const history_row *found = NULL;
+  for (size_t i = 0; i < COUNT(k_history); i++)
+    if (!strcmp(k_history[i].type, type) && k_history[i].minor <= minor) found = &k_history[i];
+  return found;
+}
+
+static void test_history_matches_0_75(void **state) {
+  (void)state;
+  size_t bad = 0;
+  for (size_t i = 0; i < COUNT(k_sizes_0_75); i++) {
+    const old_size_entry *e = &k_sizes_0_75[i];
+    /* Left out of the history: torch_xla 2.9 knows it in an older, incompatible layout. */
+    if (!strcmp(e->type, "PJRT_ProcessInfo")) continue;
+    const history_row *h = history_at(e->type, 75);
+    if (!h || h->declared != e->size_0_75) {
+      printf("  %s: history says %ld at 0.75, the 0.75 table %ld\n", e->type,
+             h ? h->declared : -1L, e->size_0_75);
+      bad++;
+    }
+  }
+  assert_int_equal(bad, 0);
+}
+
+static void test_history_ends_at_0_114(void **state) {
+  (void)state;
+  size_t bad = 0;
+  for (size_t i = 0; i < COUNT(k_history); i++) {
+    const history_row *h = &k_history[i];
+    bool last = i + 1 == COUNT(k_history) || strcmp(k_history[i + 1].type, h->type);
+    /* Sizes only grow; the last row is 0.114's; the minimum is the first row's. */
+    if ((last && h->declared != h->size_0_114) || h->declared > h->size_0_114 ||
+        h->extent < h->declared || h->min_size > h->declared ||
+        (i > 0 && !strcmp(k_history[i - 1].type, h->type) &&
+         (k_history[i - 1].minor >= h->minor || k_history[i - 1].declared > h->declared))) {
+      printf("  %s at minor %d: declared %ld extent %ld (0.114: %ld, min %ld)\n", h->type,
+             h->minor, h->declared, h->extent, h->size_0_114, h->min_size);
+      bad++;
+    }
+  }
+  printf("  checked %zu size history rows\n", COUNT(k_history));
+  assert_int_equal(bad, 0);
+  /* Spelled out from the callers' logs (jaxlib 0.4.35 and 0.6.2 on anvil). */
+  assert_int_equal(PJRT_Client_Create_Args_MIN_SIZE, 72);
+  assert_int_equal(PJRT_ExecuteOptions_MIN_SIZE, 72);
+  assert_int_equal(PJRT_Plugin_Attributes_Args_MIN_SIZE, 24);
+  assert_int_equal(history_at("PJRT_Plugin_Attributes_Args", 70)->extent,
+                   ANVIL_PJRT_STRUCT_SIZE(PJRT_Plugin_Attributes_Args, num_attributes));
+}
+
+/* A member added after its struct appeared lies past the struct's minimum size: code that
+ * touches it must check the caller's struct_size first (AV_HAS). */
+static void test_fields_added_lie_past_min_size(void **state) {
+  (void)state;
+  size_t bad = 0, n = 0;
+#define ADDED(t, f, m)                                                                  \
+  n++;                                                                                   \
+  if (ANVIL_PJRT_STRUCT_SIZE(t, f) <= t##_MIN_SIZE) {                                   \
+    printf("  %s.%s (0.%d) is inside the minimum size %d\n", #t, #f, (m), (int)t##_MIN_SIZE); \
+    bad++;                                                                               \
+  }
+  ANVIL_PJRT_FIELDS_ADDED(ADDED)
+#undef ADDED
+  printf("  checked %zu members added after their struct\n", n);
+  assert_int_equal(bad, 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_history_matches_0_75),
+      cmocka_unit_test(test_history_ends_at_0_114),
+      cmocka_unit_test(test_fields_added_lie_past_min_size),
       cmocka_unit_test(test_version),
       cmocka_unit_test(test_struct_sizeof_and_alignof),
       cmocka_unit_test(test_field_offsets_and_sizes),

@@ -137,7 +137,7 @@ static void test_null_args_and_bad_sizes(void **state) {
                "args is NULL");
   PJRT_Client_Create_Args small = {.struct_size = 16};
   EXPECT_ERROR(api->PJRT_Client_Create(&small), PJRT_Error_Code_INVALID_ARGUMENT,
-               "PJRT_Client_Create_Args size: expected at least 88, got 16");
+               "PJRT_Client_Create_Args size: expected at least 72, got 16");
   PJRT_Client_PlatformName_Args pn = {.struct_size = 0};
   EXPECT_ERROR(api->PJRT_Client_PlatformName(&pn), PJRT_Error_Code_INVALID_ARGUMENT,
                "PJRT_Client_PlatformName_Args");
@@ -176,6 +176,39 @@ static void test_old_struct_sizes_accepted(void **state) {
   CHECK_OK(api->PJRT_Client_Destroy(&d));
 }
 
+/* The oldest supported caller (jaxlib 0.4.35, API 0.55) declares 72 bytes for Client_Create and
+ * 24 for Plugin_Attributes (whose struct still has num_attributes, which it reads). */
+static void test_oldest_struct_sizes_accepted(void **state) {
+  (void)state;
+  struct {
+    PJRT_Client_Create_Args args;
+    unsigned char tail[16];
+  } cc;
+  memset(&cc, 0xAB, sizeof cc);
+  memset(&cc.args, 0, 72);
+  cc.args.struct_size = 72;
+  CHECK_OK(api->PJRT_Client_Create(&cc.args));
+  const unsigned char *p = (const unsigned char *)&cc.args;
+  for (size_t i = 72; i < sizeof cc; i++) assert_int_equal(p[i], 0xAB);
+  PJRT_Client_Destroy_Args d = {.struct_size = 24, .client = cc.args.client};
+  CHECK_OK(api->PJRT_Client_Destroy(&d));
+  /* Without ANVIL_STABLEHLO_VERSION, such a caller is told a StableHLO version every jaxlib of
+   * API 0.55-0.70 can write (jaxlib 0.4.35 writes at most 1.7.8). */
+  if (!getenv("ANVIL_STABLEHLO_VERSION")) {
+    PJRT_Plugin_Attributes_Args pa = {.struct_size = 24};
+    CHECK_OK(api->PJRT_Plugin_Attributes(&pa));
+    assert_int_equal(pa.num_attributes, 3);
+    assert_int_equal(pa.attributes[1].value_size, 3);
+    assert_int_equal(pa.attributes[1].name_size, strlen("stablehlo_current_version"));
+    assert_int_equal(pa.attributes[1].int64_array_value[0], 1);
+    assert_int_equal(pa.attributes[1].int64_array_value[1], 7);
+    assert_int_equal(pa.attributes[1].int64_array_value[2], 8);
+  }
+  PJRT_Client_Create_Args small = {.struct_size = 71};
+  EXPECT_ERROR(api->PJRT_Client_Create(&small), PJRT_Error_Code_INVALID_ARGUMENT,
+               "PJRT_Client_Create_Args size: expected at least 72, got 71");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_version_and_size),
@@ -185,6 +218,7 @@ int main(void) {
       cmocka_unit_test(test_plugin_initialize_and_attributes),
       cmocka_unit_test(test_null_args_and_bad_sizes),
       cmocka_unit_test(test_old_struct_sizes_accepted),
+      cmocka_unit_test(test_oldest_struct_sizes_accepted),
   };
   return cmocka_run_group_tests(tests, load_api, NULL);
 }

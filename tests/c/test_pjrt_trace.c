@@ -68,9 +68,9 @@ static void test_trace_lines(void **state) {
   err_free(e);
   destroy_client(c);
   const char *log = read_log();
-  assert_non_null(strstr(log, "anvil: > PJRT_Client_Create(num_options=1)\n"));
+  assert_non_null(strstr(log, "anvil: > PJRT_Client_Create(size=88 num_options=1)\n"));
   assert_non_null(strstr(log, "anvil: < PJRT_Client_Create(num_options=1) -> OK "));
-  assert_non_null(strstr(log, "anvil: > PJRT_Client_BufferFromHostBuffer(type=F32 dims=[2,3] "
+  assert_non_null(strstr(log, "anvil: > PJRT_Client_BufferFromHostBuffer(size=120 type=F32 dims=[2,3] "
                               "semantics=ImmutableOnlyDuringCall)\n"));
   assert_non_null(strstr(log, "anvil: < PJRT_Client_BufferFromHostBuffer(type=F32 dims=[2,3] "
                               "semantics=ImmutableOnlyDuringCall) -> OK "));

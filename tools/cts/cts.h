@@ -26,6 +26,7 @@
 #include <stdint.h>
 
 #include "anvil/pjrt_c_api.h"
+#include "anvil/pjrt_c_api_history.h"
 
 typedef enum { CTS_PASS = 0, CTS_FAIL = 1, CTS_UNSUPPORTED = 2, CTS_SKIP = 3 } cts_status;
 

@@ -26,6 +26,7 @@ Everything here touches private JAX modules, so each step is guarded: on a JAX v
 that moved things this registers nothing (or less) and never breaks the import.
 """
 
+import inspect
 import logging
 
 logger = logging.getLogger(__name__)
@@ -58,6 +59,10 @@ def register(platform=PLATFORM):
     cpu_rules = per_platform.get("cpu") if isinstance(per_platform, dict) else None
     if not cpu_rules:
         return []
+    try:  # `inline` is newer than some supported JAX releases (0.4.35 has no such parameter)
+        takes_inline = "inline" in inspect.signature(mlir.register_lowering).parameters
+    except (TypeError, ValueError):  # pragma: no cover - depends on the JAX version
+        takes_inline = False
     registered = []
     for prim, entry in list(cpu_rules.items()):
         name = getattr(prim, "name", None)
@@ -65,8 +70,9 @@ def register(platform=PLATFORM):
             continue
         rule = getattr(entry, "rule", entry)
         inline = getattr(entry, "inline", True)
+        kwargs = {"inline": inline} if takes_inline else {}
         try:
-            mlir.register_lowering(prim, rule, platform=platform, inline=inline)
+            mlir.register_lowering(prim, rule, platform=platform, **kwargs)
         except Exception as e:  # pragma: no cover - depends on the JAX version
             logger.debug("anvil: cannot share the cpu lowering of %s: %s", name, e)
             continue

@@ -10,7 +10,7 @@ a JAX version that moved things still gets a working (if less capable) backend.
 
 import logging
 
-from . import _jax_callbacks, _jax_export, _jax_lowerings
+from . import _jax_callbacks, _jax_compat, _jax_export, _jax_lowerings
 
 logger = logging.getLogger(__name__)
 
@@ -26,8 +26,9 @@ def register(library_path, options):
         opts.update(_distributed_options())
         return opts
 
+    _jax_compat.tell_plugin_stablehlo_version()
     xb.register_plugin(PLATFORM, priority=400, library_path=library_path,
-                       options=options_with_callbacks)
+                       options=_jax_compat.CreateOptions(options_with_callbacks))
     _enable_donation()
     _enable_persistent_cache()
     _jax_lowerings.register(PLATFORM)

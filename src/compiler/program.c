@@ -243,6 +243,11 @@ const int64_t *av_program_output_dims(const av_program *p, int i) {
 bool av_program_output_is_token(const av_program *p, int i) {
   return i >= 0 && i < p->noutputs && p->outs[i].token;
 }
+bool av_program_input_is_token(const av_program *p, int i) {
+  if (i < 0 || i >= p->ninputs) return false;
+  const av_func_plan *e = p->plan->entry;
+  return e->types[e->body.args[i]].token;
+}
 int av_program_output_alias(const av_program *p, int i) {
   return i >= 0 && i < p->noutputs ? p->outs[i].alias : -1;
 }

@@ -70,6 +70,8 @@ const int64_t *av_program_output_dims(const av_program *p, int i);
 int av_program_output_alias(const av_program *p, int i);
 /* Output i is a token (its dtype reads as pred, one byte). */
 bool av_program_output_is_token(const av_program *p, int i);
+/* Input i is a token. */
+bool av_program_input_is_token(const av_program *p, int i);
 /* 64-bit fingerprint of the compiled program (stable across runs for the same input). */
 uint64_t av_program_fingerprint(const av_program *p);
 /* Static cost estimate for cost_analysis(): flops, transcendental evaluations, bytes read and

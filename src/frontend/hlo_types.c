@@ -27,6 +27,12 @@ av_dtype hlo_dtype(int pt) {
   return kDtypes[pt];
 }
 
+int hlo_primitive_type(av_dtype dtype) {
+  for (size_t pt = 1; dtype != AV_DT_INVALID && pt < sizeof kDtypes / sizeof kDtypes[0]; pt++)
+    if (kDtypes[pt] == dtype) return (int)pt;
+  return 0;
+}
+
 bool hlo_shape_is_tuple(const hlo_shape *s) { return s->element_type == HLO_PT_TUPLE; }
 
 const av_type *hlo_leaf_type(av_module *m, const hlo_shape *s, const char **err) {

@@ -10,6 +10,9 @@ enum { HLO_PT_TUPLE = 13, HLO_PT_OPAQUE = 14, HLO_PT_TOKEN = 17 };
 /* xla.PrimitiveType -> av_dtype; AV_DT_INVALID for TUPLE/TOKEN/OPAQUE/unknown numbers. */
 av_dtype hlo_dtype(int primitive_type);
 
+/* av_dtype -> xla.PrimitiveType; 0 (PRIMITIVE_TYPE_INVALID) for AV_DT_INVALID. */
+int hlo_primitive_type(av_dtype dtype);
+
 /* Type of a non-tuple shape (tensor or token). NULL with *err on a bad shape. */
 const av_type *hlo_leaf_type(av_module *m, const hlo_shape *s, const char **err);
 

@@ -8,6 +8,7 @@
 
 #include "compiler/program_module.h"
 #include "frontend/hlo_config.h"
+#include "frontend/hlo_view.h"
 #include "pjrt/buffer_copy.h"
 #include "pjrt/pjrt_internal.h"
 #include "util/proto_writer.h"
@@ -487,10 +488,54 @@ PJRT_Error *av_PJRT_Executable_GetCompiledMemoryStats(
   return NULL;
 }
 
-/* What the framework reads back as "the optimized program". anvil compiles to its own plan, not
- * to HLO, so the faithful answer is the program it was given, in a form the framework parses:
- * JAX parses "mlir" (the portable artifact or text it sent, returned as is); PyTorch/XLA accepts
- * only "hlo_with_config" for HLO programs (it aborts otherwise), built once and cached.
+/* The HLO view (frontend/hlo_view.h) of an MLIR program: its per-device signature, the
+ * shardings of its arguments and results when it is partitioned over several devices, and its
+ * StableHLO text. */
+static av_code hlo_view_of(const av_exec_core *c, uint8_t **out, size_t *size, av_diag *d) {
+  const av_program *p = c->program;
+  int np = av_program_num_inputs(p), nr = av_program_num_outputs(p);
+  int n_in = 0, n_out = 0;
+  const char *const *in_s = NULL, *const *out_s = NULL;
+  const size_t *in_z = NULL, *out_z = NULL;
+  bool sharded = av_program_shardings(p, false, &n_in, &in_s, &in_z) &&
+                 av_program_shardings(p, true, &n_out, &out_s, &out_z) && n_in == np &&
+                 n_out == nr;
+  av_hlo_view_value *vals = calloc((size_t)np + (size_t)nr + 1, sizeof *vals);
+  if (!vals) return av_diag_set(d, AV_RESOURCE_EXHAUSTED, "anvil: out of memory (HLO view)");
+  for (int i = 0; i < np; i++) {
+    av_hlo_view_value *v = &vals[i];
+    if (!av_program_input_type(p, i, &v->dtype, &v->rank, &v->dims)) v->rank = 0;
+    v->token = av_program_input_is_token(p, i);
+    if (sharded) v->sharding = in_s[i], v->sharding_size = in_z[i];
+  }
+  for (int i = 0; i < nr; i++) {
+    av_hlo_view_value *v = &vals[np + i];
+    v->dtype = av_program_output_dtype(p, i);
+    v->rank = av_program_output_rank(p, i);
+    v->dims = av_program_output_dims(p, i);
+    v->token = av_program_output_is_token(p, i);
+    if (sharded) v->sharding = out_s[i], v->sharding_size = out_z[i];
+  }
+  char *text = av_program_text(p);
+  const av_hlo_view view = {.name = c->name, .num_params = np, .params = vals,
+                            .num_results = nr, .results = vals + np,
+                            .replica_count = av_program_num_replicas(p),
+                            .num_partitions = av_program_num_partitions(p),
+                            .has_shardings = sharded, .program_text = text};
+  av_code rc = av_hlo_view_build(&view, out, size, d);
+  free(text);
+  free(vals);
+  return rc;
+}
+
+/* What the framework reads back as "the optimized program". anvil compiles to its own plan,
+ * not to HLO. The answer, built once and cached:
+ *  - an HLO program: "hlo_with_config" of that same module (PyTorch/XLA accepts nothing else);
+ *  - an MLIR program on one partition without Shardy ops: "mlir", the program as given;
+ *  - an MLIR program partitioned over several devices, or with Shardy ops (which JAX cannot
+ *    turn into HLO from "mlir" without Shardy's export passes): "hlo_with_config" of the HLO
+ *    view (frontend/hlo_view.h). jaxlib up to 0.8 reads the shardings of parameters and
+ *    results from it (it has no Shardings extension client), and compiled.as_text() shows it.
  * Two-call protocol: code == NULL asks for code_size; then the caller passes a buffer. */
 PJRT_Error *av_PJRT_Executable_OptimizedProgram(PJRT_Executable_OptimizedProgram_Args *args) {
   AV_ARGS(args, PJRT_Executable_OptimizedProgram_Args);
@@ -503,15 +548,23 @@ PJRT_Error *av_PJRT_Executable_OptimizedProgram(PJRT_Executable_OptimizedProgram
   const char *format = "mlir";
   const void *bytes = c->source_code;
   size_t size = c->source_code_size;
-  if (strcmp(c->source_format, "hlo") == 0) {
+  int n;
+  const char *const *protos;
+  const size_t *sizes;
+  bool hlo = strcmp(c->source_format, "hlo") == 0;
+  bool view = !hlo && c->program &&
+              (av_program_shardings(c->program, false, &n, &protos, &sizes) ||
+               av_program_has_shardy_ops(c->program));
+  if (hlo || view) {
     av_diag d;
     av_diag_init(&d);
     pthread_mutex_lock(&c->mu);
     if (!c->optimized &&
-        av_hlo_module_with_config(c->source_code, c->source_code_size,
-                                  av_program_num_replicas(c->program),
-                                  av_program_num_partitions(c->program), &c->optimized,
-                                  &c->optimized_size, &d) != AV_OK)
+        (hlo ? av_hlo_module_with_config(c->source_code, c->source_code_size,
+                                         av_program_num_replicas(c->program),
+                                         av_program_num_partitions(c->program), &c->optimized,
+                                         &c->optimized_size, &d)
+             : hlo_view_of(c, &c->optimized, &c->optimized_size, &d)) != AV_OK)
       c->optimized = NULL;
     pthread_mutex_unlock(&c->mu);
     if (!c->optimized) return av_error_from_diag(&d);
@@ -519,12 +572,6 @@ PJRT_Error *av_PJRT_Executable_OptimizedProgram(PJRT_Executable_OptimizedProgram
     bytes = c->optimized;
     size = c->optimized_size;
   }
-  /* JAX turns an "mlir" answer into HLO without Shardy's export passes, which fails on
-   * sdy.manual_computation and friends; UNIMPLEMENTED tells it there is no text view. */
-  AV_REQUIRE(strcmp(format, "mlir") != 0 || !c->program || !av_program_has_shardy_ops(c->program),
-             AV_UNIMPLEMENTED,
-             "%s: '%s' uses Shardy ops and anvil has no HLO of it to give (it compiles to its own plan)",
-             fn, c->name);
   prog->format = format;
   prog->format_size = strlen(format);
   if (!prog->code) {

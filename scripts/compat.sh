@@ -8,7 +8,8 @@
 # jax-VERSION with jax==VERSION jaxlib==VERSION numpy pytest, installs the wheel into it and runs
 # tests/compat/test_compat.py there with JAX_PLATFORMS=anvil,cpu ANVIL_DEVICE_COUNT=4. Prints a
 # table (version, the PJRT C API the caller speaks, pass/fail counts); exits non-zero if any
-# version failed a check. Environment: PYTHON (interpreter for new venvs, default python3),
+# version failed a check. Environment: PYTHON (interpreter for new venvs, default the project
+# venv's),
 # ANVIL_COMPAT_FRESH=1 (remake the venvs), ANVIL_COMPAT_WHEEL=FILE (use this wheel, skip the build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,6 +20,10 @@ VERSIONS=("$@")
 if [ -n "${ANVIL_COMPAT_VENVS:-}" ]; then VENVS=$ANVIL_COMPAT_VENVS
 elif [ -d /work/venvs ]; then VENVS=/work/venvs
 else VENVS=$ROOT/build/compat-venvs; fi
+# New venvs use the interpreter behind the project venv (the wheel is built for its version).
+if [ -z "${PYTHON:-}" ] && [ -x .venv/bin/python ]; then
+  PYTHON=$(.venv/bin/python -c 'import sys; print(sys._base_executable)')
+fi
 PYTHON=${PYTHON:-python3}
 OUT=$ROOT/build/compat
 mkdir -p "$VENVS" "$OUT"

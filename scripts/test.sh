@@ -30,7 +30,11 @@ if [ "${ANVIL_SKIP_FUZZ:-0}" != 1 ]; then
 fi
 
 echo "== Python tests"
-.venv/bin/pip install -q --no-build-isolation .
+# The wheel is built once: installed here, and tried with other JAX releases below.
+rm -rf build/compat/wheel
+.venv/bin/pip wheel -q --no-deps --no-build-isolation -w build/compat/wheel .
+WHEEL=$(ls build/compat/wheel/anvil_pjrt-*.whl)
+.venv/bin/pip install -q --force-reinstall --no-deps "$WHEEL"
 # Every program the suites compile is dumped, then must survive print -> parse -> print.
 DUMPS=$(mktemp -d)
 trap 'rm -rf "$DUMPS"' EXIT
@@ -40,5 +44,16 @@ status=$?
 set -e
 echo "== Round trip of every program the Python tests compiled (ANVIL_DUMP_DIR)"
 find "$DUMPS" -name '*.mlir' -print0 | xargs -0 -r build/test-gcc/anvil-run --roundtrip || status=1
+if [ "${ANVIL_SKIP_COMPAT:-0}" != 1 ]; then
+  # The oldest and the newest supported JAX (scripts/compat.sh runs them all); in CI in fresh
+  # venvs.
+  echo "== JAX compatibility: oldest and newest supported releases"
+  if [ -n "${CI:-}" ] && [ -z "${ANVIL_COMPAT_VENVS:-}" ]; then
+    ANVIL_COMPAT_VENVS=$(mktemp -d)
+    export ANVIL_COMPAT_VENVS
+    trap 'rm -rf "$DUMPS" "$ANVIL_COMPAT_VENVS"' EXIT
+  fi
+  ANVIL_COMPAT_WHEEL=$WHEEL bash scripts/compat.sh 0.4.35 0.10.2 || status=1
+fi
 # pytest exits 5 when nothing was collected; that is a failure of this script too.
 exit $status

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "compiler/cost.h"
+#include "compiler/gspmd.h"
 #include "compiler/lower.h"
 #include "compiler/program_module.h"
 #include "compiler/quant_legalize.h"
@@ -140,6 +141,10 @@ av_program *av_program_from_module(av_module *m, const av_compile_options *optio
 }
 
 static av_program *finish(av_program *p, const av_compile_options *options, av_diag *d) {
+  int partitions = options && options->num_partitions >= 1
+                       ? options->num_partitions
+                       : (int)module_int_attr(p->module, "mhlo.num_partitions", 1);
+  if (av_gspmd_import(p->module, partitions, d) != AV_OK) goto fail;
   if (av_legalize_quant(p->module, d) != AV_OK) goto fail;
   p->num_replicas = module_int_attr(p->module, "mhlo.num_replicas", 1);
   p->num_partitions = module_int_attr(p->module, "mhlo.num_partitions", 1);

@@ -220,6 +220,24 @@ def test_shard_map_psum():
     np.testing.assert_allclose(out, x.reshape(NDEV, 4).sum(0))
 
 
+def test_two_axis_mesh():
+    """Shardings over a 2x2 mesh, one dimension per axis and an axis reversed: GSPMD-era JAX
+    writes them with transposed device orders, Shardy-era JAX with axis names."""
+    if NDEV != 4:
+        pytest.skip("needs 4 devices")
+    mesh = Mesh(np.array(jax.devices()).reshape(2, 2), ("a", "b"))
+    x = np.arange(32, dtype=np.float32).reshape(4, 8)
+    xs = jax.device_put(x, NamedSharding(mesh, P("b", "a")))
+    out = jax.jit(lambda v: v * 3 - 1, out_shardings=NamedSharding(mesh, P(None, ("a", "b"))))(xs)
+    np.testing.assert_allclose(out, x * 3 - 1)
+    assert out.sharding.is_equivalent_to(NamedSharding(mesh, P(None, ("a", "b"))), 2)
+    f = shard_map_fn()(lambda v: jax.lax.psum(v, "a") * 2, mesh=mesh, in_specs=P("a", "b"),
+                       out_specs=P(None, "b"))
+    y = jax.jit(f)(x)
+    want = (x[:2] + x[2:]) * 2
+    np.testing.assert_allclose(y, want)
+
+
 def test_pmap_collectives():
     x = np.arange(NDEV * 3, dtype=np.float32).reshape(NDEV, 3)
     out = jax.pmap(lambda v: (jax.lax.pmean(v, "i"), jax.lax.all_gather(v, "i")),

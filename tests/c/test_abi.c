@@ -365,6 +365,25 @@ static void test_history_ends_at_0_114(void **state) {
                    ANVIL_PJRT_STRUCT_SIZE(PJRT_Plugin_Attributes_Args, num_attributes));
 }
 
+/* The plugin hands out arrays of these (attributes, cost analysis, layouts): a caller indexes
+ * them with its own sizeof, so their layout must be the same in every supported minor. */
+static void test_output_arrays_never_changed(void **state) {
+  (void)state;
+  const char *const types[] = {"PJRT_NamedValue", "PJRT_Buffer_MemoryLayout",
+                               "PJRT_Buffer_MemoryLayout_Tiled", "PJRT_Buffer_MemoryLayout_Strides"};
+  for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
+    size_t rows = 0;
+    for (size_t i = 0; i < COUNT(k_history); i++)
+      if (!strcmp(k_history[i].type, types[t])) {
+        rows++;
+        assert_int_equal(k_history[i].minor, ANVIL_PJRT_OLDEST_MINOR);
+        assert_int_equal(k_history[i].declared, k_history[i].size_0_114);
+      }
+    if (rows != 1) printf("  %s has %zu size rows\n", types[t], rows);
+    assert_int_equal(rows, 1);
+  }
+}
+
 /* A member added after its struct appeared lies past the struct's minimum size: code that
  * touches it must check the caller's struct_size first (AV_HAS). */
 static void test_fields_added_lie_past_min_size(void **state) {
@@ -387,6 +406,7 @@ int main(void) {
       cmocka_unit_test(test_history_matches_0_75),
       cmocka_unit_test(test_history_ends_at_0_114),
       cmocka_unit_test(test_fields_added_lie_past_min_size),
+      cmocka_unit_test(test_output_arrays_never_changed),
       cmocka_unit_test(test_version),
       cmocka_unit_test(test_struct_sizeof_and_alignof),
       cmocka_unit_test(test_field_offsets_and_sizes),

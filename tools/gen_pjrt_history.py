@@ -40,9 +40,9 @@ NEWEST_MINOR = 114
 # XLA_COMMIT in the jax tag's third_party/xla/{workspace,revision}.bzl; torch_xla's is xla_hash
 # in the WORKSPACE of its release commit (torch_xla.version.__xla_gitrev__).
 # Structs that supported callers know in incompatible layouts, left out of the tables.
-# PJRT_ProcessInfo was reordered while new (task_id first and no struct_size in jaxlib 0.7.2's
-# and torch_xla 2.9's headers): it is only passed to PJRT_Client_UpdateGlobalProcessInfo, which
-# anvil answers UNIMPLEMENTED.
+# PJRT_ProcessInfo was reordered while new (task_id first and no struct_size in torch_xla 2.9's
+# header): it is only passed to PJRT_Client_UpdateGlobalProcessInfo, whose elements such a
+# caller lays out differently (it has no struct_size to tell).
 OLD_LAYOUTS = {"PJRT_ProcessInfo"}
 CALLERS = [
     ("jaxlib_0_4_35", "jaxlib 0.4.35", "76da730179313b3bebad6dea6861768421b7358c"),

@@ -119,9 +119,9 @@ static bool old_take(old_struct *o, void *full, size_t full_size) {
 #define OLD_OPT(c, Name, Type, args, done)                                                        \
   do {                                                                                            \
     PJRT_Error *opt_err_ = NULL;                                                                  \
-    (done) = false;                                                                               \
-    OLD_CALL(c, Name, Type, args, opt_err_, break);                                               \
-    (done) = opt_err_ == NULL;                                                                    \
+    bool absent_ = false;                                                                         \
+    OLD_CALL(c, Name, Type, args, opt_err_, absent_ = true; break);                               \
+    (done) = !absent_ && opt_err_ == NULL;                                                        \
     CTS_TRY(old_result((c), opt_err_, #Name, true));                                              \
   } while (0)
 
@@ -340,6 +340,108 @@ static cts_status old_buffer_queries(const old_caller *c, PJRT_Buffer *b, PJRT_D
   return CTS_PASS;
 }
 
+/* OnReady callback: records success (1) or failure (-1) and frees the error it owns. */
+typedef struct old_ready {
+  const PJRT_Api *api;
+  int fired;
+} old_ready;
+
+static void old_on_ready(PJRT_Error *error, void *user_arg) {
+  old_ready *r = user_arg;
+  r->fired = error ? -1 : 1;
+  if (error) {
+    PJRT_Error_Destroy_Args ed = {.struct_size = PJRT_Error_Destroy_Args_STRUCT_SIZE,
+                                  .error = error};
+    r->api->PJRT_Error_Destroy(&ed);
+  }
+}
+
+/* The less common buffer, event and topology calls frameworks make: views of device memory
+ * (whose `memory` member came in 0.66), uninitialized buffers (0.69), copies to a memory, raw
+ * reads, external references, OnReady, the client's topology. Optional ones may answer
+ * UNIMPLEMENTED. */
+static cts_status old_more_calls(const old_caller *c, PJRT_Client *client, PJRT_Device *d,
+                                 PJRT_Memory *mem) {
+  const float v[4] = {1, 2, 3, 4};
+  PJRT_Buffer *b;
+  CTS_TRY(old_buffer(c, client, d, v, &b));
+  bool done;
+  PJRT_Buffer_ReadyEvent_Args r = {.buffer = b};
+  OLD_OK(c, PJRT_Buffer_ReadyEvent, PJRT_Buffer_ReadyEvent_Args, r);
+  old_ready ready = {.api = c->t->api, .fired = 0};
+  PJRT_Event_OnReady_Args on = {.event = r.event, .callback = old_on_ready, .user_arg = &ready};
+  OLD_OK(c, PJRT_Event_OnReady, PJRT_Event_OnReady_Args, on);
+  CTS_TRY(old_event_done(c, r.event));
+  if (ready.fired != 1) return cts_fail(c->t, "%s: OnReady callback state %d", c->who, ready.fired);
+  PJRT_Buffer_IncreaseExternalReferenceCount_Args inc = {.buffer = b};
+  OLD_OPT(c, PJRT_Buffer_IncreaseExternalReferenceCount,
+          PJRT_Buffer_IncreaseExternalReferenceCount_Args, inc, done);
+  if (done) {
+    PJRT_Buffer_UnsafePointer_Args up = {.buffer = b};
+    OLD_OPT(c, PJRT_Buffer_UnsafePointer, PJRT_Buffer_UnsafePointer_Args, up, done);
+    /* A view of the buffer's memory (it stays valid while the external reference is held). */
+    if (done && up.buffer_pointer) {
+      static const int64_t dims[1] = {4};
+      PJRT_Client_CreateViewOfDeviceBuffer_Args vw = {
+          .client = client, .device_buffer_ptr = (void *)up.buffer_pointer, .dims = dims,
+          .num_dims = 1, .element_type = PJRT_Buffer_Type_F32, .device = d};
+      OLD_OPT(c, PJRT_Client_CreateViewOfDeviceBuffer, PJRT_Client_CreateViewOfDeviceBuffer_Args,
+              vw, done);
+      if (done && vw.buffer) {
+        CTS_TRY(old_expect(c, vw.buffer, v));
+        PJRT_Buffer_Destroy_Args vd = {.buffer = vw.buffer};
+        OLD_OK(c, PJRT_Buffer_Destroy, PJRT_Buffer_Destroy_Args, vd);
+      }
+    }
+    PJRT_Buffer_DecreaseExternalReferenceCount_Args dec = {.buffer = b};
+    OLD_OK(c, PJRT_Buffer_DecreaseExternalReferenceCount,
+           PJRT_Buffer_DecreaseExternalReferenceCount_Args, dec);
+  }
+  float half[2] = {0, 0};
+  PJRT_Buffer_CopyRawToHost_Args raw = {.buffer = b, .dst = half, .offset = 4, .transfer_size = 8};
+  OLD_OPT(c, PJRT_Buffer_CopyRawToHost, PJRT_Buffer_CopyRawToHost_Args, raw, done);
+  if (done) {
+    CTS_TRY(old_event_done(c, raw.event));
+    if (half[0] != 2 || half[1] != 3)
+      return cts_fail(c->t, "%s: CopyRawToHost read %g %g", c->who, half[0], half[1]);
+  }
+  if (mem) {
+    PJRT_Buffer_CopyToMemory_Args cm = {.buffer = b, .dst_memory = mem};
+    OLD_OPT(c, PJRT_Buffer_CopyToMemory, PJRT_Buffer_CopyToMemory_Args, cm, done);
+    if (done && cm.dst_buffer) {
+      CTS_TRY(old_expect(c, cm.dst_buffer, v));
+      PJRT_Buffer_Destroy_Args cd = {.buffer = cm.dst_buffer};
+      OLD_OK(c, PJRT_Buffer_Destroy, PJRT_Buffer_Destroy_Args, cd);
+    }
+  }
+  if (CTS_FN(c->t, PJRT_Client_CreateUninitializedBuffer)) {
+    static const int64_t dims[2] = {2, 3};
+    PJRT_Client_CreateUninitializedBuffer_Args ub = {
+        .client = client, .shape_dims = dims, .shape_num_dims = 2,
+        .shape_element_type = PJRT_Buffer_Type_S32, .device = d};
+    OLD_OPT(c, PJRT_Client_CreateUninitializedBuffer, PJRT_Client_CreateUninitializedBuffer_Args,
+            ub, done);
+    if (done && ub.buffer) {
+      PJRT_Buffer_Destroy_Args ud = {.buffer = ub.buffer};
+      OLD_OK(c, PJRT_Buffer_Destroy, PJRT_Buffer_Destroy_Args, ud);
+    }
+  }
+  PJRT_Buffer_Destroy_Args bd = {.buffer = b};
+  OLD_OK(c, PJRT_Buffer_Destroy, PJRT_Buffer_Destroy_Args, bd);
+  PJRT_Client_TopologyDescription_Args td = {.client = client};
+  OLD_OPT(c, PJRT_Client_TopologyDescription, PJRT_Client_TopologyDescription_Args, td, done);
+  if (done && td.topology) {
+    PJRT_TopologyDescription_PlatformName_Args tn = {.topology = td.topology};
+    OLD_OK(c, PJRT_TopologyDescription_PlatformName, PJRT_TopologyDescription_PlatformName_Args,
+           tn);
+    PJRT_TopologyDescription_GetDeviceDescriptions_Args tg = {.topology = td.topology};
+    OLD_OK(c, PJRT_TopologyDescription_GetDeviceDescriptions,
+           PJRT_TopologyDescription_GetDeviceDescriptions_Args, tg);
+    if (!tg.num_descriptions) return cts_fail(c->t, "%s: topology without devices", c->who);
+  }
+  return CTS_PASS;
+}
+
 /* Compiles the add program through the caller's Program and Compile structs. */
 static cts_status old_compile(const old_caller *c, PJRT_Client *client, PJRT_Device *d,
                               PJRT_LoadedExecutable **out) {
@@ -509,6 +611,12 @@ static cts_status old_caller_run(cts_ctx *t, int minor, const char *who) {
   PJRT_Device *d;
   CTS_TRY(old_client_queries(&c, cc.client, &d));
   CTS_TRY(old_device_queries(&c, cc.client, d));
+  PJRT_Device_DefaultMemory_Args dm = {.struct_size = PJRT_Device_DefaultMemory_Args_STRUCT_SIZE,
+                                       .device = d};
+  PJRT_Error *dm_err = t->api->PJRT_Device_DefaultMemory(&dm);
+  PJRT_Memory *mem = dm_err ? NULL : dm.memory;
+  cts_error_free(t, dm_err);
+  CTS_TRY(old_more_calls(&c, cc.client, d, mem));
   PJRT_LoadedExecutable *le;
   CTS_TRY(old_compile(&c, cc.client, d, &le));
   CTS_TRY(old_executable_queries(&c, le));

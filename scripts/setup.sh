@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(build-essential clang cmake ninja-build pkg-config
-              libcmocka-dev libdnnl-dev libopenblas-dev libprotobuf-c-dev protobuf-c-compiler
+              libcmocka-dev libdnnl-dev libopenblas-dev libprotobuf-c-dev protobuf-c-compiler libxxhash-dev
               python3-venv libgloo-dev libopenmpi-dev openmpi-bin)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do

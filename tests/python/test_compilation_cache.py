@@ -95,3 +95,30 @@ def test_cache_metrics_and_callback_programs_as_on_cpu(tmp_path):
         assert "cache_hits 0" in first and "cache_hits 2" in second
         assert "callbacks not cached True" in first and "callbacks not cached True" in second
     assert outs["anvil"] == outs["cpu"]
+
+
+def test_corrupt_cache_entry_is_refused_and_recompiled(tmp_path):
+    """A flipped byte in a cached executable: anvil refuses it (checksum mismatch,
+    INVALID_ARGUMENT), JAX warns and compiles again, and the results are the right ones."""
+    import zlib
+    out1, _ = run(tmp_path)
+    entries = [p for p in tmp_path.rglob("*") if p.is_file() and "atime" not in p.name]
+    assert entries, "nothing was written to the cache directory"
+    flipped = 0
+    for p in entries:
+        try:
+            raw = zlib.decompress(p.read_bytes())
+        except zlib.error:
+            continue
+        at = raw.find(b"ANVILEX2")
+        if at < 0:
+            continue
+        data = bytearray(raw)
+        data[at + (len(raw) - at) // 2] ^= 0x10  # inside the program
+        p.write_bytes(zlib.compress(bytes(data)))
+        flipped += 1
+    assert flipped, "no anvil executable found in the cache entries"
+    out2, trace2 = run(tmp_path)
+    assert out2 == out1
+    assert "checksum mismatch" in trace2
+    assert "PJRT_Client_Compile" in trace2

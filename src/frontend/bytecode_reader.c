@@ -36,11 +36,12 @@ bool bc_fail(bc_reader *r, const bc_cursor *c, const char *what, ...) {
   va_start(ap, what);
   vsnprintf(msg, sizeof msg, what, ap);
   va_end(ap);
+  /* the readers' allocation failures all say "out of memory" */
+  av_code code = strcmp(what, "out of memory") == 0 ? AV_RESOURCE_EXHAUSTED : AV_INVALID_ARGUMENT;
   if (c)
-    av_diag_set(r->d, AV_INVALID_ARGUMENT, "MLIR bytecode: %s (at byte offset %zu)", msg,
-                bc_offset(c));
+    av_diag_set(r->d, code, "MLIR bytecode: %s (at byte offset %zu)", msg, bc_offset(c));
   else
-    av_diag_set(r->d, AV_INVALID_ARGUMENT, "MLIR bytecode: %s", msg);
+    av_diag_set(r->d, code, "MLIR bytecode: %s", msg);
   return false;
 }
 
@@ -468,7 +469,9 @@ const bc_type_slot *bc_type(bc_reader *r, uint64_t idx) {
         char buf[160];
         int n = snprintf(buf, sizeof buf, "!%.*s<custom-encoded type>", (int)dl->name.len,
                          dl->name.s);
-        const av_type *ot = bc_other_type(r, buf, n > 0 ? (size_t)n : 0);
+        /* snprintf returns the length it wanted: a long dialect name is cut at the buffer */
+        size_t len = n < 0 ? 0 : (size_t)n >= sizeof buf ? sizeof buf - 1 : (size_t)n;
+        const av_type *ot = bc_other_type(r, buf, len);
         if (ot) {
           bc_type_slot *slot = av_arena_alloc(&r->m->arena, sizeof *slot);
           if (slot) {

@@ -14,6 +14,7 @@
 #include "frontend/load.h"
 #include "ir/ir.h"
 #include "ir/printer.h"
+#include "runtime/collectives.h"
 #include "runtime/net.h"
 #include "runtime/plan.h"
 #include "runtime/profiler.h"
@@ -337,6 +338,11 @@ av_code av_program_execute(av_program *p, int device_index, const av_tensor *inp
   for (uint32_t i = 0; i < nout; i++) av_slot_release(&res[i]);
   free(buf);
   return c;
+}
+
+void av_program_abort_devices(av_program *p, bool on) {
+  av_rendezvous_abort(p->plan->rv, on);
+  if (p->spmd) av_spmd_abort(p->spmd, on);
 }
 
 av_code av_program_execute_devices(av_program *p, int ndev, const av_tensor *const *inputs,

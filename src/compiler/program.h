@@ -132,6 +132,11 @@ av_code av_program_execute(av_program *p, int device_index, const av_tensor *inp
  * concurrent threads: calls of a sharded program meet and run it once. */
 av_code av_program_execute_devices(av_program *p, int ndev, const av_tensor *const *inputs,
                                    av_tensor *const *outputs, av_diag *d);
+/* Raises (on) or lowers (off) an abort of the devices of a multi-device execution: while
+ * raised, a device waiting for one that failed (at a collective, or where the per-device
+ * calls of a sharded program meet) gives up with ABORTED instead of waiting for it. Whoever
+ * raises it lowers it once every device of that execution has stopped. */
+void av_program_abort_devices(av_program *p, bool on);
 /* Serialized xla.OpSharding of every input (output == false) or output of a multi-device
  * partitioned program (an empty one: replicated): n entries, owned by the program. False
  * for programs with one partition (single device, or replicas only). */

@@ -14,8 +14,17 @@
 #include "pjrt/buffer_copy.h"
 #include "pjrt/pjrt_internal.h"
 
+/* The jobs of one multi-device execution: when one fails before its program has run to the
+ * end, the others must not wait for it at a collective (av_program_abort_devices); the last
+ * job to finish lowers the abort and frees this. */
+typedef struct av_job_group {
+  atomic_int remaining;
+  atomic_int failed;
+} av_job_group;
+
 struct av_job {
   av_job *next;
+  av_job_group *group; /* shared by the jobs of a multi-device execution, or NULL */
   av_exec_core *core; /* retained */
   int device_index;   /* position in the device assignment */
   size_t num_inputs;
@@ -26,7 +35,18 @@ struct av_job {
   PJRT_Event *complete;  /* retained */
 };
 
+/* This device failed where the others may wait for it: raise the abort (once per execution). */
+static void job_group_fail(av_job *j) {
+  if (j->group && atomic_fetch_add(&j->group->failed, 1) == 0)
+    av_program_abort_devices(j->core->program, true);
+}
+
 static void job_free(av_job *j) {
+  av_job_group *g = j->group;
+  if (g && atomic_fetch_sub(&g->remaining, 1) == 1) {
+    if (atomic_load(&g->failed)) av_program_abort_devices(j->core->program, false);
+    free(g);
+  }
   for (size_t i = 0; i < j->num_inputs; i++) {
     av_buffer_release(j->inputs[i]);
     if (j->donated) av_storage_release(j->donated[i]);
@@ -78,12 +98,15 @@ static void job_run(av_job *j) {
     if (av_program_execute(j->core->program, j->device_index, in, out, &d) != AV_OK) {
       if (d.code == AV_OK) av_diag_set(&d, AV_INTERNAL, "execution failed without a message");
       err = av_error_from_diag(&d);
+      if (d.code != AV_ABORTED) job_group_fail(j);
     }
     /* the run's own work: time spent waiting for other processes does not count (as on
      * XLA:CPU, a program that is mostly a cross-process collective runs on the caller's
      * thread, sparing the hand-over to the worker) */
     int64_t took = av_now_ns() - start - (av_program_net_wait_ns(j->core->program) - waited);
     atomic_store_explicit(&j->core->last_run_ns, took > 0 ? took : 1, memory_order_relaxed);
+  } else {
+    job_group_fail(j); /* the program never ran here: the other devices must not wait */
   }
   /* Check every output against the promised shape before publishing any. */
   for (size_t i = 0; !err && i < no; i++) {
@@ -379,9 +402,19 @@ PJRT_Error *av_PJRT_LoadedExecutable_Execute(PJRT_LoadedExecutable_Execute_Args 
                              "%s: argument %zu of device %zu of '%s' is donated but the same "
                              "buffer is also argument %zu (a buffer can be donated only once)",
                              fn, i, d, core->name, k);
+  av_job_group *group = NULL;
+  if (!err && nd > 1) {
+    group = calloc(1, sizeof *group);
+    if (!group) err = av_error_new(AV_RESOURCE_EXHAUSTED, "anvil: out of memory (execute)");
+    else atomic_init(&group->remaining, 0);
+  }
   for (size_t d = 0; !err && d < nd; d++) {
     av_job *j = calloc(1, sizeof *j);
     jobs[d] = j;
+    if (j && group) {
+      j->group = group;
+      atomic_fetch_add(&group->remaining, 1);
+    }
     if (!j || !(j->inputs = calloc(na ? na : 1, sizeof *j->inputs)) ||
         !(j->donated = calloc(na ? na : 1, sizeof *j->donated)) ||
         !(j->outputs = calloc(no ? no : 1, sizeof *j->outputs)) || !(j->complete = av_event_create())) {
@@ -416,8 +449,13 @@ PJRT_Error *av_PJRT_LoadedExecutable_Execute(PJRT_LoadedExecutable_Execute_Args 
     }
   }
   if (err) {
+    bool group_held = false; /* the last job holding it frees it */
     for (size_t d = 0; jobs && d < nd; d++)
-      if (jobs[d]) job_free(jobs[d]);
+      if (jobs[d]) {
+        group_held = group_held || jobs[d]->group;
+        job_free(jobs[d]);
+      }
+    if (!group_held) free(group);
     free(jobs);
     free(donate);
     return err;

@@ -83,7 +83,12 @@ typedef struct av_spmd_program {
   av_tensor **out_lists;
   av_code result;
   av_diag diag;
+  int aborted; /* > 0: a device failed; the others stop waiting for it (av_spmd_abort) */
 } av_spmd_program;
+
+/* Raise (on) or lower (off) an abort: while raised, devices do not wait to meet one that
+ * failed. Whoever raises it lowers it once its devices stopped. */
+void av_spmd_abort(av_spmd_program *sp, bool on);
 
 void av_spmd_program_free(av_spmd_program *sp);
 /* Runs the plan once on the global arrays assembled from inputs[dev][i]; fills outputs[dev][k]. */

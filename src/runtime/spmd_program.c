@@ -142,6 +142,13 @@ av_code av_spmd_run_all(av_spmd_program *sp, const av_plan *plan, const av_tenso
   return c;
 }
 
+void av_spmd_abort(av_spmd_program *sp, bool on) {
+  pthread_mutex_lock(&sp->mu);
+  sp->aborted += on ? 1 : -1;
+  pthread_cond_broadcast(&sp->cv);
+  pthread_mutex_unlock(&sp->mu);
+}
+
 av_code av_spmd_execute_device(av_spmd_program *sp, const av_plan *plan, int device_index,
                                const av_tensor *inputs, av_tensor *outputs, av_diag *d) {
   if (device_index < 0 || device_index >= sp->ndev)
@@ -157,8 +164,12 @@ av_code av_spmd_execute_device(av_spmd_program *sp, const av_plan *plan, int dev
   int rc = 0;
   pthread_mutex_lock(&sp->mu);
   /* our seat may still be taken by a round that has not finished */
-  while (rc != ETIMEDOUT && sp->in_lists[device_index])
+  while (rc != ETIMEDOUT && !sp->aborted && sp->in_lists[device_index])
     rc = pthread_cond_timedwait(&sp->cv, &sp->mu, &deadline);
+  if (sp->aborted) { /* a device of this round failed before it came: it never will */
+    pthread_mutex_unlock(&sp->mu);
+    return av_diag_set(d, AV_ABORTED, "sharded program: abandoned because another device failed");
+  }
   if (rc == ETIMEDOUT) {
     pthread_mutex_unlock(&sp->mu);
     return av_diag_set(d, AV_DEADLINE_EXCEEDED, "sharded program: device %d is already running it",
@@ -180,13 +191,18 @@ av_code av_spmd_execute_device(av_spmd_program *sp, const av_plan *plan, int dev
     sp->gen++;
     pthread_cond_broadcast(&sp->cv);
   } else {
-    while (rc != ETIMEDOUT && sp->gen == gen) rc = pthread_cond_timedwait(&sp->cv, &sp->mu, &deadline);
+    while (rc != ETIMEDOUT && !sp->aborted && sp->gen == gen)
+      rc = pthread_cond_timedwait(&sp->cv, &sp->mu, &deadline);
     if (sp->gen == gen) {
       sp->in_lists[device_index] = NULL;
       sp->out_lists[device_index] = NULL;
       sp->arrived--;
       int missing = expected - sp->arrived - 1;
+      bool aborted = sp->aborted;
       pthread_mutex_unlock(&sp->mu);
+      if (aborted)
+        return av_diag_set(d, AV_ABORTED,
+                           "sharded program: abandoned because another device failed");
       return av_diag_set(d, AV_DEADLINE_EXCEEDED,
                          "sharded program: timed out after %lld s waiting for %d more of its %d "
                          "devices (every device of the assignment must execute it)",

@@ -16,6 +16,7 @@ bool av_lower_fail(av_lower *c, av_code code, const char *fmt, ...) {
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
   c->nerrors++;
+  if (code == AV_RESOURCE_EXHAUSTED) c->out_of_memory = true;
   if (c->op)
     av_diag_set(c->d, code, "%s: %s (at %s)", c->op->name, msg, c->op->loc);
   else
@@ -67,7 +68,7 @@ bool av_slot_type_of(av_lower *c, const av_type *t, av_slot_type *out) {
   out->dtype = t->dtype;
   out->rank = t->rank;
   int64_t *dims = av_arena_calloc(c->a, (size_t)t->rank + 1, sizeof *dims);
-  if (!dims) return false;
+  if (!dims) return av_lower_fail(c, AV_RESOURCE_EXHAUSTED, "out of memory");
   for (int i = 0; i < t->rank; i++) dims[i] = t->dims[i];
   out->dims = dims;
   out->nelems = n;
@@ -124,6 +125,7 @@ static bool assign_leaves(av_lower *c, const av_type *t, int32_t *first) {
   }
   av_slot_type st;
   if (!t || !av_slot_type_of(c, t, &st)) {
+    if (c->out_of_memory) return false;
     char buf[128];
     type_text(t, buf, sizeof buf);
     const char *why = t && t->kind == AV_TYPE_TENSOR && !av_type_is_static(t)
@@ -227,6 +229,12 @@ av_step *av_emit_op(av_lower *c, av_step_fn fn, const void *params) {
   uint32_t nin = 0, nout = 0;
   for (uint32_t i = 0; i < op->noperands; i++) nin += (uint32_t)value_leaves(op->operands[i]);
   for (uint32_t i = 0; i < op->nresults; i++) nout += (uint32_t)value_leaves(&op->results[i]);
+  for (uint32_t i = 0; i < op->noperands; i++)
+    if (av_vslot(c, op->operands[i]) < 0)
+      return av_lower_fail(c, AV_INTERNAL, "operand %u has no slot", i), NULL;
+  for (uint32_t i = 0; i < op->nresults; i++)
+    if (av_vslot(c, &op->results[i]) < 0)
+      return av_lower_fail(c, AV_INTERNAL, "result %u has no slot", i), NULL;
   av_step *s = av_emit(c, fn, params, nin, nout);
   if (!s) return NULL;
   int32_t *in = (int32_t *)s->in, *out = (int32_t *)s->out;
@@ -368,14 +376,14 @@ typedef struct slot_list {
   uint32_t n, cap;
 } slot_list;
 
-static bool list_push_value(slot_list *l, const av_lower *c, const av_value *v) {
+static bool list_push_value(slot_list *l, av_lower *c, const av_value *v) {
   int n = value_leaves(v);
   int32_t s0 = av_vslot(c, v);
   for (int j = 0; j < n; j++) {
     if (l->n == l->cap) {
       uint32_t cap = l->cap ? l->cap * 2 : 16;
       int32_t *nv = realloc(l->v, cap * sizeof *nv);
-      if (!nv) return false;
+      if (!nv) return av_lower_fail(c, AV_RESOURCE_EXHAUSTED, "out of memory");
       l->v = nv;
       l->cap = cap;
     }
@@ -386,7 +394,8 @@ static bool list_push_value(slot_list *l, const av_lower *c, const av_value *v) 
 
 static const int32_t *list_to_arena(av_lower *c, const slot_list *l) {
   int32_t *out = av_arena_calloc(c->a, (size_t)l->n + 1, sizeof *out);
-  if (out && l->n) memcpy(out, l->v, l->n * sizeof *out);
+  if (!out) av_lower_fail(c, AV_RESOURCE_EXHAUSTED, "out of memory");
+  else if (l->n) memcpy(out, l->v, l->n * sizeof *out);
   return out;
 }
 
@@ -409,7 +418,7 @@ static void lower_block(av_lower *c, const av_block *b, av_block_plan *bp) {
   for (const av_op *op = b->first; op && k < n; op = op->next) ops[k++] = op;
   n = k;
   /* block arguments */
-  for (uint32_t i = 0; i < b->nargs; i++) {
+  for (uint32_t i = 0; i < b->nargs && !c->out_of_memory; i++) {
     assign_value(c, &b->args[i]);
     list_push_value(&args, c, &b->args[i]);
     c->last_use[b->args[i].id] = -1;
@@ -444,6 +453,7 @@ static void lower_block(av_lower *c, const av_block *b, av_block_plan *bp) {
       break;
     }
     for (uint32_t r = 0; r < op->nresults; r++) assign_value(c, &op->results[r]);
+    if (c->out_of_memory) break; /* values without slots: nothing below may run */
     uint32_t before = steps.n;
     c->op = op;
     int errors_before = c->nerrors;
@@ -458,7 +468,10 @@ static void lower_block(av_lower *c, const av_block *b, av_block_plan *bp) {
       if (pending.n == pending.cap) {
         uint32_t cap = pending.cap ? pending.cap * 2 : 16;
         int32_t *nv = realloc(pending.v, cap * sizeof *nv);
-        if (!nv) break;
+        if (!nv) {
+          av_lower_fail(c, AV_RESOURCE_EXHAUSTED, "out of memory");
+          break;
+        }
         pending.v = nv;
         pending.cap = cap;
       }
@@ -471,7 +484,10 @@ static void lower_block(av_lower *c, const av_block *b, av_block_plan *bp) {
         if (pending.n == pending.cap) {
           uint32_t cap = pending.cap * 2;
           int32_t *nv = realloc(pending.v, cap * sizeof *nv);
-          if (!nv) break;
+          if (!nv) {
+          av_lower_fail(c, AV_RESOURCE_EXHAUSTED, "out of memory");
+          break;
+        }
           pending.v = nv;
           pending.cap = cap;
         }
@@ -484,7 +500,7 @@ static void lower_block(av_lower *c, const av_block *b, av_block_plan *bp) {
   }
   if (!term) {
     c->op = NULL;
-    av_lower_fail(c, AV_INVALID_ARGUMENT, "block without a terminator");
+    if (!c->out_of_memory) av_lower_fail(c, AV_INVALID_ARGUMENT, "block without a terminator");
     goto done;
   }
   {
@@ -500,7 +516,10 @@ static void lower_block(av_lower *c, const av_block *b, av_block_plan *bp) {
       if (pending.n == pending.cap) {
         uint32_t cap = pending.cap ? pending.cap * 2 : 16;
         int32_t *nv = realloc(pending.v, cap * sizeof *nv);
-        if (!nv) break;
+        if (!nv) {
+          av_lower_fail(c, AV_RESOURCE_EXHAUSTED, "out of memory");
+          break;
+        }
         pending.v = nv;
         pending.cap = cap;
       }

@@ -25,6 +25,7 @@ typedef struct av_lower {
   av_arena *a;
   av_diag *d;
   int nerrors;
+  bool out_of_memory; /* an allocation failed: stop lowering (av_lower_fail sets it) */
   av_func_entry *funcs;
   /* per value id */
   int32_t *slot_of;

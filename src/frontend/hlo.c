@@ -60,11 +60,13 @@ bool hlo_fail(hlo_scope *s, const hlo_instr *in, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
+  /* every allocation failure here says "out of memory" */
+  av_code code = strcmp(fmt, "out of memory") == 0 ? AV_RESOURCE_EXHAUSTED : AV_INVALID_ARGUMENT;
   if (in)
-    av_diag_set(s->ctx->d, AV_INVALID_ARGUMENT, "hlo: computation '%s': instruction '%s' (%s): %s",
+    av_diag_set(s->ctx->d, code, "hlo: computation '%s': instruction '%s' (%s): %s",
                 s->comp->name, in->name, in->opcode, msg);
   else
-    av_diag_set(s->ctx->d, AV_INVALID_ARGUMENT, "hlo: computation '%s': %s", s->comp->name, msg);
+    av_diag_set(s->ctx->d, code, "hlo: computation '%s': %s", s->comp->name, msg);
   return false;
 }
 

@@ -687,6 +687,9 @@ bool hlo_proto_decode(const void *data, size_t size, av_arena *a, hlo_module_pb 
   if (r < 0) goto fail;
   return true;
 fail:
-  av_diag_set(d, AV_INVALID_ARGUMENT, "hlo: HloModuleProto is malformed: %s", err);
+  if (strcmp(err, "out of memory") == 0)
+    av_diag_set(d, AV_RESOURCE_EXHAUSTED, "hlo: out of memory reading the HloModuleProto");
+  else
+    av_diag_set(d, AV_INVALID_ARGUMENT, "hlo: HloModuleProto is malformed: %s", err);
   return false;
 }

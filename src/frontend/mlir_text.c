@@ -35,11 +35,13 @@ bool mt_fail(mt_parser *p, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
+  /* every allocation failure here says "out of memory" */
+  av_code code = strcmp(fmt, "out of memory") == 0 ? AV_RESOURCE_EXHAUSTED : AV_INVALID_ARGUMENT;
   int line, col;
   mt_lexer_line_col(&p->lx, p->tok.p, &line, &col);
   int shown = p->tok.len > 40 ? 40 : (int)p->tok.len;
   if (p->tok.kind == MT_EOF) {
-    av_diag_set(p->d, AV_INVALID_ARGUMENT, "mlir text: %d:%d: %s (at end of input)", line, col, msg);
+    av_diag_set(p->d, code, "mlir text: %d:%d: %s (at end of input)", line, col, msg);
   } else {
     /* the token text may hold any bytes: show printable ones only */
     char near[48];
@@ -48,7 +50,7 @@ bool mt_fail(mt_parser *p, const char *fmt, ...) {
       near[i] = (c >= 32 && c < 127) ? c : '?';
     }
     near[shown] = '\0';
-    av_diag_set(p->d, AV_INVALID_ARGUMENT, "mlir text: %d:%d: %s (near '%s')", line, col, msg,
+    av_diag_set(p->d, code, "mlir text: %d:%d: %s (near '%s')", line, col, msg,
                 near);
   }
   return false;

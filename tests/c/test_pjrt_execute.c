@@ -10,6 +10,7 @@
 
 #include "test_pjrt_util.h"
 #include "anvil/pjrt_profiler.h"
+#include "util/checksum.h"
 
 static const char add_program[] =
     "module @add_test {\n"
@@ -345,16 +346,24 @@ static void test_serialize_round_trip(void **state) {
       .serialized_executable_size = 17};
   EXPECT_ERROR(api->PJRT_Executable_DeserializeAndLoad(&bad), PJRT_Error_Code_INVALID_ARGUMENT,
                "bad magic");
-  static const char truncated[] = {'A', 'N', 'V', 'I', 'L', 'E', 'X', '1', 4, 0, 0, 0, 0, 0, 0, 0, 'm'};
-  bad.serialized_executable = truncated;
-  bad.serialized_executable_size = sizeof truncated;
-  EXPECT_ERROR(api->PJRT_Executable_DeserializeAndLoad(&bad), PJRT_Error_Code_INVALID_ARGUMENT,
-               "truncated");
-  static const char huge_len[] = {'A', 'N', 'V', 'I', 'L', 'E', 'X', '1', -1, -1, -1, -1, -1, -1, -1, -1};
-  bad.serialized_executable = huge_len;
-  bad.serialized_executable_size = sizeof huge_len;
-  EXPECT_ERROR(api->PJRT_Executable_DeserializeAndLoad(&bad), PJRT_Error_Code_INVALID_ARGUMENT,
-               "truncated");
+  /* Lengths behind a valid checksum are still checked: a format field longer than what is
+   * left, and a length of 2^64-1. */
+  static const char truncated[] = {'A', 'N', 'V', 'I', 'L', 'E', 'X', '2', 5, 0, 0, 0, 0, 0, 0, 0,
+                                   '0', '.', '1', '.', '0', 4, 0, 0, 0, 0, 0, 0, 0, 'm'};
+  static const char huge_len[] = {'A', 'N', 'V', 'I', 'L', 'E', 'X', '2', 5, 0, 0, 0, 0, 0, 0, 0,
+                                  '0', '.', '1', '.', '0', -1, -1, -1, -1, -1, -1, -1, -1};
+  const char *cases[2] = {truncated, huge_len};
+  size_t sizes[2] = {sizeof truncated, sizeof huge_len};
+  for (int i = 0; i < 2; i++) {
+    char sealed[64];
+    memcpy(sealed, cases[i], sizes[i]);
+    uint64_t sum = av_checksum64(sealed, sizes[i]);
+    for (int b = 0; b < 8; b++) sealed[sizes[i] + (size_t)b] = (char)(sum >> (8 * b));
+    bad.serialized_executable = sealed;
+    bad.serialized_executable_size = sizes[i] + 8;
+    EXPECT_ERROR(api->PJRT_Executable_DeserializeAndLoad(&bad), PJRT_Error_Code_INVALID_ARGUMENT,
+                 "truncated");
+  }
 
   PJRT_LoadedExecutable *exe = compile_or_skip(c, NULL, 0);
   PJRT_LoadedExecutable_GetExecutable_Args ge = {

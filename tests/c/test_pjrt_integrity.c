@@ -28,11 +28,11 @@ static const char flip_program[] =
 
 static const run_program programs[] = {
     {"mlir text with a dense constant", "mlir", NULL, flip_program, 1,
-     {{PJRT_Buffer_Type_F32, 1, {8}}}},
+     {{PJRT_Buffer_Type_F32, 1, {8}}}, 0},
     {"hlo proto (jax while loop)", "hlo", "tests/data/hlo/while.pb", NULL, 1,
-     {{PJRT_Buffer_Type_F32, 1, {4}}}},
+     {{PJRT_Buffer_Type_F32, 1, {4}}}, 0},
     {"hlo proto (jax constants, 5 outputs)", "hlo", "tests/data/hlo/constants.pb", NULL, 1,
-     {{PJRT_Buffer_Type_F32, 1, {3}}}},
+     {{PJRT_Buffer_Type_F32, 1, {3}}}, 0},
 };
 
 typedef struct flip_env {
@@ -205,7 +205,7 @@ static void test_sampled_flips_of_a_large_executable(void **state) {
            "    return %%0 : tensor<%dxf32>\n  }\n}\n",
            N, N, N);
   run_program p = {"mlir text, 4096-element constant", "mlir", NULL, text, 1,
-                   {{PJRT_Buffer_Type_F32, 1, {N}}}};
+                   {{PJRT_Buffer_Type_F32, 1, {N}}}, 0};
   flip_env env;
   size_t n;
   unsigned char *blob = prepare(&p, &env, &n);

@@ -23,11 +23,15 @@ typedef struct run_input {
 typedef struct run_program {
   const char *name;
   const char *format; /* "mlir" or "hlo" */
-  const char *file;   /* relative to ANVIL_SOURCE_DIR, or NULL when `text` holds the code */
+  const char *file;   /* relative to ANVIL_SOURCE_DIR ("shared/..." to ANVIL_SHARED_DIR), or
+                       * NULL when `text` holds the code */
   const char *text;
   int num_inputs;
   run_input inputs[6];
+  int num_replicas; /* 0 or 1: one device; N: N replicas on N devices */
 } run_program;
+
+enum { RUN_MAX_DEVICES = 4, RUN_MAX_OUTPUTS = 16 };
 
 /* The bytes of a file under the environment directory `env` (ANVIL_SOURCE_DIR or
  * ANVIL_SHARED_DIR), malloc'd; NULL when it is not there (the caller skips). */
@@ -58,6 +62,8 @@ static inline unsigned char *run_read_file(const char *env, const char *rel, siz
 
 /* The code of `p` (malloc'd), or NULL when its file is missing. */
 static inline unsigned char *run_program_code(const run_program *p, size_t *n) {
+  if (p->file && strncmp(p->file, "shared/", 7) == 0)
+    return run_read_file("ANVIL_SHARED_DIR", p->file + 7, n);
   if (p->file) return run_read_file("ANVIL_SOURCE_DIR", p->file, n);
   *n = strlen(p->text);
   unsigned char *c = malloc(*n + 1);
@@ -65,18 +71,30 @@ static inline unsigned char *run_program_code(const run_program *p, size_t *n) {
   return c;
 }
 
-static inline PJRT_Error *run_compile(PJRT_Client *c, const char *format, const void *code,
-                                      size_t code_size, PJRT_LoadedExecutable **out) {
+/* Compiles for `replicas` devices (0 or 1: one), with hand-encoded CompileOptionsProto
+ * { executable_build_options { num_replicas, num_partitions = 1 } }. */
+static inline PJRT_Error *run_compile_replicas(PJRT_Client *c, const char *format, const void *code,
+                                               size_t code_size, int replicas,
+                                               PJRT_LoadedExecutable **out) {
   PJRT_Program prog = {.struct_size = PJRT_Program_STRUCT_SIZE,
                        .code = (char *)code,
                        .code_size = code_size,
                        .format = format,
                        .format_size = strlen(format)};
-  PJRT_Client_Compile_Args a = {
-      .struct_size = PJRT_Client_Compile_Args_STRUCT_SIZE, .client = c, .program = &prog};
+  const char opts[6] = {0x1a, 0x04, 0x20, (char)(replicas > 1 ? replicas : 1), 0x28, 0x01};
+  PJRT_Client_Compile_Args a = {.struct_size = PJRT_Client_Compile_Args_STRUCT_SIZE,
+                                .client = c,
+                                .program = &prog,
+                                .compile_options = replicas > 1 ? opts : NULL,
+                                .compile_options_size = replicas > 1 ? sizeof opts : 0};
   PJRT_Error *e = api->PJRT_Client_Compile(&a);
   *out = a.executable;
   return e;
+}
+
+static inline PJRT_Error *run_compile(PJRT_Client *c, const char *format, const void *code,
+                                      size_t code_size, PJRT_LoadedExecutable **out) {
+  return run_compile_replicas(c, format, code, code_size, 1, out);
 }
 
 static inline void run_destroy_exe(PJRT_LoadedExecutable *e) {
@@ -210,39 +228,55 @@ static inline PJRT_Error *run_num_outputs(PJRT_LoadedExecutable *exe, size_t *n)
   return e;
 }
 
-enum { RUN_MAX_OUTPUTS = 16 };
-
-/* Executes `exe` on its one device with `in`, downloads every output in order into *bytes
- * (malloc'd, *size bytes) and destroys the outputs. */
-static inline PJRT_Error *run_execute(PJRT_LoadedExecutable *exe, PJRT_Buffer **in, size_t nin,
-                                      unsigned char **bytes, size_t *size) {
+/* Executes `exe` on its `ndev` devices, in[d] holding device d's `nin` arguments; downloads
+ * every output of every device in order, appending to *bytes (malloc'd, *size bytes), and
+ * destroys the outputs. `keep` (may be NULL) lists inputs that must not be donated. */
+static inline PJRT_Error *run_execute_devices(PJRT_LoadedExecutable *exe, size_t ndev,
+                                              PJRT_Buffer *const *const *in, size_t nin,
+                                              const int64_t *keep, size_t nkeep,
+                                              unsigned char **bytes, size_t *size) {
   *bytes = NULL;
   *size = 0;
   size_t nout = 0;
   PJRT_Error *e = run_num_outputs(exe, &nout);
   if (e) return e;
-  if (nout > RUN_MAX_OUTPUTS) return NULL;
-  PJRT_Buffer *out[RUN_MAX_OUTPUTS] = {0};
-  PJRT_Buffer **out_lists[1] = {out};
-  PJRT_Buffer *const *arg_lists[1] = {in};
-  PJRT_Event *done[1] = {NULL};
-  PJRT_ExecuteOptions opts = {.struct_size = PJRT_ExecuteOptions_STRUCT_SIZE};
+  if (nout > RUN_MAX_OUTPUTS || ndev > RUN_MAX_DEVICES) return NULL;
+  PJRT_Buffer *out[RUN_MAX_DEVICES][RUN_MAX_OUTPUTS];
+  memset(out, 0, sizeof out);
+  PJRT_Buffer **out_lists[RUN_MAX_DEVICES];
+  PJRT_Event *done[RUN_MAX_DEVICES] = {0};
+  for (size_t d = 0; d < ndev; d++) out_lists[d] = out[d];
+  PJRT_ExecuteOptions opts = {.struct_size = PJRT_ExecuteOptions_STRUCT_SIZE,
+                              .non_donatable_input_indices = keep,
+                              .num_non_donatable_input_indices = nkeep};
   PJRT_LoadedExecutable_Execute_Args a = {
       .struct_size = PJRT_LoadedExecutable_Execute_Args_STRUCT_SIZE,
       .executable = exe,
       .options = &opts,
-      .argument_lists = arg_lists,
-      .num_devices = 1,
+      .argument_lists = in,
+      .num_devices = ndev,
       .num_args = nin,
       .output_lists = out_lists,
       .device_complete_events = done};
   e = api->PJRT_LoadedExecutable_Execute(&a);
   if (e) return e;
-  e = run_await(done[0]);
-  for (size_t i = 0; i < nout; i++) {
-    if (!e && out[i]) e = run_download(out[i], bytes, size);
-    run_destroy_buffer(out[i]);
+  /* The first device's error that is not ABORTED (devices give up with ABORTED when another
+   * fails: that other's error is the cause). */
+  for (size_t d = 0; d < ndev; d++) {
+    PJRT_Error *ed = run_await(done[d]);
+    if (ed && (!e || (err_code(e) == PJRT_Error_Code_ABORTED &&
+                      err_code(ed) != PJRT_Error_Code_ABORTED))) {
+      if (e) err_free(e);
+      e = ed;
+    } else if (ed) {
+      err_free(ed);
+    }
   }
+  for (size_t d = 0; d < ndev; d++)
+    for (size_t i = 0; i < nout; i++) {
+      if (!e && out[d][i]) e = run_download(out[d][i], bytes, size);
+      run_destroy_buffer(out[d][i]);
+    }
   if (e) {
     free(*bytes);
     *bytes = NULL;
@@ -251,44 +285,34 @@ static inline PJRT_Error *run_execute(PJRT_LoadedExecutable *exe, PJRT_Buffer **
   return e;
 }
 
-/* The whole life of a program on a fresh client: create, compile, upload, execute (twice:
- * the second run reuses what the first left in caches), download, destroy. On success
- * *bytes holds the outputs of the second run. */
-static inline PJRT_Error *run_program_once(const run_program *p, const void *code,
-                                           size_t code_size, unsigned char **bytes,
-                                           size_t *size) {
-  *bytes = NULL;
-  *size = 0;
-  PJRT_Client_Create_Args ca = {.struct_size = PJRT_Client_Create_Args_STRUCT_SIZE};
-  PJRT_Error *e = api->PJRT_Client_Create(&ca);
-  if (e) return e;
-  PJRT_Client *c = ca.client;
-  PJRT_Client_AddressableDevices_Args da = {
-      .struct_size = PJRT_Client_AddressableDevices_Args_STRUCT_SIZE, .client = c};
-  e = api->PJRT_Client_AddressableDevices(&da);
-  PJRT_LoadedExecutable *exe = NULL;
-  PJRT_Buffer *in[6] = {0};
-  if (!e) e = run_compile(c, p->format, code, code_size, &exe);
-  for (int i = 0; !e && i < p->num_inputs; i++)
-    e = run_upload(c, da.addressable_devices[0], &p->inputs[i], i, &in[i]);
-  for (int r = 0; !e && r < 2; r++) {
-    free(*bytes);
-    e = run_execute(exe, in, (size_t)p->num_inputs, bytes, size);
-  }
-  for (int i = 0; i < p->num_inputs; i++) run_destroy_buffer(in[i]);
-  run_destroy_exe(exe);
-  PJRT_Client_Destroy_Args cd = {.struct_size = PJRT_Client_Destroy_Args_STRUCT_SIZE, .client = c};
-  PJRT_Error *e2 = api->PJRT_Client_Destroy(&cd);
-  if (e2) {
-    if (e) err_free(e2);
-    else e = e2;
-  }
-  if (e) {
-    free(*bytes);
-    *bytes = NULL;
-    *size = 0;
-  }
+/* Executes `exe` on its one device with `in`; see run_execute_devices. */
+static inline PJRT_Error *run_execute(PJRT_LoadedExecutable *exe, PJRT_Buffer **in, size_t nin,
+                                      unsigned char **bytes, size_t *size) {
+  PJRT_Buffer *const *lists[1] = {in};
+  return run_execute_devices(exe, 1, lists, nin, NULL, 0, bytes, size);
+}
+
+/* A client with `devices` CPU devices (create option device_count). */
+static inline PJRT_Error *run_client(int64_t devices, PJRT_Client **out) {
+  PJRT_NamedValue opt = {.struct_size = PJRT_NamedValue_STRUCT_SIZE,
+                         .name = "device_count",
+                         .name_size = 12,
+                         .type = PJRT_NamedValue_kInt64,
+                         .int64_value = devices,
+                         .value_size = 1};
+  PJRT_Client_Create_Args a = {.struct_size = PJRT_Client_Create_Args_STRUCT_SIZE,
+                               .create_options = &opt,
+                               .num_options = 1};
+  PJRT_Error *e = api->PJRT_Client_Create(&a);
+  *out = a.client;
   return e;
+}
+
+static inline void run_destroy_client(PJRT_Client *c) {
+  if (!c) return;
+  PJRT_Client_Destroy_Args a = {.struct_size = PJRT_Client_Destroy_Args_STRUCT_SIZE, .client = c};
+  PJRT_Error *e = api->PJRT_Client_Destroy(&a);
+  if (e) err_free(e);
 }
 
 #endif

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs every test: C tests (gcc and clang builds, then an ASan+UBSan build) under ctest,
+# Runs every test: C tests (gcc and clang builds, then an ASan+UBSan build) under ctest, the
+# threaded ones again under ThreadSanitizer, then a bounded libFuzzer run of each reader,
 # then the Python/JAX tests under pytest against the installed package, and a print/parse
 # round trip of every program those tests compiled.
 # Expects scripts/setup.sh to have run (it installs the tools and the venv).
@@ -22,6 +23,20 @@ if [ "${ANVIL_SKIP_SANITIZERS:-0}" != 1 ]; then
   ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} \
   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     run_ctest build/test-asan -DCMAKE_C_COMPILER=gcc -DCMAKE_BUILD_TYPE=Debug -DANVIL_SANITIZE=ON
+fi
+
+if [ "${ANVIL_SKIP_SANITIZERS:-0}" != 1 ]; then
+  # ThreadSanitizer (clang) on the C tests that run threads: the soak, the executor, events,
+  # the thread pool, multi-device runs. Only those targets are built.
+  THREADED="test_soak test_pjrt_execute test_pjrt_event test_thread_pool test_engine_threads
+            test_spmd test_hlo_run test_kernels_parallel_paths"
+  echo "== C tests under ThreadSanitizer: build/test-tsan"
+  cmake -S . -B build/test-tsan -G Ninja -DCMAKE_C_COMPILER=clang \
+        -DCMAKE_BUILD_TYPE=RelWithDebInfo -DANVIL_TSAN=ON >/dev/null
+  # shellcheck disable=SC2086
+  ninja -C build/test-tsan -j"$JOBS" $THREADED
+  (cd build/test-tsan && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+     ctest --output-on-failure -j"$JOBS" -R "^($(echo $THREADED | tr ' ' '|'))\$")
 fi
 
 if [ "${ANVIL_SKIP_FUZZ:-0}" != 1 ]; then

@@ -44,7 +44,7 @@ av_storage *av_buffer_take_storage_locked(PJRT_Buffer *b) {
 
 void av_buffer_fulfill(PJRT_Buffer *b, av_storage *storage, PJRT_Error *error) {
   pthread_mutex_lock(&b->mu);
-  if (b->deleted || error) {
+  if ((b->deleted && b->usage_holds == 0) || error) {
     av_storage_release(storage);
     storage = NULL;
   }
@@ -96,6 +96,45 @@ static PJRT_Error *acquire_storage(PJRT_Buffer *b, const char *fn, av_storage **
 
 PJRT_Error *av_buffer_acquire_storage(PJRT_Buffer *b, av_storage **out) {
   return acquire_storage(b, "execute input", out);
+}
+
+av_storage *av_buffer_pin_for_execution(PJRT_Buffer *b, bool *held) {
+  *held = false;
+  av_storage *st = NULL;
+  pthread_mutex_lock(&b->mu);
+  if (!b->deleted) {
+    if (b->storage) {
+      st = av_storage_retain(b->storage);
+    } else {
+      b->usage_holds++;
+      *held = true;
+    }
+  }
+  pthread_mutex_unlock(&b->mu);
+  return st;
+}
+
+/* Drops a hold; the storage of a deleted buffer goes with the last one. */
+static void drop_hold(PJRT_Buffer *b) {
+  pthread_mutex_lock(&b->mu);
+  av_storage *st = --b->usage_holds == 0 && b->deleted ? av_buffer_take_storage_locked(b) : NULL;
+  pthread_mutex_unlock(&b->mu);
+  av_storage_release(st);
+}
+
+void av_buffer_drop_hold(PJRT_Buffer *b) { drop_hold(b); }
+
+PJRT_Error *av_buffer_acquire_held(PJRT_Buffer *b, av_storage **out) {
+  *out = NULL;
+  PJRT_Error *err = av_event_wait(b->ready);
+  if (!err) {
+    pthread_mutex_lock(&b->mu);
+    if (b->storage) *out = av_storage_retain(b->storage);
+    pthread_mutex_unlock(&b->mu);
+    if (!*out) err = deleted_error("execute input");
+  }
+  drop_hold(b);
+  return err;
 }
 
 /* ------------------------------------------------------- target resolution */
@@ -393,7 +432,8 @@ PJRT_Error *av_PJRT_Buffer_Delete(PJRT_Buffer_Delete_Args *args) {
   AV_BUF(args, buffer, "PJRT_Buffer_Delete");
   PJRT_Buffer *b = args->buffer;
   pthread_mutex_lock(&b->mu);
-  av_storage *st = av_buffer_take_storage_locked(b);
+  /* executions queued with a usage hold still read it: it goes with the last hold */
+  av_storage *st = b->usage_holds ? NULL : av_buffer_take_storage_locked(b);
   b->deleted = true;
   pthread_mutex_unlock(&b->mu);
   av_storage_release(st); /* external references keep their own */

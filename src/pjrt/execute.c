@@ -14,12 +14,18 @@
 #include "pjrt/buffer_copy.h"
 #include "pjrt/pjrt_internal.h"
 
-/* The jobs of one multi-device execution: when one fails before its program has run to the
- * end, the others must not wait for it at a collective (av_program_abort_devices); the last
- * job to finish lowers the abort and frees this. */
+/* The jobs of one multi-device execution. When one fails before its program has run to the
+ * end, the others must not wait for it at a collective: it raises an abort of the program's
+ * collectives (av_program_abort_devices), and every job of the group that finishes while the
+ * group has failed waits for the rest before its device moves on, so that the abort, lowered
+ * by the last one, never reaches that device's next execution. Devices see executions in the
+ * same order (launch_mu), so the jobs waited for are never queued behind these. */
 typedef struct av_job_group {
-  atomic_int remaining;
-  atomic_int failed;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int remaining; /* jobs not finished */
+  int refs;      /* jobs holding the group */
+  bool failed;
 } av_job_group;
 
 struct av_job {
@@ -30,6 +36,8 @@ struct av_job {
   size_t num_inputs;
   PJRT_Buffer **inputs; /* retained */
   av_storage **donated;  /* [num_inputs]: storage taken from a donated input, or NULL */
+  av_storage **pinned;   /* [num_inputs]: the storage an input had when the job was queued */
+  bool *held;            /* [num_inputs]: a usage hold on an input not ready when queued */
   size_t num_outputs;
   PJRT_Buffer **outputs; /* retained */
   PJRT_Event *complete;  /* retained */
@@ -37,21 +45,44 @@ struct av_job {
 
 /* This device failed where the others may wait for it: raise the abort (once per execution). */
 static void job_group_fail(av_job *j) {
-  if (j->group && atomic_fetch_add(&j->group->failed, 1) == 0)
-    av_program_abort_devices(j->core->program, true);
+  av_job_group *g = j->group;
+  if (!g) return;
+  pthread_mutex_lock(&g->mu);
+  bool first = !g->failed;
+  g->failed = true;
+  pthread_mutex_unlock(&g->mu);
+  if (first) av_program_abort_devices(j->core->program, true);
+}
+
+/* The job is done (ran = it was published and has run): leave the group. */
+static void job_group_leave(av_job *j, bool ran) {
+  av_job_group *g = j->group;
+  if (!g) return;
+  pthread_mutex_lock(&g->mu);
+  if (ran && --g->remaining == 0) {
+    if (g->failed) av_program_abort_devices(j->core->program, false);
+    pthread_cond_broadcast(&g->cv);
+  }
+  while (ran && g->failed && g->remaining > 0) pthread_cond_wait(&g->cv, &g->mu);
+  bool last = --g->refs == 0;
+  pthread_mutex_unlock(&g->mu);
+  if (last) {
+    pthread_cond_destroy(&g->cv);
+    pthread_mutex_destroy(&g->mu);
+    free(g);
+  }
 }
 
 static void job_free(av_job *j) {
-  av_job_group *g = j->group;
-  if (g && atomic_fetch_sub(&g->remaining, 1) == 1) {
-    if (atomic_load(&g->failed)) av_program_abort_devices(j->core->program, false);
-    free(g);
-  }
   for (size_t i = 0; i < j->num_inputs; i++) {
+    if (j->held && j->held[i]) av_buffer_drop_hold(j->inputs[i]);
     av_buffer_release(j->inputs[i]);
     if (j->donated) av_storage_release(j->donated[i]);
+    if (j->pinned) av_storage_release(j->pinned[i]);
   }
   free(j->donated);
+  free(j->pinned);
+  free(j->held);
   for (size_t i = 0; i < j->num_outputs; i++) av_buffer_release(j->outputs[i]);
   free(j->inputs);
   free(j->outputs);
@@ -78,7 +109,13 @@ static void job_run(av_job *j) {
       in[i].storage = j->donated[i];
       j->donated[i] = NULL;
       was_donated[i] = true;
-    } else {
+    } else if (j->pinned[i]) {
+      in[i].storage = j->pinned[i];
+      j->pinned[i] = NULL;
+    } else if (j->held[i]) {
+      j->held[i] = false;
+      err = av_buffer_acquire_held(b, &in[i].storage);
+    } else { /* deleted before it was queued */
       err = av_buffer_acquire_storage(b, &in[i].storage);
     }
     if (err) {
@@ -162,6 +199,7 @@ static void *worker_main(void *arg) {
     pthread_mutex_unlock(&w->mu);
     if (!j) break; /* stop requested and the queue is drained */
     job_run(j);
+    job_group_leave(j, true);
     job_free(j);
   }
   return NULL;
@@ -267,11 +305,12 @@ static av_storage *try_donate(PJRT_Buffer *b, PJRT_Buffer *const *const *lists, 
   av_storage *st = NULL;
   pthread_mutex_lock(&b->mu);
   if (!b->deleted && b->storage && b->external_refs == 0) {
-    if (b->storage->owned && atomic_load(&b->storage->refcount) == 1) {
+    if (b->storage->owned && atomic_load(&b->storage->refcount) == 1 && b->usage_holds == 0) {
       st = av_buffer_take_storage_locked(b);
     } else if ((st = av_storage_alloc_uninit(b->storage->size)) != NULL) {
       if (b->storage->size) memcpy(st->data, b->storage->data, b->storage->size);
-      av_storage_release(av_buffer_take_storage_locked(b));
+      /* executions queued earlier with a usage hold keep reading the original */
+      if (b->usage_holds == 0) av_storage_release(av_buffer_take_storage_locked(b));
     }
     if (st) b->deleted = true;
   }
@@ -293,13 +332,9 @@ static bool run_inline_ok(const av_job *j, av_worker *w) {
   size_t bytes = 0;
   for (size_t i = 0; i < j->num_outputs; i++) bytes += j->outputs[i]->nbytes;
   for (size_t i = 0; i < j->num_inputs; i++) {
-    PJRT_Buffer *b = j->inputs[i];
     if (j->donated[i]) continue; /* taken already: its bytes are ours */
-    pthread_mutex_lock(&b->mu);
-    bool ready = b->storage != NULL;
-    pthread_mutex_unlock(&b->mu);
-    if (!ready) return false;
-    bytes += b->nbytes;
+    if (!j->pinned[i]) return false; /* not ready when queued */
+    bytes += j->inputs[i]->nbytes;
   }
   int64_t last = atomic_load_explicit(&j->core->last_run_ns, memory_order_relaxed);
   if (last > 0 ? last > AV_INLINE_MAX_NS : bytes > AV_INLINE_MAX_BYTES) return false;
@@ -405,18 +440,25 @@ PJRT_Error *av_PJRT_LoadedExecutable_Execute(PJRT_LoadedExecutable_Execute_Args 
   av_job_group *group = NULL;
   if (!err && nd > 1) {
     group = calloc(1, sizeof *group);
-    if (!group) err = av_error_new(AV_RESOURCE_EXHAUSTED, "anvil: out of memory (execute)");
-    else atomic_init(&group->remaining, 0);
+    if (!group) {
+      err = av_error_new(AV_RESOURCE_EXHAUSTED, "anvil: out of memory (execute)");
+    } else {
+      pthread_mutex_init(&group->mu, NULL);
+      pthread_cond_init(&group->cv, NULL);
+    }
   }
   for (size_t d = 0; !err && d < nd; d++) {
     av_job *j = calloc(1, sizeof *j);
     jobs[d] = j;
     if (j && group) {
       j->group = group;
-      atomic_fetch_add(&group->remaining, 1);
+      group->refs++;
+      group->remaining++;
     }
     if (!j || !(j->inputs = calloc(na ? na : 1, sizeof *j->inputs)) ||
         !(j->donated = calloc(na ? na : 1, sizeof *j->donated)) ||
+        !(j->pinned = calloc(na ? na : 1, sizeof *j->pinned)) ||
+        !(j->held = calloc(na ? na : 1, sizeof *j->held)) ||
         !(j->outputs = calloc(no ? no : 1, sizeof *j->outputs)) || !(j->complete = av_event_create())) {
       err = av_error_new(AV_RESOURCE_EXHAUSTED, "anvil: out of memory (execute)");
       break;
@@ -453,9 +495,14 @@ PJRT_Error *av_PJRT_LoadedExecutable_Execute(PJRT_LoadedExecutable_Execute_Args 
     for (size_t d = 0; jobs && d < nd; d++)
       if (jobs[d]) {
         group_held = group_held || jobs[d]->group;
+        job_group_leave(jobs[d], false);
         job_free(jobs[d]);
       }
-    if (!group_held) free(group);
+    if (group && !group_held) {
+      pthread_cond_destroy(&group->cv);
+      pthread_mutex_destroy(&group->mu);
+      free(group);
+    }
     free(jobs);
     free(donate);
     return err;
@@ -471,8 +518,10 @@ PJRT_Error *av_PJRT_LoadedExecutable_Execute(PJRT_LoadedExecutable_Execute_Args 
   av_job *inline_job = NULL;
   for (size_t d = 0; d < nd; d++) {
     av_job *j = jobs[d];
-    for (size_t i = 0; i < na; i++)
+    for (size_t i = 0; i < na; i++) {
       if (donate[i]) j->donated[i] = try_donate(j->inputs[i], args->argument_lists, nd, na);
+      if (!j->donated[i]) j->pinned[i] = av_buffer_pin_for_execution(j->inputs[i], &j->held[i]);
+    }
     for (size_t i = 0; i < no; i++) args->output_lists[d][i] = av_buffer_retain(j->outputs[i]);
     if (args->device_complete_events) args->device_complete_events[d] = av_event_retain(j->complete);
     if (sync) sync_done = av_event_retain(j->complete);

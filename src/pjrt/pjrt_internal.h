@@ -282,6 +282,9 @@ struct PJRT_Buffer {
   av_storage *storage; /* NULL until ready (async outputs) or after Delete */
   PJRT_Event *ready;   /* our reference */
   bool deleted;
+  /* executions queued before the buffer was ready that will read it: while any, Delete and
+   * donation leave `storage` to them (it goes with the last hold) */
+  int usage_holds;
   int external_refs;     /* each holds one reference to ext_storage */
   av_storage *ext_storage;
   av_mem_counter *mem_stats; /* counts nbytes while `storage` is set */
@@ -299,6 +302,16 @@ av_storage *av_buffer_take_storage_locked(PJRT_Buffer *b);
 void av_buffer_release(PJRT_Buffer *b);
 /* A reference to the storage of a ready buffer, or an error (deleted / failed). */
 PJRT_Error *av_buffer_acquire_storage(PJRT_Buffer *b, av_storage **out);
+/* An execution queued to read `b` takes what it will read at once, as PJRT promises that
+ * deleting or donating the buffer later does not affect work already queued: a reference to
+ * the storage if the buffer is ready, else a usage hold (*held = true) that keeps the storage
+ * the buffer gets for it. NULL and no hold if the buffer is deleted already. */
+av_storage *av_buffer_pin_for_execution(PJRT_Buffer *b, bool *held);
+/* For an execution with a usage hold: waits until the buffer is ready, returns a reference to
+ * its storage, drops the hold. */
+PJRT_Error *av_buffer_acquire_held(PJRT_Buffer *b, av_storage **out);
+/* Drops a usage hold unused (the execution failed before it read the buffer). */
+void av_buffer_drop_hold(PJRT_Buffer *b);
 
 /* ------------------------------------------------------------ executables */
 

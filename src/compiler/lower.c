@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "compiler/cost.h"
 #include "compiler/lower_internal.h"
@@ -124,15 +125,30 @@ static bool assign_leaves(av_lower *c, const av_type *t, int32_t *first) {
     return true;
   }
   av_slot_type st;
-  if (!t || !av_slot_type_of(c, t, &st)) {
+  bool ok = t && av_slot_type_of(c, t, &st);
+  if (!ok) {
     if (c->out_of_memory) return false;
     char buf[128];
     type_text(t, buf, sizeof buf);
-    const char *why = t && t->kind == AV_TYPE_TENSOR && !av_type_is_static(t)
-                          ? "dynamic shapes are not supported"
-                          : t && t->kind == AV_TYPE_OTHER ? "type not supported"
-                                                          : "type not supported";
-    av_lower_fail(c, AV_UNIMPLEMENTED, "%s: %s", why, buf);
+    bool tensor = t && t->kind == AV_TYPE_TENSOR, dynamic = false;
+    for (int i = 0; tensor && i < t->rank; i++) dynamic = dynamic || t->dims[i] < 0;
+    if (tensor && !dynamic && av_type_num_elements(t) < 0)
+      av_lower_fail(c, AV_INVALID_ARGUMENT, "the element count of %s overflows 64 bits", buf);
+    else if (tensor && !dynamic && supported_dtype(t->dtype) && t->rank <= AV_BOX_MAX_RANK)
+      av_lower_fail(c, AV_INVALID_ARGUMENT, "%s needs more bytes than an address space holds", buf);
+    else
+      av_lower_fail(c, AV_UNIMPLEMENTED, "%s: %s",
+                    dynamic ? "dynamic shapes are not supported" : "type not supported", buf);
+  } else if (!st.token && st.nbytes > c->memory_bytes) {
+    /* no run could ever allocate it: refuse now, not at run time (or in a loop's 1000th trip) */
+    char buf[128];
+    type_text(t, buf, sizeof buf);
+    av_lower_fail(c, AV_RESOURCE_EXHAUSTED,
+                  "%s needs %zu bytes, more than this machine's %zu bytes of memory", buf,
+                  st.nbytes, c->memory_bytes);
+    ok = false;
+  }
+  if (!ok) {
     st = (av_slot_type){0};
     st.token = true; /* keep going so every problem gets reported */
   }
@@ -452,10 +468,10 @@ static void lower_block(av_lower *c, const av_block *b, av_block_plan *bp) {
       term = op;
       break;
     }
+    c->op = op; /* problems with its result types name it */
     for (uint32_t r = 0; r < op->nresults; r++) assign_value(c, &op->results[r]);
     if (c->out_of_memory) break; /* values without slots: nothing below may run */
     uint32_t before = steps.n;
-    c->op = op;
     int errors_before = c->nerrors;
     if (!av_lower_op(c, op) && c->nerrors == errors_before)
       av_lower_fail(c, AV_INVALID_ARGUMENT, "could not be lowered");
@@ -665,6 +681,8 @@ av_plan *av_lower_module(const av_module *m, av_diag *d) {
   c.plan = plan;
   c.a = &plan->arena;
   c.d = d;
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  c.memory_bytes = pages > 0 && page > 0 ? (size_t)pages * (size_t)page : SIZE_MAX;
   size_t nv = (size_t)m->next_value_id + 1;
   c.slot_of = malloc(nv * sizeof *c.slot_of);
   c.last_use = malloc(nv * sizeof *c.last_use);

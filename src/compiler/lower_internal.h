@@ -26,6 +26,7 @@ typedef struct av_lower {
   av_diag *d;
   int nerrors;
   bool out_of_memory; /* an allocation failed: stop lowering (av_lower_fail sets it) */
+  size_t memory_bytes; /* the machine's memory: no single value may need more */
   av_func_entry *funcs;
   /* per value id */
   int32_t *slot_of;

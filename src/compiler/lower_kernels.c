@@ -398,6 +398,12 @@ static bool lower_gather(av_lower *c, const av_op *op) {
   }
   if (nss != t0->rank) return AV_INVALID(c, "slice_sizes must have one entry per operand dimension");
   av_attr_get_bool(op, "indices_are_sorted", &g->indices_are_sorted);
+  const av_slot_type *ti = operand(c, op, 1), *tr = av_vtype(c, &op->results[0]);
+  av_diag kd;
+  av_diag_init(&kd);
+  if (!ti || av_gather_check(g, t0->dtype, t0->rank, t0->dims, ti->dtype, ti->rank, ti->dims,
+                             tr->rank, tr->dims, &kd) != AV_OK)
+    return ti ? AV_INVALID(c, "%s", kd.msg) : false;
   return av_emit_op(c, av_step_kernel, p) != NULL;
 }
 
@@ -439,6 +445,18 @@ static bool lower_scatter(av_lower *c, const av_op *op) {
     return false;
   av_attr_get_bool(op, "indices_are_sorted", &s->indices_are_sorted);
   av_attr_get_bool(op, "unique_indices", &s->unique_indices);
+  av_view ins[AV_KMAX_VARIADIC], ups[AV_KMAX_VARIADIC];
+  for (uint32_t k = 0; k < op->nresults; k++) {
+    const av_slot_type *it = av_vtype(c, op->operands[k]);
+    const av_slot_type *ut = av_vtype(c, op->operands[op->nresults + 1 + k]);
+    ins[k] = (av_view){NULL, it->dtype, it->rank, it->dims};
+    ups[k] = (av_view){NULL, ut->dtype, ut->rank, ut->dims};
+  }
+  const av_slot_type *st = av_vtype(c, op->operands[op->nresults]);
+  av_view idx = {NULL, st->dtype, st->rank, st->dims};
+  av_diag kd;
+  av_diag_init(&kd);
+  if (av_scatter_check(s, ins, &idx, ups, &kd) != AV_OK) return AV_INVALID(c, "%s", kd.msg);
   if (!region_fn(c, op, 0, 2 * op->nresults, p, &s->update)) return false;
   s->update_is_replace = returns_updates(&op->regions[0], op->nresults);
   return av_emit_op(c, av_step_kernel, p);

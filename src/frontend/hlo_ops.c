@@ -283,6 +283,10 @@ static bool h_constant(hlo_scope *s, const hlo_instr *in, const char *name, hlo_
 
 static bool h_tuple(hlo_scope *s, const hlo_instr *in, const char *name, hlo_val **out) {
   (void)name;
+  /* a shape that lists its elements must list one per operand */
+  if (hlo_shape_is_tuple(&in->shape) && in->shape.ntuple && in->shape.ntuple != in->operand_ids.n)
+    return hlo_fail(s, in, "%zu operands, but its shape is a tuple of %zu elements",
+                    in->operand_ids.n, in->shape.ntuple);
   hlo_val *t = av_arena_alloc(s->ctx->scratch, sizeof *t);
   if (!t) return hlo_fail(s, in, "out of memory");
   t->nkids = in->operand_ids.n;

@@ -995,6 +995,48 @@ static void test_wrong_arity_is_an_error(void **state) {
   assert_non_null(strstr(d.msg, "not a tuple"));
 }
 
+/* Tuple arities that disagree: a tuple instruction with three operands whose shape has two
+ * elements, and a get-tuple-element index past the tuple's end. */
+static void test_mismatched_tuple_arity_is_an_error(void **state) {
+  (void)state;
+  static const int64_t two[] = {2};
+  pbw f2 = shape(PT_F32, 1, two), s32 = shape(PT_S32, 0, NULL);
+  pbw tup = {.n = 0};
+  w_int(&tup, 2, PT_TUPLE);
+  w_msg(&tup, 4, &f2);
+  w_msg(&tup, 4, &s32);
+  for (int variant = 0; variant < 2; variant++) {
+    pbw p = instr("p", "parameter", 1, &tup, 0, NULL);
+    w_int(&p, 9, 0);
+    const int64_t one = 1;
+    pbw g = instr("g", "get-tuple-element", 2, &s32, 1, &one);
+    w_int(&g, 13, variant == 0 ? 1 : 5); /* index 5 of a 2-tuple */
+    const int64_t three[] = {1, 2, 2}, pair[] = {1, 2};
+    pbw t = variant == 0 ? instr("t", "tuple", 5, &tup, 3, three) : instr("t", "tuple", 5, &tup, 2, pair);
+    pbw comp = {.n = 0};
+    w_str(&comp, 1, "entry_comp");
+    w_msg(&comp, 2, &p);
+    w_msg(&comp, 2, &g);
+    w_msg(&comp, 2, &t);
+    w_int(&comp, 5, 7);
+    w_int(&comp, 6, 5);
+    pbw mod = {.n = 0};
+    w_str(&mod, 1, "m");
+    w_msg(&mod, 3, &comp);
+    w_int(&mod, 6, 7);
+    av_diag d;
+    av_diag_init(&d);
+    av_module *m = av_load_hlo_proto(mod.buf, mod.n, &d);
+    if (m) {
+      av_module_free(m);
+      fail_msg("variant %d: a mismatched tuple arity was accepted", variant);
+    }
+    assert_int_equal(d.code, AV_INVALID_ARGUMENT);
+    if (!strstr(d.msg, variant == 0 ? "'t' (tuple)" : "'g' (get-tuple-element)"))
+      fail_msg("variant %d: %s", variant, d.msg);
+  }
+}
+
 /* A computation that calls itself must be rejected, not recurse forever. */
 static void test_recursive_call_is_rejected(void **state) {
   (void)state;
@@ -1123,6 +1165,7 @@ int main(void) {
       cmocka_unit_test(test_tuple_parameter_and_unknown_opcode),
       cmocka_unit_test(test_undefined_operand_names_the_instruction),
       cmocka_unit_test(test_wrong_arity_is_an_error),
+      cmocka_unit_test(test_mismatched_tuple_arity_is_an_error),
       cmocka_unit_test(test_recursive_call_is_rejected),
       cmocka_unit_test(test_pred_conditional_becomes_if),
       cmocka_unit_test(test_shared_tuple_blowup_is_rejected),

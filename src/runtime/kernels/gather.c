@@ -113,6 +113,7 @@ av_code av_kernel_gather(const av_gather_params *p, const av_view *operand,
     if (i != ivd) bdims[k++] = start_indices->dims[i];
   for (int rd = 0, k = 0; rd < rrank; rd++)
     if (!is_off[rd] && out->dims[rd] != bdims[k++]) return bad(d, "result batch dimension mismatch");
+  if (!operand->data && !out->data) return AV_OK; /* shapes only (av_gather_check) */
 
   int64_t ostr[AV_KMAX_RANK];
   for (int i = orank - 1, s = 1; i >= 0; i--) {
@@ -232,4 +233,12 @@ av_code av_kernel_gather(const av_gather_params *p, const av_view *operand,
   }
   free(base);
   return AV_OK;
+}
+
+av_code av_gather_check(const av_gather_params *p, av_dtype dtype, int rank, const int64_t *dims,
+                        av_dtype index_dtype, int index_rank, const int64_t *index_dims,
+                        int out_rank, const int64_t *out_dims, av_diag *d) {
+  av_view operand = {NULL, dtype, rank, dims}, indices = {NULL, index_dtype, index_rank, index_dims};
+  av_view out = {NULL, dtype, out_rank, out_dims};
+  return av_kernel_gather(p, &operand, &indices, &out, d);
 }

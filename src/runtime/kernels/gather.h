@@ -34,5 +34,10 @@ typedef struct av_gather_params {
 
 av_code av_kernel_gather(const av_gather_params *p, const av_view *operand,
                          const av_view *start_indices, av_view *out, av_diag *d);
+/* The checks of av_kernel_gather on shapes alone, for the compiler: a program with bad
+ * dimension numbers is refused when it is compiled, not when it runs. */
+av_code av_gather_check(const av_gather_params *p, av_dtype dtype, int rank, const int64_t *dims,
+                        av_dtype index_dtype, int index_rank, const int64_t *index_dims,
+                        int out_rank, const int64_t *out_dims, av_diag *d);
 
 #endif

@@ -156,6 +156,7 @@ av_code av_kernel_scatter(const av_scatter_params *p, const av_view *inputs,
     if (i != ivd) sbdims[k++] = si->dims[i];
   for (int ud = 0, k = 0; ud < urank; ud++)
     if (!is_win[ud] && up0->dims[ud] != sbdims[k++]) return bad(d, "update scatter dimension mismatch");
+  if (!inputs[0].data && !outputs[0].data) return AV_OK; /* shapes only (av_scatter_check) */
 
   /* outputs start as the inputs */
   for (int k = 0; k < n; k++)
@@ -331,4 +332,12 @@ av_code av_kernel_scatter(const av_scatter_params *p, const av_view *inputs,
 done:
   free(base);
   return rc;
+}
+
+av_code av_scatter_check(const av_scatter_params *p, const av_view *inputs,
+                         const av_view *scatter_indices, const av_view *updates, av_diag *d) {
+  if (p->ninputs < 1 || p->ninputs > AV_KMAX_VARIADIC) return bad(d, "bad number of inputs");
+  av_view outputs[AV_KMAX_VARIADIC];
+  for (int k = 0; k < p->ninputs; k++) outputs[k] = inputs[k]; /* same shapes, no data */
+  return av_kernel_scatter(p, inputs, scatter_indices, updates, outputs, d);
 }

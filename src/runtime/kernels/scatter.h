@@ -36,5 +36,9 @@ typedef struct av_scatter_params {
 av_code av_kernel_scatter(const av_scatter_params *p, const av_view *inputs,
                           const av_view *scatter_indices, const av_view *updates,
                           av_view *outputs, av_diag *d);
+/* The checks of av_kernel_scatter on shapes alone (views without data), for the compiler: a
+ * program with bad dimension numbers is refused when it is compiled, not when it runs. */
+av_code av_scatter_check(const av_scatter_params *p, const av_view *inputs,
+                         const av_view *scatter_indices, const av_view *updates, av_diag *d);
 
 #endif

@@ -1,9 +1,9 @@
 /* Allocation-failure injection for the test-only plugin libanvil_pjrt_oom.so (never in the
- * real plugin). That library is the same core linked with -Wl,--wrap=malloc,calloc,realloc,
- * strdup,strndup,free (CMakeLists.txt): every allocation anvil's own code makes comes here,
- * while the C library's and OpenBLAS's internal ones do not. These are every allocator anvil
- * calls (tests/oom/check_allocators.sh, a ctest, keeps it so); wrapping at link time covers all call
- * sites without touching them.
+ * real plugin). That library is the same core linked with --wrap for malloc, calloc, realloc,
+ * aligned_alloc, posix_memalign, strdup, strndup and free (CMakeLists.txt): every allocation
+ * anvil's own C code makes comes here, while those inside the C library, OpenBLAS, oneDNN and
+ * gloo do not. These are every allocator anvil's C code calls (tests/oom/check_allocators.sh,
+ * a ctest, keeps it so); wrapping at link time covers every call site without touching one.
  *
  * anvil_oom_arm(n, persistent) makes allocation number n (counted from the arm, from 1) fail,
  * and with `persistent` every one after it too; 0 disarms. Counters let a test see whether the
@@ -16,11 +16,15 @@
 void *__real_malloc(size_t n);
 void *__real_calloc(size_t k, size_t n);
 void *__real_realloc(void *p, size_t n);
+void *__real_aligned_alloc(size_t alignment, size_t n);
+int __real_posix_memalign(void **out, size_t alignment, size_t n);
 void __real_free(void *p);
 
 void *__wrap_malloc(size_t n);
 void *__wrap_calloc(size_t k, size_t n);
 void *__wrap_realloc(void *p, size_t n);
+void *__wrap_aligned_alloc(size_t alignment, size_t n);
+int __wrap_posix_memalign(void **out, size_t alignment, size_t n);
 char *__wrap_strdup(const char *s);
 char *__wrap_strndup(const char *s, size_t n);
 void __wrap_free(void *p);
@@ -76,6 +80,17 @@ void *__wrap_realloc(void *p, size_t n) {
   if (fail_now()) return NULL;
   if (!p) return counted(__real_realloc(NULL, n));
   return __real_realloc(p, n ? n : 1); /* never the free-on-zero case: the count stays exact */
+}
+
+void *__wrap_aligned_alloc(size_t alignment, size_t n) {
+  return fail_now() ? NULL : counted(__real_aligned_alloc(alignment, n));
+}
+
+int __wrap_posix_memalign(void **out, size_t alignment, size_t n) {
+  if (fail_now()) return 12; /* ENOMEM */
+  int r = __real_posix_memalign(out, alignment, n);
+  if (r == 0) counted(*out);
+  return r;
 }
 
 char *__wrap_strdup(const char *s) { return __wrap_strndup(s, strlen(s)); }

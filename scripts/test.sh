@@ -17,7 +17,7 @@ run_ctest() { # build-dir cmake-args...
 }
 
 run_ctest build/test-gcc -DCMAKE_C_COMPILER=gcc -DCMAKE_BUILD_TYPE=RelWithDebInfo
-run_ctest build/test-clang -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo
+run_ctest build/test-clang -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo
 if [ "${ANVIL_SKIP_SANITIZERS:-0}" != 1 ]; then
   # ASan's leak checker needs ptrace-free mode in some sandboxes; keep it on otherwise.
   ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} \
@@ -31,7 +31,7 @@ if [ "${ANVIL_SKIP_SANITIZERS:-0}" != 1 ]; then
   THREADED="test_soak test_pjrt_execute test_pjrt_event test_thread_pool test_engine_threads
             test_spmd test_hlo_run test_kernels_parallel_paths"
   echo "== C tests under ThreadSanitizer: build/test-tsan"
-  cmake -S . -B build/test-tsan -G Ninja -DCMAKE_C_COMPILER=clang \
+  cmake -S . -B build/test-tsan -G Ninja -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
         -DCMAKE_BUILD_TYPE=RelWithDebInfo -DANVIL_TSAN=ON >/dev/null
   # shellcheck disable=SC2086
   ninja -C build/test-tsan -j"$JOBS" $THREADED

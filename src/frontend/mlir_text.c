@@ -506,7 +506,7 @@ bool mt_parse_region(mt_parser *p, av_region *r, bool implicit_entry, uint32_t n
  * `return` and `call`): a word like `hello` is not an op, so prose is not a program. Its
  * characters are printable ASCII without quotes or backslashes: a quoted name holding an
  * escaped NUL or control byte would not survive printing (the IR keeps names as C strings). */
-static bool is_op_name(const char *s, size_t n) {
+bool mt_is_op_name(const char *s, size_t n) {
   for (size_t i = 0; i < n; i++)
     if ((unsigned char)s[i] <= ' ' || (unsigned char)s[i] >= 0x7f || s[i] == '"' || s[i] == '\\')
       return false;
@@ -520,7 +520,7 @@ static bool parse_generic_op(mt_parser *p, mt_opb *b) {
   if (!name) return mt_fail(p, "out of memory");
   size_t n = mt_string_decode(&nt, name);
   name[n] = '\0';
-  if (!is_op_name(name, n)) return mt_fail(p, "expected an operation name \"dialect.name\"");
+  if (!mt_is_op_name(name, n)) return mt_fail(p, "expected an operation name \"dialect.name\"");
   b->name = name;
   mt_next(p);
   if (!mt_expect(p, MT_LPAREN, "'(' before operands")) return false;
@@ -611,7 +611,7 @@ bool mt_parse_op(mt_parser *p, av_block *block, av_op **out) {
         b.name = "func.return";
       } else if (mt_tok_is(&nt, "call")) {
         b.name = "func.call";
-      } else if (!is_op_name(nt.p, nt.len)) {
+      } else if (!mt_is_op_name(nt.p, nt.len)) {
         ok = mt_fail(p, "expected an operation (dialect.name)");
       } else {
         b.name = mt_strndup(p, nt.p, nt.len);
@@ -881,7 +881,7 @@ static bool parse_top_items(mt_parser *p, av_block *extra, bool in_module) {
       if (!mt_parse_opt_loc(p, &loc)) return false;
     } else if (mt_tok_is(&t, "func.func")) {
       if (!parse_func(p)) return false;
-    } else if ((t.kind == MT_IDENT && !is_op_name(t.p, t.len)) ||
+    } else if ((t.kind == MT_IDENT && !mt_is_op_name(t.p, t.len)) ||
                (t.kind != MT_IDENT && t.kind != MT_STRING && t.kind != MT_PERCENT)) {
       return mt_fail(p, "not a program: expected 'module', 'func.func' or an operation");
     } else {

@@ -77,6 +77,8 @@ bool mt_grow(mt_parser *p, void **arr, uint32_t *cap, uint32_t need, size_t elem
 void mt_next(mt_parser *p);
 mt_tok mt_peek(mt_parser *p);
 bool mt_fail(mt_parser *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Whether s[0..n) is an op name `dialect.op` of printable characters (mlir_text.c). */
+bool mt_is_op_name(const char *s, size_t n);
 bool mt_accept(mt_parser *p, mt_tok_kind k);
 bool mt_expect(mt_parser *p, mt_tok_kind k, const char *what);
 bool mt_accept_word(mt_parser *p, const char *word);

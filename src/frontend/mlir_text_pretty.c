@@ -660,7 +660,8 @@ bool mt_parse_pretty_op(mt_parser *p, mt_opb *b, uint32_t nnamed) {
           if (!keyword(p, &pr)) return false;
         } else if (mt_tok_is(&t, "applies")) {
           mt_next(p);
-          if (p->tok.kind != MT_IDENT) return mt_fail(p, "expected an op name after 'applies'");
+          if (p->tok.kind != MT_IDENT || !mt_is_op_name(p->tok.p, p->tok.len))
+            return mt_fail(p, "expected an op name \"dialect.name\" after 'applies'");
           pr.applies = p->tok;
           pr.has_applies = true;
           mt_next(p);

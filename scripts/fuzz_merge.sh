@@ -15,8 +15,10 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 cp "$seeds"/. "$out"/ -r
 ls "$seeds" > "$out.seeds"
+mkdir -p tests/fuzz/corpus/"$name"
 "$BUILD/fuzz_$name" -merge=1 -use_counters=0 -max_len=65536 -rss_limit_mb=4096 "$out" \
-    tests/fuzz/corpus/"$name" "$@" 2>&1 | grep -E '^MERGE-OUTER: [0-9]+ new files' || true
+    tests/fuzz/corpus/"$name" "$@" 2>&1 | grep -E '^MERGE-OUTER: [0-9]+ new files'
+[ "${PIPESTATUS[0]}" = 0 ] || { echo "fuzz_merge: the merge failed"; exit 1; }
 (cd "$out" && xargs -r rm -f < "$out.seeds")
 rm -f "$out.seeds"
 rm -rf tests/fuzz/corpus/"$name"

@@ -527,8 +527,10 @@ PJRT_Error *av_PJRT_LoadedExecutable_Execute(PJRT_LoadedExecutable_Execute_Args 
     if (sync) sync_done = av_event_retain(j->complete);
     PJRT_Device *dev = single ? single : le->addressable[d];
     /* A run started from inside a run (a host callback that runs JAX code) must not wait
-     * behind the run that waits for it: it runs on the calling thread. */
-    if (nd == 1 && (nested || run_inline_ok(j, &dev->worker)))
+     * behind the run that waits for it: it runs on the calling thread. One part of a
+     * multi-device executable never does otherwise: its collectives wait for the other parts,
+     * which the caller must be free to launch (found by fuzz_pjrt: Execute blocked 120 s). */
+    if (nd == 1 && (nested || (le->num_devices == 1 && run_inline_ok(j, &dev->worker))))
       inline_job = j;
     else
       worker_push(&dev->worker, j);

@@ -355,7 +355,61 @@ static void test_soak(void **state) {
   assert_int_equal(live_after, live_before);
 }
 
+/* The parts of a 2-replica all_reduce launched one at a time from one thread with
+ * execute_device (as a framework's sharded execution does): the first Execute must return
+ * at once, not wait inside for the part that only the next call launches. */
+static void test_parts_launched_from_one_thread(void **state) {
+  (void)state;
+  PJRT_Client *c;
+  CHECK_OK(run_client(2, &c));
+  PJRT_LoadedExecutable *exe;
+  CHECK_OK(run_compile_replicas(c, "mlir", allreduce_text, strlen(allreduce_text), 2, &exe));
+  PJRT_Buffer *in[2];
+  PJRT_Buffer *out[2] = {0};
+  PJRT_Event *done[2] = {0};
+  for (int d = 0; d < 2; d++)
+    CHECK_OK(run_upload(c, client_device(c, (size_t)d), &programs[4].inputs[0], d, &in[d]));
+  double t0 = now_s();
+  for (int d = 0; d < 2; d++) {
+    PJRT_Buffer *const *args[1] = {&in[d]};
+    PJRT_Buffer **outs[1] = {&out[d]};
+    PJRT_ExecuteOptions o = {.struct_size = PJRT_ExecuteOptions_STRUCT_SIZE};
+    PJRT_LoadedExecutable_Execute_Args a = {
+        .struct_size = PJRT_LoadedExecutable_Execute_Args_STRUCT_SIZE,
+        .executable = exe,
+        .options = &o,
+        .argument_lists = args,
+        .num_devices = 1,
+        .num_args = 1,
+        .output_lists = outs,
+        .device_complete_events = &done[d],
+        .execute_device = client_device(c, (size_t)d)};
+    CHECK_OK(api->PJRT_LoadedExecutable_Execute(&a));
+  }
+  for (int d = 0; d < 2; d++) CHECK_OK(run_await(done[d]));
+  double took = now_s() - t0;
+  /* out = (x0 + x1) * x_d, for the pattern run_fill writes */
+  enum { N = 32768 };
+  static float x[2][N], got[N];
+  for (int d = 0; d < 2; d++) run_fill(&programs[4].inputs[0], d, x[d], N);
+  for (int d = 0; d < 2; d++) {
+    PJRT_Buffer_ToHostBuffer_Args t = {.struct_size = PJRT_Buffer_ToHostBuffer_Args_STRUCT_SIZE,
+                                       .src = out[d],
+                                       .dst = got,
+                                       .dst_size = sizeof got};
+    CHECK_OK(api->PJRT_Buffer_ToHostBuffer(&t));
+    CHECK_OK(run_await(t.event));
+    for (int i = 0; i < N; i++) assert_true(got[i] == (x[0][i] + x[1][i]) * x[d][i]);
+    buffer_destroy(out[d]);
+    buffer_destroy(in[d]);
+  }
+  assert_true(took < 60); /* the collective's timeout is 120 s */
+  run_destroy_exe(exe);
+  destroy_client(c);
+}
+
 int main(void) {
-  const struct CMUnitTest tests[] = {cmocka_unit_test(test_soak)};
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_soak),
+                                     cmocka_unit_test(test_parts_launched_from_one_thread)};
   return cmocka_run_group_tests(tests, load_soak_api, NULL);
 }

@@ -10,28 +10,6 @@
 #include "runtime/kernels/reduce_elem.h"
 #include "runtime/thread_pool.h"
 
-static bool has(const int64_t *v, int n, int64_t x) {
-  for (int i = 0; i < n; i++)
-    if (v[i] == x) return true;
-  return false;
-}
-
-/* An index element as int64: s32 / s64 inline (what JAX emits), other integer types through
- * av_kel_load_index. */
-static inline int64_t load_index(av_dtype t, const char *p) {
-  if (t == AV_DT_S32) {
-    int32_t v;
-    memcpy(&v, p, 4);
-    return v;
-  }
-  if (t == AV_DT_S64) {
-    int64_t v;
-    memcpy(&v, p, 8);
-    return v;
-  }
-  return av_kel_load_index(t, p);
-}
-
 static av_code bad(av_diag *d, const char *what) {
   return av_diag_set(d, AV_INVALID_ARGUMENT, "gather: %s", what);
 }
@@ -76,12 +54,12 @@ av_code av_kernel_gather(const av_gather_params *p, const av_view *operand,
     if (p->slice_sizes[i] < 0 || p->slice_sizes[i] > operand->dims[i]) return bad(d, "slice size out of range");
   for (int i = 0; i < p->n_collapsed_slice_dims; i++) {
     int64_t c = p->collapsed_slice_dims[i];
-    if (c < 0 || c >= orank || p->slice_sizes[c] > 1 || has(p->operand_batching_dims, p->n_operand_batching_dims, c))
+    if (c < 0 || c >= orank || p->slice_sizes[c] > 1 || av_kel_dims_have(p->operand_batching_dims, p->n_operand_batching_dims, c))
       return bad(d, "bad collapsed_slice_dims");
   }
   for (int i = 0; i < p->n_start_index_map; i++)
     if (p->start_index_map[i] < 0 || p->start_index_map[i] >= orank ||
-        has(p->operand_batching_dims, p->n_operand_batching_dims, p->start_index_map[i]))
+        av_kel_dims_have(p->operand_batching_dims, p->n_operand_batching_dims, p->start_index_map[i]))
       return bad(d, "bad start_index_map");
   /* batch coordinate (position in the batch index) for each operand batching dim */
   int bpos[AV_KMAX_RANK];
@@ -97,8 +75,8 @@ av_code av_kernel_gather(const av_gather_params *p, const av_view *operand,
   int off_od[AV_KMAX_RANK];
   bool is_off[AV_KMAX_RANK] = {0};
   for (int i = 0, od = 0; i < p->n_offset_dims; i++) {
-    while (od < orank && (has(p->collapsed_slice_dims, p->n_collapsed_slice_dims, od) ||
-                          has(p->operand_batching_dims, p->n_operand_batching_dims, od)))
+    while (od < orank && (av_kel_dims_have(p->collapsed_slice_dims, p->n_collapsed_slice_dims, od) ||
+                          av_kel_dims_have(p->operand_batching_dims, p->n_operand_batching_dims, od)))
       od++;
     int64_t rd = p->offset_dims[i];
     if (rd < 0 || rd >= rrank || is_off[rd] || (i > 0 && rd <= p->offset_dims[i - 1]))
@@ -141,7 +119,7 @@ av_code av_kernel_gather(const av_gather_params *p, const av_view *operand,
     int64_t od = p->start_index_map[0], hi = operand->dims[od] - p->slice_sizes[od];
     const char *si = start_indices->data;
     for (int64_t b = 0; b < nb; b++) {
-      int64_t v = load_index(start_indices->dtype, si + b * (int64_t)ies);
+      int64_t v = av_kel_index_at(start_indices->dtype, si + b * (int64_t)ies);
       v = v < 0 ? 0 : (v > hi ? hi : v);
       base[b] = v * ostr[od];
     }
@@ -153,7 +131,7 @@ av_code av_kernel_gather(const av_gather_params *p, const av_view *operand,
     int64_t off = 0;
     for (int j = 0; j < p->n_start_index_map; j++) {
       int64_t od = p->start_index_map[j];
-      int64_t v = load_index(start_indices->dtype,
+      int64_t v = av_kel_index_at(start_indices->dtype,
                                     (const char *)start_indices->data + (soff + j * vstride) * (int64_t)ies);
       int64_t hi = operand->dims[od] - p->slice_sizes[od];
       v = v < 0 ? 0 : (v > hi ? hi : v);

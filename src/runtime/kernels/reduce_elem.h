@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "ir/dtype.h"
 
@@ -42,4 +43,26 @@ void av_kel_fill(void *dst, const void *elem, size_t es, int64_t n);
 
 /* An index element (any integer dtype) as int64; unsigned values above INT64_MAX saturate. */
 int64_t av_kel_load_index(av_dtype t, const void *p);
+
+/* The same, with s32 / s64 (what JAX emits for gather/scatter indices) inlined. */
+static inline int64_t av_kel_index_at(av_dtype t, const char *p) {
+  if (t == AV_DT_S32) {
+    int32_t v;
+    memcpy(&v, p, 4);
+    return v;
+  }
+  if (t == AV_DT_S64) {
+    int64_t v;
+    memcpy(&v, p, 8);
+    return v;
+  }
+  return av_kel_load_index(t, p);
+}
+
+/* Whether dimension number x is among the n in v. */
+static inline bool av_kel_dims_have(const int64_t *v, int n, int64_t x) {
+  for (int i = 0; i < n; i++)
+    if (v[i] == x) return true;
+  return false;
+}
 #endif

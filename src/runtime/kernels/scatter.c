@@ -13,28 +13,6 @@
 #include "runtime/kernels/reduce_elem.h"
 #include "runtime/thread_pool.h"
 
-static bool has(const int64_t *v, int n, int64_t x) {
-  for (int i = 0; i < n; i++)
-    if (v[i] == x) return true;
-  return false;
-}
-
-/* An index element as int64: s32 / s64 inline (what JAX emits), other integer types through
- * av_kel_load_index. */
-static inline int64_t load_index(av_dtype t, const char *p) {
-  if (t == AV_DT_S32) {
-    int32_t v;
-    memcpy(&v, p, 4);
-    return v;
-  }
-  if (t == AV_DT_S64) {
-    int64_t v;
-    memcpy(&v, p, 8);
-    return v;
-  }
-  return av_kel_load_index(t, p);
-}
-
 static av_code bad(av_diag *d, const char *what) {
   return av_diag_set(d, AV_INVALID_ARGUMENT, "scatter: %s", what);
 }
@@ -118,11 +96,11 @@ av_code av_kernel_scatter(const av_scatter_params *p, const av_view *inputs,
     return bad(d, "update_window_dims + inserted_window_dims + input_batching_dims != operand rank");
   for (int i = 0; i < p->n_inserted_window_dims; i++) {
     int64_t c = p->inserted_window_dims[i];
-    if (c < 0 || c >= orank || has(p->input_batching_dims, p->n_input_batching_dims, c)) return bad(d, "bad inserted_window_dims");
+    if (c < 0 || c >= orank || av_kel_dims_have(p->input_batching_dims, p->n_input_batching_dims, c)) return bad(d, "bad inserted_window_dims");
   }
   for (int i = 0; i < p->n_scatter_dims_to_operand_dims; i++) {
     int64_t c = p->scatter_dims_to_operand_dims[i];
-    if (c < 0 || c >= orank || has(p->input_batching_dims, p->n_input_batching_dims, c))
+    if (c < 0 || c >= orank || av_kel_dims_have(p->input_batching_dims, p->n_input_batching_dims, c))
       return bad(d, "bad scatter_dims_to_operand_dims");
   }
   int bpos[AV_KMAX_RANK];
@@ -139,8 +117,8 @@ av_code av_kernel_scatter(const av_scatter_params *p, const av_view *inputs,
   int64_t wsize[AV_KMAX_RANK]; /* window extent per operand dim */
   for (int i = 0; i < orank; i++) wsize[i] = 1;
   for (int i = 0, od = 0; i < p->n_update_window_dims; i++) {
-    while (od < orank && (has(p->inserted_window_dims, p->n_inserted_window_dims, od) ||
-                          has(p->input_batching_dims, p->n_input_batching_dims, od)))
+    while (od < orank && (av_kel_dims_have(p->inserted_window_dims, p->n_inserted_window_dims, od) ||
+                          av_kel_dims_have(p->input_batching_dims, p->n_input_batching_dims, od)))
       od++;
     int64_t ud = p->update_window_dims[i];
     if (ud < 0 || ud >= urank || is_win[ud] || (i > 0 && ud <= p->update_window_dims[i - 1]))
@@ -203,7 +181,7 @@ av_code av_kernel_scatter(const av_scatter_params *p, const av_view *inputs,
       if (op0->dims[k] < wsize[k]) hi = -1; /* an empty operand dim: every window is out */
     const char *sd = si->data;
     for (int64_t b = 0; b < nsbt; b++) {
-      int64_t v = load_index(si->dtype, sd + b * (int64_t)ies);
+      int64_t v = av_kel_index_at(si->dtype, sd + b * (int64_t)ies);
       base[b] = v < 0 || v > hi ? -1 : v * ostr[od];
     }
   }
@@ -216,7 +194,7 @@ av_code av_kernel_scatter(const av_scatter_params *p, const av_view *inputs,
       int64_t start[AV_KMAX_RANK];
       for (int od = 0; od < orank; od++) start[od] = 0;
       for (int j = 0; j < p->n_scatter_dims_to_operand_dims; j++) {
-        int64_t v = load_index(si->dtype, (const char *)si->data + (soff + j * vstride) * (int64_t)ies);
+        int64_t v = av_kel_index_at(si->dtype, (const char *)si->data + (soff + j * vstride) * (int64_t)ies);
         /* keep far out-of-range indices far out of range without overflowing below */
         if (v > ((int64_t)1 << 48)) v = (int64_t)1 << 48;
         if (v < -((int64_t)1 << 48)) v = -((int64_t)1 << 48);

@@ -141,6 +141,32 @@ av_program *av_program_from_module(av_module *m, const av_compile_options *optio
   return finish(p, options, d);
 }
 
+/* jax.buffer_donor on an argument (what JAX emits for donated arguments of a sharded jit,
+ * leaving the pairing to the compiler) donates it to the first output not yet paired with
+ * the same per-device type, as XLA pairs them; a donor no output matches is not donated. */
+static void match_buffer_donors(av_program *p, const av_func *ef) {
+  if (!ef || (int)ef->type->ninputs != p->ninputs) return;
+  for (int i = 0; i < p->ninputs; i++) {
+    const av_attr *a = av_dict_get(ef->arg_attrs[i], "jax.buffer_donor");
+    if (!a || a->kind != AV_ATTR_BOOL || !a->u.b) continue;
+    bool paired = false;
+    for (int k = 0; k < p->noutputs && !paired; k++) paired = p->outs[k].alias == i;
+    av_dtype dt;
+    int rank;
+    const int64_t *dims;
+    if (paired || !av_program_input_type(p, i, &dt, &rank, &dims)) continue;
+    for (int k = 0; k < p->noutputs; k++) {
+      const out_info *o = &p->outs[k];
+      if (o->alias >= 0 || o->token || o->dtype != dt || o->rank != rank) continue;
+      bool same = true;
+      for (int r = 0; r < rank && same; r++) same = o->dims[r] == dims[r];
+      if (!same) continue;
+      p->outs[k].alias = i;
+      break;
+    }
+  }
+}
+
 static av_program *finish(av_program *p, const av_compile_options *options, av_diag *d) {
   int partitions = options && options->num_partitions >= 1
                        ? options->num_partitions
@@ -198,6 +224,7 @@ static av_program *finish(av_program *p, const av_compile_options *options, av_d
   if (p->spmd && p->spmd->run_global) /* the PJRT layer sees per-device shapes */
     for (int i = 0; i < p->noutputs; i++)
       memcpy(p->outs[i].dims, p->spmd->outs[i].ldims, sizeof p->outs[i].dims);
+  match_buffer_donors(p, ef);
   return p;
 fail:
   av_program_free(p);

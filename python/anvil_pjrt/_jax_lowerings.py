@@ -1,7 +1,7 @@
 """Per-platform lowerings: lets the anvil platform use JAX's "cpu" rules for linear algebra.
 
 JAX registers the lowerings of eigh, eig, svd, qr (geqrf/geqp3/householder_product/ormqr),
-schur, hessenberg, tridiagonal and lu only for the platforms it knows ("cpu" through LAPACK
+schur, hessenberg, tridiagonal, tridiagonal_solve and lu only for the platforms it knows ("cpu" through LAPACK
 FFI custom calls ``lapack_<t><routine>_ffi``, cuda/rocm, tpu). For any other platform they
 are missing ("MLIR translation rule for primitive 'eigh' not found for platform anvil") or
 fall back to generic rules that emit custom calls only XLA:TPU serves (``@Qr``,
@@ -14,10 +14,13 @@ Registered (each only when JAX has a "cpu" rule for it):
                                                              @ProductOfElementaryHouseholderReflectors
   ormqr, lu                                               -- generic rule is a slow HLO loop;
                                                              LAPACK matches JAX on CPU exactly
+  tridiagonal_solve                                       -- generic rule does not pivot and
+                                                             refuses perturb_singular=True;
+                                                             the cpu rule emits LAPACK gtsv or
+                                                             tridiagonal_solve_perturbed_ffi
 Not registered (the generic rules work and use ops anvil implements, or the "cpu" rule
 needs what only the XLA:CPU runtime has):
   cholesky, triangular_solve  -- generic stablehlo.cholesky / triangular_solve are served
-  tridiagonal_solve           -- its cpu rule may emit tridiagonal_solve_perturbed_ffi
   debug_callback, debug_print -- host callbacks: registered by _jax_callbacks.py
   conv_general_dilated, dot_general, random_gamma, select_and_scatter_add, threefry2x32
                               -- not linear algebra; the generic rules serve them
@@ -45,6 +48,7 @@ CPU_RULES_TO_SHARE = (
     "householder_product",
     "ormqr",
     "lu",
+    "tridiagonal_solve",
 )
 
 

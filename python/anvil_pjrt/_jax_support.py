@@ -10,7 +10,7 @@ a JAX version that moved things still gets a working (if less capable) backend.
 
 import logging
 
-from . import _jax_callbacks, _jax_compat, _jax_export, _jax_lowerings
+from . import _jax_callbacks, _jax_compat, _jax_export, _jax_lowerings, _lapack_provider
 
 logger = logging.getLogger(__name__)
 
@@ -23,6 +23,9 @@ def register(library_path, options):
     def options_with_callbacks():
         opts = dict(options() if callable(options) else (options or {}))
         opts["host_callback_dispatcher"] = _jax_callbacks.dispatcher_address()
+        lapack = _lapack_provider.table_address()
+        if lapack:  # scipy's LAPACK, the one XLA:CPU runs: the same answers
+            opts["lapack_functions"] = lapack
         opts.update(_distributed_options())
         return opts
 

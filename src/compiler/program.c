@@ -16,6 +16,7 @@
 #include "ir/printer.h"
 #include "runtime/collectives.h"
 #include "runtime/net.h"
+#include "runtime/kernels/lapack_fns.h"
 #include "runtime/plan.h"
 #include "runtime/profiler.h"
 #include "runtime/thread_pool.h"
@@ -224,6 +225,9 @@ static av_program *finish(av_program *p, const av_compile_options *options, av_d
   if (p->spmd && p->spmd->run_global) /* the PJRT layer sees per-device shapes */
     for (int i = 0; i < p->noutputs; i++)
       memcpy(p->outs[i].dims, p->spmd->outs[i].ldims, sizeof p->outs[i].dims);
+  /* a program run once for all its devices is one run on the cores; otherwise every device
+   * runs it at once */
+  p->plan->blas_share = p->spmd && p->spmd->run_global ? 1 : p->num_replicas * p->num_partitions;
   match_buffer_donors(p, ef);
   return p;
 fail:
@@ -236,6 +240,11 @@ void av_program_set_host_callback(av_program *p, av_host_callback_fn fn) {
 }
 
 bool av_program_calls_host(const av_program *p) { return p->plan->calls_host; }
+
+void av_program_set_lapack(av_program *p, const av_lapack_fns *fns) {
+  if (!fns || p->plan->lapack) return; /* the first table sticks (one per process in practice) */
+  p->plan->lapack = av_arena_memdup(&p->plan->arena, fns, sizeof *fns);
+}
 
 av_code av_program_set_net(av_program *p, struct av_net *net, const int *proc_of_position, int n,
                            av_diag *d) {

@@ -84,15 +84,16 @@ PJRT_Error *av_parse_device_count(const char *fn, const PJRT_NamedValue *opts, s
       *device_count = value;
     } else if (av_is_distributed_option(v)) {
       /* read by the client (distributed.c) */
-    } else if (name_is(v, "host_callback_dispatcher")) {
-      /* read by the client (av_PJRT_Client_Create); a topology has no use for it */
+    } else if (name_is(v, "host_callback_dispatcher") || name_is(v, "lapack_functions")) {
+      /* read by the client (av_PJRT_Client_Create); a topology has no use for them */
       AV_REQUIRE(v->type == PJRT_NamedValue_kInt64 && v->int64_value != 0, AV_INVALID_ARGUMENT,
-                 "%s: create option 'host_callback_dispatcher' must be a non-zero int64 "
-                 "(the address of the dispatcher function)", fn);
+                 "%s: create option '%.*s' must be a non-zero int64 (an address: of the "
+                 "dispatcher function, or of the {name, function} list)", fn, nlen, v->name);
     } else {
       return av_error_new(AV_INVALID_ARGUMENT,
                           "%s: unknown create option '%.*s' (anvil accepts "
                           "'device_count', 'cpu_device_count', 'host_callback_dispatcher', "
+                          "'lapack_functions', "
                           "'node_id', 'num_nodes', 'partition_index', 'collective_timeout_s', "
                           "'collectives', 'gloo_hostname' and 'gloo_interface')",
                           fn, nlen, v->name ? v->name : "");
@@ -116,6 +117,7 @@ static void client_free(PJRT_Client *c) {
   av_memories_free(c);
   pthread_mutex_destroy(&c->launch_mu);
   free(c->dump_dir);
+  av_lapack_table_free(c->lapack);
   free(c->topology.desc_ptrs);
   free(c->process_devices);
   free(c->remote_devices);
@@ -175,9 +177,21 @@ PJRT_Error *av_PJRT_Client_Create(PJRT_Client_Create_Args *args) {
   c->pool = av_thread_pool_create(av_default_num_threads()); /* NULL: kernels run serially */
   /* NULL (no memory, or 0 MiB asked): every block comes from and goes back to malloc */
   c->cache = cache_mb > 0 ? av_block_cache_new((size_t)cache_mb << 20) : NULL;
-  for (size_t i = 0; i < args->num_options; i++)
-    if (name_is(&args->create_options[i], "host_callback_dispatcher"))
-      c->host_callback = (av_host_callback_fn)(uintptr_t)args->create_options[i].int64_value;
+  for (size_t i = 0; i < args->num_options; i++) {
+    const PJRT_NamedValue *v = &args->create_options[i];
+    if (name_is(v, "host_callback_dispatcher"))
+      c->host_callback = (av_host_callback_fn)(uintptr_t)v->int64_value;
+    if (name_is(v, "lapack_functions") && !c->lapack) {
+      char why[160];
+      c->lapack = av_lapack_table_new((const av_lapack_fn_entry *)(uintptr_t)v->int64_value, why,
+                                      sizeof why);
+      if (!c->lapack) {
+        client_free(c);
+        return av_error_new(AV_INVALID_ARGUMENT,
+                            "PJRT_Client_Create: create option 'lapack_functions': %s", why);
+      }
+    }
+  }
   const char *dump = getenv("ANVIL_DUMP_DIR");
   if (dump && *dump) c->dump_dir = strdup(dump);
   err = profiler_create(c);

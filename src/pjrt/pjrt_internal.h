@@ -228,6 +228,7 @@ struct PJRT_Client {
   struct av_block_cache *cache; /* large blocks kept between runs (ANVIL_CACHE_MB), or NULL */
   av_host_callback_fn host_callback; /* create option host_callback_dispatcher, or NULL */
   struct av_profiler *profiler; /* step timings (ANVIL_PROFILE, PJRT profiling sessions) */
+  struct av_lapack_fns *lapack;      /* create option lapack_functions, or NULL */
 };
 
 /* This process's n devices (global ids from c->first_global_id), then every process's. */

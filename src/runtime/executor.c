@@ -185,18 +185,14 @@ av_code av_run_func(const av_plan *plan, const av_func_plan *fn, int device_inde
   f.cache = atomic_load_explicit(&((av_plan *)plan)->cache, memory_order_acquire);
   f.device_index = device_index;
   f.depth = depth;
+  f.blas_share = plan->blas_share > 0 ? plan->blas_share : 1;
   f.prof = NULL;
-  if (depth == 0) {
-    av_thread_pool_exec_begin(f.pool); /* one more execution in flight */
+  if (depth == 0)
     f.prof = av_prof_run_begin(atomic_load_explicit(&((av_plan *)plan)->profiler,
                                                     memory_order_acquire),
                                plan, fn, device_index);
-  }
   av_code c = av_run_block(&fn->body, &f, args, results, d);
-  if (depth == 0) {
-    av_prof_run_end(f.prof);
-    av_thread_pool_exec_end(f.pool);
-  }
+  if (depth == 0) av_prof_run_end(f.prof);
   if (c == AV_OK) {
     /* Results must own their bytes: the frame's borrowed data does not outlive the call. */
     for (uint32_t i = 0; i < fn->body.nresults && c == AV_OK; i++) {

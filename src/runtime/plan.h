@@ -51,6 +51,12 @@ typedef struct av_frame {
   struct av_prof_run *prof;
   int device_index;
   int depth; /* call nesting, bounded to stop runaway recursion */
+  /* How many runs of this program share the cores now by construction (the devices of a
+   * per-device program, or of a manual computation's per-device threads; 1 for a program run
+   * once for all devices): BLAS calls get the pool's threads divided by it. A function of the
+   * program only, so that results do not depend on what else runs (OpenBLAS's answers depend
+   * on its thread count). */
+  int blas_share;
 } av_frame;
 
 typedef struct av_step av_step;
@@ -100,6 +106,7 @@ typedef struct av_plan {
   uint32_t nconsts;
   uint32_t consts_cap;
   int num_replicas, num_partitions; /* set by the program once options are known */
+  int blas_share; /* av_frame.blas_share of a top-level run (0 = 1) */
   struct av_rendezvous *rv;         /* collectives' meeting point (mutex-guarded); or NULL */
   int ncollectives;
   bool manual_entry; /* the entry is the region of main's only sdy.manual_computation */
@@ -110,6 +117,9 @@ typedef struct av_plan {
   _Atomic(struct av_block_cache *) cache;
   av_host_callback_fn host_callback; /* the client's dispatcher, set before the first run */
   bool calls_host;                   /* some step calls host_callback */
+  /* LAPACK/BLAS routines replacing the linked ones (kernels/lapack_fns.h; the client's table,
+   * copied into the plan's arena when the program is loaded), or NULL */
+  const struct av_lapack_fns *lapack;
   /* Where the devices of the assignment live when they span processes (runtime/net.h; set
    * once, when the program is first loaded onto a multi-process client; NULL otherwise). */
   _Atomic(struct av_plan_net *) net;

@@ -113,6 +113,7 @@ static void *dev_main(void *arg) {
   f.prof = NULL; /* the device threads of a manual computation: one step of the caller's */
   f.device_index = p->device_index[r->pos];
   f.depth = r->parent->depth + 1;
+  f.blas_share = r->parent->blas_share * p->npos; /* all positions run at once */
   f.slots = calloc(f.fn->nslots ? f.fn->nslots : 1, sizeof *f.slots);
   if (!f.slots) {
     for (uint32_t i = 0; i < p->nin; i++) av_slot_release(&r->args[i]);

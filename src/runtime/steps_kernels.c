@@ -127,11 +127,12 @@ av_code av_step_kernel(const av_step *s, av_frame *f, av_diag *d) {
         c = av_kernel_select_and_scatter(&p.u.sas, &in[0], &in[1], &in[2], out, d);
         break;
       case AV_K_DOT:
-        av_thread_pool_prepare_blas(f->pool); /* share the cores with concurrent devices */
+        av_thread_pool_prepare_blas(f->pool, f->blas_share);
         c = av_kernel_dot_general(&p.u.dot, &in[0], &in[1], out, d);
         break;
       case AV_K_CONV:
         p.u.conv.pool = f->pool;
+        p.u.conv.blas_share = f->blas_share;
         c = av_kernel_convolution(&p.u.conv, &in[0], &in[1], out, d);
         break;
       case AV_K_GATHER:

@@ -32,7 +32,6 @@ struct av_thread_pool {
   int blas_max; /* OpenBLAS's own thread count when the pool was made */
   atomic_int refs;
   atomic_bool busy;
-  atomic_int executions;
 
   pthread_mutex_t mu;
   pthread_cond_t wake, left;
@@ -124,7 +123,6 @@ av_thread_pool *av_thread_pool_create(int nthreads) {
   if (p->blas_max < 1) p->blas_max = 1;
   atomic_init(&p->refs, 1);
   atomic_init(&p->busy, false);
-  atomic_init(&p->executions, 0);
   atomic_init(&p->next, 0);
   atomic_init(&p->gen, 0);
   atomic_init(&p->active, 0);
@@ -223,19 +221,10 @@ void av_parallel_for(av_thread_pool *p, int64_t n, int64_t grain, int64_t min_it
   atomic_store_explicit(&p->busy, false, memory_order_release);
 }
 
-void av_thread_pool_exec_begin(av_thread_pool *p) {
-  if (p) atomic_fetch_add_explicit(&p->executions, 1, memory_order_relaxed);
-}
-
-void av_thread_pool_exec_end(av_thread_pool *p) {
-  if (p) atomic_fetch_sub_explicit(&p->executions, 1, memory_order_relaxed);
-}
-
-void av_thread_pool_prepare_blas(av_thread_pool *p) {
+void av_thread_pool_prepare_blas(av_thread_pool *p, int share) {
   if (!p) return;
-  int running = atomic_load_explicit(&p->executions, memory_order_relaxed);
-  if (running < 1) running = 1;
-  int want = p->nthreads / running;
+  if (share < 1) share = 1;
+  int want = p->nthreads / share;
   if (want > p->blas_max) want = p->blas_max;
   if (want < 1) want = 1;
   /* OpenBLAS's count is process-wide; it only changes the split of the calls that start

@@ -45,12 +45,11 @@ int av_thread_pool_size(const av_thread_pool *pool);
 void av_parallel_for(av_thread_pool *pool, int64_t n, int64_t grain, int64_t min_items,
                      av_parallel_fn fn, void *ctx);
 
-/* Executions in flight on the pool's client (device programs running now): bracketed by
- * the executor around each top-level run, so BLAS can share the cores between them. */
-void av_thread_pool_exec_begin(av_thread_pool *pool);
-void av_thread_pool_exec_end(av_thread_pool *pool);
-/* Threads one BLAS call should use now: the pool's size divided among the executions in
- * flight (at least 1). Sets OpenBLAS's thread count when that changed. */
-void av_thread_pool_prepare_blas(av_thread_pool *pool);
+/* Threads one BLAS call uses: the pool's size divided by `share` (the runs of the program
+ * that share the cores by construction, av_frame.blas_share; at least 1 thread). Sets
+ * OpenBLAS's thread count when that changed. A function of the program, not of what else
+ * runs: OpenBLAS's results depend on its thread count, and a program's must not depend on
+ * timing (an eager op and the same op under jit gave different sqrtm results). */
+void av_thread_pool_prepare_blas(av_thread_pool *pool, int share);
 
 #endif

@@ -293,6 +293,50 @@ static void test_gtsv_and_trsm(void **state) {
   release(&r);
 }
 
+/* tridiagonal_solve_perturbed_ffi on a singular system (T - lambda I with lambda an
+ * eigenvalue of T = tridiag(-1, 2, -1), n = 3): the near-zero pivot is perturbed, the solution
+ * is finite, and normalized it is T's eigenvector (1/2, 1/sqrt2, 1/2) up to sign (inverse
+ * iteration). And a table of replacement routines: known names are taken, unknown refused. */
+static void test_gtsv_perturbed_and_routine_table(void **state) {
+  (void)state;
+  static const char text[] =
+      "func.func public @main(%m: tensor<3x3xf64>) -> tensor<3x1xf64> {\n"
+      "  %dl = stablehlo.slice %m [0:1, 0:3] : (tensor<3x3xf64>) -> tensor<1x3xf64>\n"
+      "  %d = stablehlo.slice %m [1:2, 0:3] : (tensor<3x3xf64>) -> tensor<1x3xf64>\n"
+      "  %du = stablehlo.slice %m [2:3, 0:3] : (tensor<3x3xf64>) -> tensor<1x3xf64>\n"
+      "  %l = stablehlo.reshape %dl : (tensor<1x3xf64>) -> tensor<3xf64>\n"
+      "  %c = stablehlo.reshape %d : (tensor<1x3xf64>) -> tensor<3xf64>\n"
+      "  %u = stablehlo.reshape %du : (tensor<1x3xf64>) -> tensor<3xf64>\n"
+      "  %b = stablehlo.constant dense<[[1.0], [1.0], [1.0]]> : tensor<3x1xf64>\n"
+      "  %0 = stablehlo.custom_call @tridiagonal_solve_perturbed_ffi(%l, %c, %u, %b) "
+      "{operand_layouts = [dense<0> : tensor<1xindex>, dense<0> : tensor<1xindex>, dense<0> : "
+      "tensor<1xindex>, " CM2 "], result_layouts = [" CM2 "], api_version = 4 : i32} "
+      ": (tensor<3xf64>, tensor<3xf64>, tensor<3xf64>, tensor<3x1xf64>) -> tensor<3x1xf64>\n"
+      "  return %0 : tensor<3x1xf64>\n}\n";
+  const double lambda = 2 - sqrt(2.0), diag = 2 - lambda;
+  const double m[9] = {0, -1, -1, diag, diag, diag, -1, -1, 0};
+  const int64_t dims[2] = {3, 3};
+  run_result r;
+  run(text, AV_DT_F64, 2, dims, m, &r);
+  assert_int_equal(r.code, AV_OK);
+  const double *x = f64s(&r, 0);
+  double norm = sqrt(x[0] * x[0] + x[1] * x[1] + x[2] * x[2]);
+  assert_true(isfinite(norm) && norm > 1e6);
+  double s = x[1] > 0 ? 1 : -1;
+  assert_true(fabs(s * x[0] / norm - 0.5) < 1e-9 && fabs(s * x[1] / norm - sqrt(0.5)) < 1e-9 &&
+              fabs(s * x[2] / norm - 0.5) < 1e-9);
+  release(&r);
+
+  char err[200];
+  av_lapack_fn_entry ok[] = {{"dgees", (void *)&r}, {NULL, NULL}};
+  struct av_lapack_fns *t = av_lapack_table_new(ok, err, sizeof err);
+  assert_non_null(t);
+  av_lapack_table_free(t);
+  av_lapack_fn_entry bad[] = {{"dgees", (void *)&r}, {"dgemm_typo", (void *)&r}, {NULL, NULL}};
+  assert_null(av_lapack_table_new(bad, err, sizeof err));
+  assert_non_null(strstr(err, "dgemm_typo"));
+}
+
 static void expect_compile_error(const char *text, const char *needle) {
   av_diag d;
   av_diag_init(&d);
@@ -358,6 +402,7 @@ int main(void) {
       cmocka_unit_test(test_geev_real_pair_and_nonfinite),
       cmocka_unit_test(test_gesdd_complex),
       cmocka_unit_test(test_gtsv_and_trsm),
+      cmocka_unit_test(test_gtsv_perturbed_and_routine_table),
       cmocka_unit_test(test_malformed_calls),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

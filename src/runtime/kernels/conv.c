@@ -490,7 +490,7 @@ av_code av_kernel_convolution(const av_conv_params *p, const av_view *lhs, const
         if (job.small) {
           av_parallel_for(p->pool, rows, 1, conv_min_rows(Og * Kdim), conv_gemm_range, &job);
         } else {
-          av_thread_pool_prepare_blas(p->pool);
+          av_thread_pool_prepare_blas(p->pool, p->blas_share);
           conv_gemm_nt(ct, pred, false, 0, rows, Og, Kdim, ColT, job.ldcol, job.W, job.C, job.ldc);
         }
         if (!direct) av_parallel_for(p->pool, rows, 1, conv_min_rows(Og), conv_scatter_range, &job);

@@ -40,6 +40,7 @@ typedef struct av_conv_params {
   int64_t feature_group_count;                    /* >= 1 */
   int64_t batch_group_count;                      /* >= 1 */
   struct av_thread_pool *pool; /* set per run: patch gathering and GEMM rows split over it */
+  int blas_share;              /* set per run: av_frame.blas_share */
   /* set by the compiler when oneDNN runs this convolution (conv_dnnl.h); NULL: im2col */
   struct av_conv_dnnl *dnnl;
 } av_conv_params;

@@ -3,6 +3,7 @@
 #include "runtime/kernels/lapack.h"
 
 #include <limits.h>
+#include <stdio.h>
 
 #include "runtime/kernels/lapack_internal.h"
 
@@ -39,11 +40,11 @@ static int type_index(av_dtype t) {
   }
 }
 
-av_code av_lapack_run(const av_lapack_call *call, void *const *phys_in, void *const *phys_out,
-                      av_diag *d) {
+av_code av_lapack_run(const av_lapack_call *call, const av_lapack_fns *fns,
+                      void *const *phys_in, void *const *phys_out, av_diag *d) {
   int ti = type_index(call->dtype);
   lapack_ctx x = {call,     ti, av_dtype_size(call->dtype), ti == 0 || ti == 2 ? 4 : 8, phys_in,
-                  phys_out, d};
+                  phys_out, d,  fns};
   return lapack_run_factor(&x);
 }
 
@@ -132,7 +133,7 @@ av_code av_step_lapack(const av_step *s, av_frame *f, av_diag *d) {
     }
     own_out[k] = true;
   }
-  if (rc == AV_OK) rc = av_lapack_run(c, pin, pout, d);
+  if (rc == AV_OK) rc = av_lapack_run(c, f->plan->lapack, pin, pout, d);
   for (uint32_t k = 0; k < c->nout; k++) {
     if (rc == AV_OK && own_out[k]) relayout(&c->out[k], av_out(s, f, k), pout[k], false);
     if (own_out[k]) free(pout[k]);
@@ -141,3 +142,45 @@ av_code av_step_lapack(const av_step *s, av_frame *f, av_diag *d) {
     if (own_in[i]) free(pin[i]);
   return rc;
 }
+
+bool av_lapack_fns_set(av_lapack_fns *f, const char *name, void *fn) {
+  /* an object pointer handed over as a function pointer: copied bytewise (ISO C has no
+   * conversion between the two; POSIX guarantees they have the same representation) */
+#define AV_LAPACK_FN_SET(n)                        \
+  if (strcmp(name, #n) == 0) {                     \
+    _Static_assert(sizeof f->n == sizeof fn, #n);  \
+    memcpy(&f->n, &fn, sizeof fn);                 \
+    return true;                                   \
+  }
+  AV_LAPACK_FN_NAMES(AV_LAPACK_FN_SET)
+#undef AV_LAPACK_FN_SET
+  return false;
+}
+
+av_lapack_fns *av_lapack_table_new(const av_lapack_fn_entry *entries, char *err, size_t errcap) {
+  av_lapack_fns *f = calloc(1, sizeof *f);
+  if (!f) {
+    snprintf(err, errcap, "out of memory");
+    return NULL;
+  }
+  enum { MAX_ENTRIES = 1024, MAX_NAME = 32 };
+  int n = 0;
+  for (; n < MAX_ENTRIES && entries[n].name; n++) {
+    const char *name = entries[n].name;
+    if (strnlen(name, MAX_NAME) >= MAX_NAME || !entries[n].fn ||
+        !av_lapack_fns_set(f, name, entries[n].fn)) {
+      snprintf(err, errcap, "entry %d: '%.32s' is not a routine anvil calls (or has no address)",
+               n, name);
+      free(f);
+      return NULL;
+    }
+  }
+  if (n == MAX_ENTRIES) {
+    snprintf(err, errcap, "more than %d entries (no NULL name at the end?)", MAX_ENTRIES);
+    free(f);
+    return NULL;
+  }
+  return f;
+}
+
+void av_lapack_table_free(av_lapack_fns *f) { free(f); }

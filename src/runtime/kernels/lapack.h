@@ -36,6 +36,9 @@ typedef enum av_lapack_routine {
   AV_LAPACK_GEES,
   AV_LAPACK_GEHRD,
   AV_LAPACK_SYTRD, /* sytrd / hetrd */
+  /* tridiagonal_solve_perturbed_ffi (jaxlib's own kernel, not LAPACK's): a pivoted solve whose
+   * near-zero pivots are perturbed so that a singular system still gives finite values */
+  AV_LAPACK_GTSV_PERTURBED,
 } av_lapack_routine;
 
 enum { AV_LAPACK_MAX_ARGS = 8, AV_LAPACK_MAX_RANK = 16 };
@@ -61,7 +64,8 @@ typedef struct av_lapack_call {
   int64_t batch;                /* product of the leading (batch) dims of the main matrix */
 } av_lapack_call;
 
-/* Whether `target` names a call served here; sets the routine and element type. */
+/* Whether `target` names a call served here; sets the routine and element type (AV_DT_INVALID
+ * for tridiagonal_solve_perturbed_ffi, whose name has no type letter: its operands tell). */
 bool av_lapack_target(const char *target, av_lapack_routine *routine, av_dtype *dtype);
 
 /* Fills `call` for target `target` from the operand/result shapes already in call->in/out
@@ -76,7 +80,8 @@ av_code av_step_lapack(const av_step *s, av_frame *f, av_diag *d);
 
 /* Runs the routine on buffers already in the call's layouts (phys_in/phys_out hold the
  * bytes as the custom call's layouts place them). */
-av_code av_lapack_run(const av_lapack_call *call, void *const *phys_in, void *const *phys_out,
-                      av_diag *d);
+struct av_lapack_fns;
+av_code av_lapack_run(const av_lapack_call *call, const struct av_lapack_fns *fns,
+                      void *const *phys_in, void *const *phys_out, av_diag *d);
 
 #endif

@@ -6,6 +6,9 @@
 #include "runtime/kernels/lapack_fortran.h"
 #include "runtime/kernels/lapack_internal.h"
 
+/* The routine `name` for the call `x` in scope (kernels/lapack_fns.h). */
+#define L(name) LAPACK_FN(x, name)
+
 static void zero_out(const lapack_ctx *x, uint32_t k) {
   size_t nb = lapack_bytes(&x->c->out[k]);
   if (nb) memset(x->out[k], 0, nb);
@@ -24,18 +27,18 @@ static av_code syevd(const lapack_ctx *x) {
   double query[2] = {0, 0}, rquery = 0;
   switch (x->ti) {
     case 0:
-      ssyevd_(jobz, uplo, &n, NULL, &lda, NULL, query, &lwork, &iq, &liwork, &info, 1, 1);
+      L(ssyevd)(jobz, uplo, &n, NULL, &lda, NULL, query, &lwork, &iq, &liwork, &info, 1, 1);
       break;
     case 1:
-      dsyevd_(jobz, uplo, &n, NULL, &lda, NULL, query, &lwork, &iq, &liwork, &info, 1, 1);
+      L(dsyevd)(jobz, uplo, &n, NULL, &lda, NULL, query, &lwork, &iq, &liwork, &info, 1, 1);
       break;
     case 2:
-      cheevd_(jobz, uplo, &n, NULL, &lda, NULL, query, &lwork, &rquery, &lrwork, &iq, &liwork,
-              &info, 1, 1);
+      L(cheevd)(jobz, uplo, &n, NULL, &lda, NULL, query, &lwork, &rquery, &lrwork, &iq, &liwork,
+                &info, 1, 1);
       break;
     default:
-      zheevd_(jobz, uplo, &n, NULL, &lda, NULL, query, &lwork, &rquery, &lrwork, &iq, &liwork,
-              &info, 1, 1);
+      L(zheevd)(jobz, uplo, &n, NULL, &lda, NULL, query, &lwork, &rquery, &lrwork, &iq, &liwork,
+                &info, 1, 1);
       break;
   }
   lwork = lapack_work_size(x, query);
@@ -58,18 +61,18 @@ static av_code syevd(const lapack_ctx *x) {
     void *w = lapack_at(x->out[1], b, n, x->rs);
     switch (x->ti) {
       case 0:
-        ssyevd_(jobz, uplo, &n, a, &lda, w, work, &lwork, iwork, &liwork, &infos[b], 1, 1);
+        L(ssyevd)(jobz, uplo, &n, a, &lda, w, work, &lwork, iwork, &liwork, &infos[b], 1, 1);
         break;
       case 1:
-        dsyevd_(jobz, uplo, &n, a, &lda, w, work, &lwork, iwork, &liwork, &infos[b], 1, 1);
+        L(dsyevd)(jobz, uplo, &n, a, &lda, w, work, &lwork, iwork, &liwork, &infos[b], 1, 1);
         break;
       case 2:
-        cheevd_(jobz, uplo, &n, a, &lda, w, work, &lwork, rwork, &lrwork, iwork, &liwork, &infos[b],
-                1, 1);
+        L(cheevd)(jobz, uplo, &n, a, &lda, w, work, &lwork, rwork, &lrwork, iwork, &liwork,
+                  &infos[b], 1, 1);
         break;
       default:
-        zheevd_(jobz, uplo, &n, a, &lda, w, work, &lwork, rwork, &lrwork, iwork, &liwork, &infos[b],
-                1, 1);
+        L(zheevd)(jobz, uplo, &n, a, &lda, w, work, &lwork, rwork, &lrwork, iwork, &liwork,
+                  &infos[b], 1, 1);
         break;
     }
   }
@@ -106,28 +109,28 @@ static av_code svd(const lapack_ctx *x, bool dc) {
   do {                                                                                         \
     if (dc) {                                                                                  \
       switch (x->ti) {                                                                         \
-        case 0: sgesdd_(job, &m, &n, A, &lda, S, U, &ldu, VT, &ldvt, W, LW, iwork, INFO, 1);   \
+        case 0: L(sgesdd)(job, &m, &n, A, &lda, S, U, &ldu, VT, &ldvt, W, LW, iwork, INFO, 1);   \
             break;                                                                             \
-        case 1: dgesdd_(job, &m, &n, A, &lda, S, U, &ldu, VT, &ldvt, W, LW, iwork, INFO, 1);   \
+        case 1: L(dgesdd)(job, &m, &n, A, &lda, S, U, &ldu, VT, &ldvt, W, LW, iwork, INFO, 1);   \
             break;                                                                             \
         case 2:                                                                                \
-          cgesdd_(job, &m, &n, A, &lda, S, U, &ldu, VT, &ldvt, W, LW, rwork, iwork, INFO, 1);  \
+          L(cgesdd)(job, &m, &n, A, &lda, S, U, &ldu, VT, &ldvt, W, LW, rwork, iwork, INFO, 1);  \
           break;                                                                               \
         default:                                                                               \
-          zgesdd_(job, &m, &n, A, &lda, S, U, &ldu, VT, &ldvt, W, LW, rwork, iwork, INFO, 1);  \
+          L(zgesdd)(job, &m, &n, A, &lda, S, U, &ldu, VT, &ldvt, W, LW, rwork, iwork, INFO, 1);  \
           break;                                                                               \
       }                                                                                        \
     } else {                                                                                   \
       switch (x->ti) {                                                                         \
-        case 0: sgesvd_(job, job, &m, &n, A, &lda, S, U, &ldu, VT, &ldvt, W, LW, INFO, 1, 1);  \
+        case 0: L(sgesvd)(job, job, &m, &n, A, &lda, S, U, &ldu, VT, &ldvt, W, LW, INFO, 1, 1);  \
             break;                                                                             \
-        case 1: dgesvd_(job, job, &m, &n, A, &lda, S, U, &ldu, VT, &ldvt, W, LW, INFO, 1, 1);  \
+        case 1: L(dgesvd)(job, job, &m, &n, A, &lda, S, U, &ldu, VT, &ldvt, W, LW, INFO, 1, 1);  \
             break;                                                                             \
         case 2:                                                                                \
-          cgesvd_(job, job, &m, &n, A, &lda, S, U, &ldu, VT, &ldvt, W, LW, rwork, INFO, 1, 1); \
+          L(cgesvd)(job, job, &m, &n, A, &lda, S, U, &ldu, VT, &ldvt, W, LW, rwork, INFO, 1, 1); \
           break;                                                                               \
         default:                                                                               \
-          zgesvd_(job, job, &m, &n, A, &lda, S, U, &ldu, VT, &ldvt, W, LW, rwork, INFO, 1, 1); \
+          L(zgesvd)(job, job, &m, &n, A, &lda, S, U, &ldu, VT, &ldvt, W, LW, rwork, INFO, 1, 1); \
           break;                                                                               \
       }                                                                                        \
     }                                                                                          \
@@ -210,13 +213,17 @@ static av_code geev(const lapack_ctx *x) {
   }
   double q[2] = {0, 0};
   switch (x->ti) {
-    case 0: sgeev_(jl, jr, &n, a, &ld, NULL, NULL, vl, &ld, vr, &ld, q, &lwork, &info, 1, 1); break;
-    case 1: dgeev_(jl, jr, &n, a, &ld, NULL, NULL, vl, &ld, vr, &ld, q, &lwork, &info, 1, 1); break;
+    case 0:
+      L(sgeev)(jl, jr, &n, a, &ld, NULL, NULL, vl, &ld, vr, &ld, q, &lwork, &info, 1, 1);
+      break;
+    case 1:
+      L(dgeev)(jl, jr, &n, a, &ld, NULL, NULL, vl, &ld, vr, &ld, q, &lwork, &info, 1, 1);
+      break;
     case 2:
-      cgeev_(jl, jr, &n, a, &ld, NULL, NULL, &ld, NULL, &ld, q, &lwork, rwork, &info, 1, 1);
+      L(cgeev)(jl, jr, &n, a, &ld, NULL, NULL, &ld, NULL, &ld, q, &lwork, rwork, &info, 1, 1);
       break;
     default:
-      zgeev_(jl, jr, &n, a, &ld, NULL, NULL, &ld, NULL, &ld, q, &lwork, rwork, &info, 1, 1);
+      L(zgeev)(jl, jr, &n, a, &ld, NULL, NULL, &ld, NULL, &ld, q, &lwork, rwork, &info, 1, 1);
       break;
   }
   if ((lwork = lapack_work_size(x, q)) < 0 || !(work = lapack_scratch(x, lwork, x->es))) {
@@ -240,9 +247,9 @@ static av_code geev(const lapack_ctx *x) {
       case 1: {
         void *wi = lapack_at(x->out[1], b, n, x->es);
         if (x->ti == 0)
-          sgeev_(jl, jr, &n, a, &ld, w, wi, vl, &ld, vr, &ld, work, &lwork, &infos[b], 1, 1);
+          L(sgeev)(jl, jr, &n, a, &ld, w, wi, vl, &ld, vr, &ld, work, &lwork, &infos[b], 1, 1);
         else
-          dgeev_(jl, jr, &n, a, &ld, w, wi, vl, &ld, vr, &ld, work, &lwork, &infos[b], 1, 1);
+          L(dgeev)(jl, jr, &n, a, &ld, w, wi, vl, &ld, vr, &ld, work, &lwork, &infos[b], 1, 1);
         if (infos[b] == 0) {
           if (*jl == 'V') unpack_real_vectors(x, n, wi, vl, lv);
           if (*jr == 'V') unpack_real_vectors(x, n, wi, vr, rv);
@@ -250,10 +257,10 @@ static av_code geev(const lapack_ctx *x) {
         break;
       }
       case 2:
-        cgeev_(jl, jr, &n, a, &ld, w, lv, &ld, rv, &ld, work, &lwork, rwork, &infos[b], 1, 1);
+        L(cgeev)(jl, jr, &n, a, &ld, w, lv, &ld, rv, &ld, work, &lwork, rwork, &infos[b], 1, 1);
         break;
       default:
-        zgeev_(jl, jr, &n, a, &ld, w, lv, &ld, rv, &ld, work, &lwork, rwork, &infos[b], 1, 1);
+        L(zgeev)(jl, jr, &n, a, &ld, w, lv, &ld, rv, &ld, work, &lwork, rwork, &infos[b], 1, 1);
         break;
     }
   }
@@ -279,20 +286,20 @@ static av_code gees(const lapack_ctx *x) {
   double q[2] = {0, 0};
   switch (x->ti) {
     case 0:
-      sgees_(jobvs, &sort, NULL, &n, NULL, &ld, &sdim, NULL, NULL, NULL, &ld, q, &lwork, NULL,
-             &info, 1, 1);
+      L(sgees)(jobvs, &sort, NULL, &n, NULL, &ld, &sdim, NULL, NULL, NULL, &ld, q, &lwork, NULL,
+               &info, 1, 1);
       break;
     case 1:
-      dgees_(jobvs, &sort, NULL, &n, NULL, &ld, &sdim, NULL, NULL, NULL, &ld, q, &lwork, NULL,
-             &info, 1, 1);
+      L(dgees)(jobvs, &sort, NULL, &n, NULL, &ld, &sdim, NULL, NULL, NULL, &ld, q, &lwork, NULL,
+               &info, 1, 1);
       break;
     case 2:
-      cgees_(jobvs, &sort, NULL, &n, NULL, &ld, &sdim, NULL, NULL, &ld, q, &lwork, rwork, NULL,
-             &info, 1, 1);
+      L(cgees)(jobvs, &sort, NULL, &n, NULL, &ld, &sdim, NULL, NULL, &ld, q, &lwork, rwork, NULL,
+               &info, 1, 1);
       break;
     default:
-      zgees_(jobvs, &sort, NULL, &n, NULL, &ld, &sdim, NULL, NULL, &ld, q, &lwork, rwork, NULL,
-             &info, 1, 1);
+      L(zgees)(jobvs, &sort, NULL, &n, NULL, &ld, &sdim, NULL, NULL, &ld, q, &lwork, rwork, NULL,
+               &info, 1, 1);
       break;
   }
   if ((lwork = lapack_work_size(x, q)) < 0 || !(work = lapack_scratch(x, lwork, x->es))) {
@@ -309,20 +316,20 @@ static av_code gees(const lapack_ctx *x) {
     void *wi = cplx ? NULL : lapack_at(x->out[3], b, n, x->es);
     switch (x->ti) {
       case 0:
-        sgees_(jobvs, &sort, NULL, &n, a, &ld, &sdims[b], w, wi, vs, &ld, work, &lwork, NULL,
-               &infos[b], 1, 1);
+        L(sgees)(jobvs, &sort, NULL, &n, a, &ld, &sdims[b], w, wi, vs, &ld, work, &lwork, NULL,
+                 &infos[b], 1, 1);
         break;
       case 1:
-        dgees_(jobvs, &sort, NULL, &n, a, &ld, &sdims[b], w, wi, vs, &ld, work, &lwork, NULL,
-               &infos[b], 1, 1);
+        L(dgees)(jobvs, &sort, NULL, &n, a, &ld, &sdims[b], w, wi, vs, &ld, work, &lwork, NULL,
+                 &infos[b], 1, 1);
         break;
       case 2:
-        cgees_(jobvs, &sort, NULL, &n, a, &ld, &sdims[b], w, vs, &ld, work, &lwork, rwork, NULL,
-               &infos[b], 1, 1);
+        L(cgees)(jobvs, &sort, NULL, &n, a, &ld, &sdims[b], w, vs, &ld, work, &lwork, rwork, NULL,
+                 &infos[b], 1, 1);
         break;
       default:
-        zgees_(jobvs, &sort, NULL, &n, a, &ld, &sdims[b], w, vs, &ld, work, &lwork, rwork, NULL,
-               &infos[b], 1, 1);
+        L(zgees)(jobvs, &sort, NULL, &n, a, &ld, &sdims[b], w, vs, &ld, work, &lwork, rwork, NULL,
+                 &infos[b], 1, 1);
         break;
     }
   }
@@ -335,15 +342,17 @@ typedef void gehrd_fn(const int *, const int *, const int *, void *, const int *
                       const int *, int *);
 typedef void sytrd_fn(const char *, const int *, void *, const int *, void *, void *, void *,
                       void *, const int *, int *, size_t);
-static gehrd_fn *const GEHRD[4] = {sgehrd_, dgehrd_, cgehrd_, zgehrd_};
-static sytrd_fn *const SYTRD[4] = {ssytrd_, dsytrd_, chetrd_, zhetrd_};
+#define GEHRD(x) \
+  ((gehrd_fn *const[4]){L(sgehrd), L(dgehrd), L(cgehrd), L(zgehrd)})[(x)->ti]
+#define SYTRD(x) \
+  ((sytrd_fn *const[4]){L(ssytrd), L(dsytrd), L(chetrd), L(zhetrd)})[(x)->ti]
 
 static av_code gehrd(const lapack_ctx *x) {
   int n, unused, info, lwork = -1;
   order(&x->c->in[0], &unused, &n);
   int lda = lapack_ld(n), lo = x->c->low, hi = x->c->high;
   double q[2] = {0, 0};
-  GEHRD[x->ti](&n, &lo, &hi, NULL, &lda, NULL, q, &lwork, &info);
+  GEHRD(x)(&n, &lo, &hi, NULL, &lda, NULL, q, &lwork, &info);
   void *work;
   if ((lwork = lapack_work_size(x, q)) < 0 || !(work = lapack_scratch(x, lwork, x->es)))
     return x->d->code;
@@ -351,8 +360,8 @@ static av_code gehrd(const lapack_ctx *x) {
   int *infos = x->out[2];
   int64_t nt = n > 0 ? n - 1 : 0;
   for (int64_t b = 0; b < x->c->batch; b++)
-    GEHRD[x->ti](&n, &lo, &hi, lapack_at(x->out[0], b, (int64_t)n * n, x->es), &lda,
-                 lapack_at(x->out[1], b, nt, x->es), work, &lwork, &infos[b]);
+    GEHRD(x)(&n, &lo, &hi, lapack_at(x->out[0], b, (int64_t)n * n, x->es), &lda,
+             lapack_at(x->out[1], b, nt, x->es), work, &lwork, &infos[b]);
   free(work);
   return AV_OK;
 }
@@ -362,7 +371,7 @@ static av_code sytrd(const lapack_ctx *x) {
   order(&x->c->in[0], &unused, &n);
   int lda = lapack_ld(n);
   double q[2] = {0, 0};
-  SYTRD[x->ti](&x->c->uplo, &n, NULL, &lda, NULL, NULL, NULL, q, &lwork, &info, 1);
+  SYTRD(x)(&x->c->uplo, &n, NULL, &lda, NULL, NULL, NULL, q, &lwork, &info, 1);
   void *work;
   if ((lwork = lapack_work_size(x, q)) < 0 || !(work = lapack_scratch(x, lwork, x->es)))
     return x->d->code;
@@ -370,9 +379,9 @@ static av_code sytrd(const lapack_ctx *x) {
   int *infos = x->out[4];
   int64_t nt = n > 0 ? n - 1 : 0;
   for (int64_t b = 0; b < x->c->batch; b++)
-    SYTRD[x->ti](&x->c->uplo, &n, lapack_at(x->out[0], b, (int64_t)n * n, x->es), &lda,
-                 lapack_at(x->out[1], b, n, x->rs), lapack_at(x->out[2], b, nt, x->rs),
-                 lapack_at(x->out[3], b, nt, x->es), work, &lwork, &infos[b], 1);
+    SYTRD(x)(&x->c->uplo, &n, lapack_at(x->out[0], b, (int64_t)n * n, x->es), &lda,
+             lapack_at(x->out[1], b, n, x->rs), lapack_at(x->out[2], b, nt, x->rs),
+             lapack_at(x->out[3], b, nt, x->es), work, &lwork, &infos[b], 1);
   free(work);
   return AV_OK;
 }

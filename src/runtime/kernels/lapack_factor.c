@@ -3,6 +3,9 @@
 #include "runtime/kernels/lapack_fortran.h"
 #include "runtime/kernels/lapack_internal.h"
 
+/* The routine `name` for the call `x` in scope (kernels/lapack_fns.h). */
+#define L(name) LAPACK_FN(x, name)
+
 typedef void potrf_fn(const char *, const int *, void *, const int *, int *, size_t);
 typedef void getrf_fn(const int *, const int *, void *, const int *, int *, int *);
 typedef void geqrf_fn(const int *, const int *, void *, const int *, void *, void *, const int *,
@@ -17,13 +20,16 @@ typedef void trsm_fn(const char *, const char *, const char *, const char *, con
                      size_t, size_t, size_t, size_t);
 typedef void gtsv_fn(const int *, const int *, void *, void *, void *, void *, const int *, int *);
 
-static potrf_fn *const POTRF[4] = {spotrf_, dpotrf_, cpotrf_, zpotrf_};
-static getrf_fn *const GETRF[4] = {sgetrf_, dgetrf_, cgetrf_, zgetrf_};
-static geqrf_fn *const GEQRF[4] = {sgeqrf_, dgeqrf_, cgeqrf_, zgeqrf_};
-static orgqr_fn *const ORGQR[4] = {sorgqr_, dorgqr_, cungqr_, zungqr_};
-static ormqr_fn *const ORMQR[4] = {sormqr_, dormqr_, cunmqr_, zunmqr_};
-static trsm_fn *const TRSM[4] = {strsm_, dtrsm_, ctrsm_, ztrsm_};
-static gtsv_fn *const GTSV[4] = {sgtsv_, dgtsv_, cgtsv_, zgtsv_};
+/* The s/d/c/z routine (of function type T) for x's element type: the table's, or the linked one. */
+#define PICK4(x, T, s, d, c, z)                                                                \
+  ((T *const[4]){LAPACK_FN(x, s), LAPACK_FN(x, d), LAPACK_FN(x, c), LAPACK_FN(x, z)})[(x)->ti]
+#define POTRF(x) PICK4(x, potrf_fn, spotrf, dpotrf, cpotrf, zpotrf)
+#define GETRF(x) PICK4(x, getrf_fn, sgetrf, dgetrf, cgetrf, zgetrf)
+#define GEQRF(x) PICK4(x, geqrf_fn, sgeqrf, dgeqrf, cgeqrf, zgeqrf)
+#define ORGQR(x) PICK4(x, orgqr_fn, sorgqr, dorgqr, cungqr, zungqr)
+#define ORMQR(x) PICK4(x, ormqr_fn, sormqr, dormqr, cunmqr, zunmqr)
+#define TRSM(x) PICK4(x, trsm_fn, strsm, dtrsm, ctrsm, ztrsm)
+#define GTSV(x) PICK4(x, gtsv_fn, sgtsv, dgtsv, cgtsv, zgtsv)
 
 /* Rows and columns of a matrix argument. */
 static void mn(const av_lapack_arg *a, int *m, int *n) {
@@ -38,8 +44,8 @@ static av_code potrf(const lapack_ctx *x) {
   int *info = x->out[1];
   lapack_copy_in(x, 0, 0);
   for (int64_t b = 0; b < x->c->batch; b++)
-    POTRF[x->ti](&x->c->uplo, &n, lapack_at(x->out[0], b, (int64_t)n * n, x->es), &lda, &info[b],
-                 1);
+    POTRF(x)(&x->c->uplo, &n, lapack_at(x->out[0], b, (int64_t)n * n, x->es), &lda, &info[b],
+             1);
   return AV_OK;
 }
 
@@ -51,8 +57,8 @@ static av_code getrf(const lapack_ctx *x) {
   int64_t k = lapack_min(m, n);
   lapack_copy_in(x, 0, 0);
   for (int64_t b = 0; b < x->c->batch; b++)
-    GETRF[x->ti](&m, &n, lapack_at(x->out[0], b, (int64_t)m * n, x->es), &lda, ipiv + b * k,
-                 &info[b]);
+    GETRF(x)(&m, &n, lapack_at(x->out[0], b, (int64_t)m * n, x->es), &lda, ipiv + b * k,
+             &info[b]);
   return AV_OK;
 }
 
@@ -62,14 +68,14 @@ static av_code geqrf(const lapack_ctx *x) {
   int lda = lapack_ld(m);
   int64_t k = lapack_min(m, n);
   double query[2] = {0, 0};
-  GEQRF[x->ti](&m, &n, NULL, &lda, NULL, query, &lwork, &info);
+  GEQRF(x)(&m, &n, NULL, &lda, NULL, query, &lwork, &info);
   if ((lwork = lapack_work_size(x, query)) < 0) return x->d->code;
   void *work = lapack_scratch(x, lwork, x->es);
   if (!work) return x->d->code;
   lapack_copy_in(x, 0, 0);
   for (int64_t b = 0; b < x->c->batch; b++)
-    GEQRF[x->ti](&m, &n, lapack_at(x->out[0], b, (int64_t)m * n, x->es), &lda,
-                 lapack_at(x->out[1], b, k, x->es), work, &lwork, &info);
+    GEQRF(x)(&m, &n, lapack_at(x->out[0], b, (int64_t)m * n, x->es), &lda,
+             lapack_at(x->out[1], b, k, x->es), work, &lwork, &info);
   free(work);
   return AV_OK;
 }
@@ -84,10 +90,10 @@ static av_code geqp3(const lapack_ctx *x) {
   void *rwork = cplx ? lapack_scratch(x, 2 * (int64_t)n, x->rs) : NULL;
   if (cplx && !rwork) return x->d->code;
   switch (x->ti) {
-    case 0: sgeqp3_(&m, &n, NULL, &lda, NULL, NULL, query, &lwork, &info); break;
-    case 1: dgeqp3_(&m, &n, NULL, &lda, NULL, NULL, query, &lwork, &info); break;
-    case 2: cgeqp3_(&m, &n, NULL, &lda, NULL, NULL, query, &lwork, rwork, &info); break;
-    default: zgeqp3_(&m, &n, NULL, &lda, NULL, NULL, query, &lwork, rwork, &info); break;
+    case 0: L(sgeqp3)(&m, &n, NULL, &lda, NULL, NULL, query, &lwork, &info); break;
+    case 1: L(dgeqp3)(&m, &n, NULL, &lda, NULL, NULL, query, &lwork, &info); break;
+    case 2: L(cgeqp3)(&m, &n, NULL, &lda, NULL, NULL, query, &lwork, rwork, &info); break;
+    default: L(zgeqp3)(&m, &n, NULL, &lda, NULL, NULL, query, &lwork, rwork, &info); break;
   }
   void *work = NULL;
   if ((lwork = lapack_work_size(x, query)) < 0 || !(work = lapack_scratch(x, lwork, x->es))) {
@@ -101,10 +107,10 @@ static av_code geqp3(const lapack_ctx *x) {
     int *jpvt = (int *)x->out[1] + b * n;
     void *tau = lapack_at(x->out[2], b, k, x->es);
     switch (x->ti) {
-      case 0: sgeqp3_(&m, &n, a, &lda, jpvt, tau, work, &lwork, &info); break;
-      case 1: dgeqp3_(&m, &n, a, &lda, jpvt, tau, work, &lwork, &info); break;
-      case 2: cgeqp3_(&m, &n, a, &lda, jpvt, tau, work, &lwork, rwork, &info); break;
-      default: zgeqp3_(&m, &n, a, &lda, jpvt, tau, work, &lwork, rwork, &info); break;
+      case 0: L(sgeqp3)(&m, &n, a, &lda, jpvt, tau, work, &lwork, &info); break;
+      case 1: L(dgeqp3)(&m, &n, a, &lda, jpvt, tau, work, &lwork, &info); break;
+      case 2: L(cgeqp3)(&m, &n, a, &lda, jpvt, tau, work, &lwork, rwork, &info); break;
+      default: L(zgeqp3)(&m, &n, a, &lda, jpvt, tau, work, &lwork, rwork, &info); break;
     }
   }
   free(work);
@@ -119,14 +125,14 @@ static av_code orgqr(const lapack_ctx *x) {
   int k = (int)t->dims[t->rank - 1];
   int lda = lapack_ld(m);
   double query[2] = {0, 0};
-  ORGQR[x->ti](&m, &n, &k, NULL, &lda, NULL, query, &lwork, &info);
+  ORGQR(x)(&m, &n, &k, NULL, &lda, NULL, query, &lwork, &info);
   if ((lwork = lapack_work_size(x, query)) < 0) return x->d->code;
   void *work = lapack_scratch(x, lwork, x->es);
   if (!work) return x->d->code;
   lapack_copy_in(x, 0, 0);
   for (int64_t b = 0; b < x->c->batch; b++)
-    ORGQR[x->ti](&m, &n, &k, lapack_at(x->out[0], b, (int64_t)m * n, x->es), &lda,
-                 lapack_at(x->in[1], b, k, x->es), work, &lwork, &info);
+    ORGQR(x)(&m, &n, &k, lapack_at(x->out[0], b, (int64_t)m * n, x->es), &lda,
+             lapack_at(x->in[1], b, k, x->es), work, &lwork, &info);
   free(work);
   return AV_OK;
 }
@@ -139,17 +145,17 @@ static av_code ormqr(const lapack_ctx *x) {
   int k = (int)t->dims[t->rank - 1];
   int lda = lapack_ld(am), ldc = lapack_ld(m);
   double query[2] = {0, 0};
-  ORMQR[x->ti](&x->c->side, &x->c->trans, &m, &n, &k, NULL, &lda, NULL, NULL, &ldc, query, &lwork,
-               &info, 1, 1);
+  ORMQR(x)(&x->c->side, &x->c->trans, &m, &n, &k, NULL, &lda, NULL, NULL, &ldc, query, &lwork,
+           &info, 1, 1);
   if ((lwork = lapack_work_size(x, query)) < 0) return x->d->code;
   void *work = lapack_scratch(x, lwork, x->es);
   if (!work) return x->d->code;
   lapack_copy_in(x, 0, 2);
   for (int64_t b = 0; b < x->c->batch; b++)
-    ORMQR[x->ti](&x->c->side, &x->c->trans, &m, &n, &k,
-                 lapack_at(x->in[0], b, (int64_t)am * an, x->es), &lda,
-                 lapack_at(x->in[1], b, k, x->es), lapack_at(x->out[0], b, (int64_t)m * n, x->es),
-                 &ldc, work, &lwork, &info, 1, 1);
+    ORMQR(x)(&x->c->side, &x->c->trans, &m, &n, &k,
+             lapack_at(x->in[0], b, (int64_t)am * an, x->es), &lda,
+             lapack_at(x->in[1], b, k, x->es), lapack_at(x->out[0], b, (int64_t)m * n, x->es),
+             &ldc, work, &lwork, &info, 1, 1);
   free(work);
   return AV_OK;
 }
@@ -164,9 +170,9 @@ static av_code trsm(const lapack_ctx *x) {
   const void *alpha = x->c->nin > 2 ? x->in[2] : (x->ti == 0 || x->ti == 2) ? (void *)onef : one;
   lapack_copy_in(x, 0, 1);
   for (int64_t b = 0; b < x->c->batch; b++)
-    TRSM[x->ti](&x->c->side, &x->c->uplo, &x->c->trans, &x->c->diag, &m, &n, alpha,
-                lapack_at(x->in[0], b, (int64_t)q * q, x->es), &lda,
-                lapack_at(x->out[0], b, (int64_t)m * n, x->es), &ldb, 1, 1, 1, 1);
+    TRSM(x)(&x->c->side, &x->c->uplo, &x->c->trans, &x->c->diag, &m, &n, alpha,
+            lapack_at(x->in[0], b, (int64_t)q * q, x->es), &lda,
+            lapack_at(x->out[0], b, (int64_t)m * n, x->es), &ldb, 1, 1, 1, 1);
   return AV_OK;
 }
 
@@ -180,8 +186,8 @@ static av_code gtsv(const lapack_ctx *x) {
     char *dl = lapack_at(x->out[0], b, n, x->es);
     /* JAX's dl[0] is unused: LAPACK's subdiagonal starts at dl[1] */
     if (n > 0) dl += x->es;
-    GTSV[x->ti](&n, &nrhs, dl, lapack_at(x->out[1], b, n, x->es), lapack_at(x->out[2], b, n, x->es),
-                lapack_at(x->out[3], b, (int64_t)n * nrhs, x->es), &ldb, &info[b]);
+    GTSV(x)(&n, &nrhs, dl, lapack_at(x->out[1], b, n, x->es), lapack_at(x->out[2], b, n, x->es),
+            lapack_at(x->out[3], b, (int64_t)n * nrhs, x->es), &ldb, &info[b]);
   }
   return AV_OK;
 }
@@ -196,6 +202,7 @@ av_code lapack_run_factor(const lapack_ctx *x) {
     case AV_LAPACK_ORMQR: return ormqr(x);
     case AV_LAPACK_TRSM: return trsm(x);
     case AV_LAPACK_GTSV: return gtsv(x);
+    case AV_LAPACK_GTSV_PERTURBED: return lapack_run_gtsv_perturbed(x);
     default: return lapack_run_eigen(x);
   }
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "runtime/kernels/lapack.h"
+#include "runtime/kernels/lapack_fns.h"
 
 /* One call's buffers, already in the custom call's layouts. */
 typedef struct lapack_ctx {
@@ -17,7 +18,11 @@ typedef struct lapack_ctx {
   void *const *in;
   void *const *out;
   av_diag *d;
+  const av_lapack_fns *fns; /* routines replacing the linked ones, or NULL */
 } lapack_ctx;
+
+/* The routine `name` (e.g. dgees) for this call. */
+#define LAPACK_FN(x, name) AV_LAPACK((x)->fns, name)
 
 static inline int64_t lapack_elems(const av_lapack_arg *a) {
   int64_t n = 1;
@@ -49,5 +54,6 @@ static inline char *lapack_at(void *base, int64_t i, int64_t step, size_t es) {
 
 av_code lapack_run_factor(const lapack_ctx *x); /* potrf getrf geqrf geqp3 orgqr ormqr trsm gtsv */
 av_code lapack_run_eigen(const lapack_ctx *x);  /* syevd gesdd gesvd geev gees gehrd sytrd */
+av_code lapack_run_gtsv_perturbed(const lapack_ctx *x); /* lapack_gtsv_perturbed.c */
 
 #endif

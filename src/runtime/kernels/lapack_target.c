@@ -24,6 +24,11 @@ static const routine_name ROUTINES[] = {
 
 bool av_lapack_target(const char *target, av_lapack_routine *routine, av_dtype *dtype) {
   static const char prefix[] = "lapack_", suffix[] = "_ffi";
+  if (target && strcmp(target, "tridiagonal_solve_perturbed_ffi") == 0) {
+    *routine = AV_LAPACK_GTSV_PERTURBED;
+    *dtype = AV_DT_INVALID;
+    return true;
+  }
   if (!target || strncmp(target, prefix, sizeof prefix - 1) != 0) return false;
   const char *p = target + sizeof prefix - 1;
   size_t len = strlen(p);
@@ -273,6 +278,15 @@ static bool check_routine(checker *k, const av_attr *cfg) {
       return expect(k, &o[3], "result", t, b, nb, 2, m, n) &&
              expect(k, &o[4], "info", s32, b, nb, 0, 0, 0);
     }
+    case AV_LAPACK_GTSV_PERTURBED: {
+      if (!counts(k, 4, 4, 1) || !matrix(k, &c->in[3], "right-hand side", t, &nb, &m, &n))
+        return false;
+      const av_lapack_arg *b = &c->in[3];
+      static const char *const names[3] = {"dl", "d", "du"};
+      for (int i = 0; i < 3; i++)
+        if (!expect(k, &c->in[i], names[i], t, b, nb, 1, m, 0)) return false;
+      return expect(k, &o[0], "result", t, b, nb, 2, m, n);
+    }
     case AV_LAPACK_SYEVD:
       return counts(k, 1, 1, 3) && matrix(k, a, "operand", t, &nb, &m, &n) &&
              (m == n || fail(k, AV_INVALID_ARGUMENT, "operand must be square")) &&
@@ -366,6 +380,14 @@ av_code av_lapack_prepare(const char *target, const av_attr *backend_config, av_
   if (!av_lapack_target(target, &call->routine, &call->dtype)) {
     fail(&k, AV_UNIMPLEMENTED, "not a LAPACK target");
     return k.code;
+  }
+  if (call->routine == AV_LAPACK_GTSV_PERTURBED) { /* the type comes from the operands */
+    av_dtype t = call->nin == 4 ? call->in[3].dtype : AV_DT_INVALID;
+    if (t != AV_DT_F32 && t != AV_DT_F64 && t != AV_DT_C64 && t != AV_DT_C128) {
+      fail(&k, AV_INVALID_ARGUMENT, "operands must be f32, f64, complex64 or complex128");
+      return k.code;
+    }
+    call->dtype = t;
   }
   if (backend_config && backend_config->kind != AV_ATTR_DICT) {
     fail(&k, AV_INVALID_ARGUMENT, "backend_config must be a dictionary (api_version 4)");

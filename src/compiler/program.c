@@ -290,6 +290,15 @@ bool av_program_input_is_token(const av_program *p, int i) {
   const av_func_plan *e = p->plan->entry;
   return e->types[e->body.args[i]].token;
 }
+const char *av_program_memory_kind(const av_program *p, bool output, int i) {
+  const av_func *ef = av_module_entry(p->module);
+  if (!ef || i < 0 || i >= (output ? p->noutputs : p->ninputs)) return NULL;
+  if ((int)(output ? ef->type->nelems - ef->type->ninputs : ef->type->ninputs) <= i) return NULL;
+  const av_attr **attrs = output ? ef->res_attrs : ef->arg_attrs;
+  const av_attr *a = attrs ? av_dict_get(attrs[i], "mhlo.memory_kind") : NULL;
+  return a && a->kind == AV_ATTR_STRING ? a->u.str.s : NULL;
+}
+
 int av_program_output_alias(const av_program *p, int i) {
   return i >= 0 && i < p->noutputs ? p->outs[i].alias : -1;
 }

@@ -68,6 +68,9 @@ const int64_t *av_program_output_dims(const av_program *p, int i);
  * the only reference to its storage (refcount == 1, owned == 1). Any other input storage
  * (shared, zero-copy host memory, not donated) must be treated as read-only. */
 int av_program_output_alias(const av_program *p, int i);
+/* The memory kind main's argument (output == false) or result i asks for
+ * (mhlo.memory_kind: "device", "pinned_host", "unpinned_host"), or NULL when it names none. */
+const char *av_program_memory_kind(const av_program *p, bool output, int i);
 /* Output i is a token (its dtype reads as pred, one byte). */
 bool av_program_output_is_token(const av_program *p, int i);
 /* Input i is a token. */

@@ -195,7 +195,8 @@ PJRT_Error *av_PJRT_Device_AddressableMemories(PJRT_Device_AddressableMemories_A
   AV_ARGS(args, PJRT_Device_AddressableMemories_Args);
   AV_DEVICE(args, "PJRT_Device_AddressableMemories");
   args->memories = args->device->memories;
-  args->num_memories = args->device->addressable ? 2 : 0; /* another process's: none here */
+  /* another process's device: none here */
+  args->num_memories = args->device->addressable ? AV_NUM_MEMORY_KINDS : 0;
   return NULL;
 }
 

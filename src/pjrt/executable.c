@@ -14,6 +14,17 @@
 #include "util/proto_writer.h"
 
 static const char kind_device[] = "device";
+/* anvil's memory kinds, indexed by AV_MEMORY_KIND_* */
+static const char *const memory_kinds[AV_NUM_MEMORY_KINDS] = {kind_device, "pinned_host",
+                                                              "unpinned_host"};
+
+/* The AV_MEMORY_KIND_* a program's mhlo.memory_kind names (NULL: device); -1 if none. */
+static int memory_kind_id(const char *kind) {
+  if (!kind) return AV_MEMORY_KIND_DEVICE;
+  for (int k = 0; k < AV_NUM_MEMORY_KINDS; k++)
+    if (strcmp(kind, memory_kinds[k]) == 0) return k;
+  return -1;
+}
 
 av_exec_core *av_exec_core_retain(av_exec_core *c) {
   pthread_mutex_lock(&c->mu);
@@ -36,6 +47,7 @@ void av_exec_core_release(av_exec_core *c) {
   free(c->output_ranks);
   free(c->output_memory_kinds);
   free(c->output_memory_kind_sizes);
+  free(c->output_memory_kind_ids);
   free(c->input_memory_kinds);
   free(c->input_memory_kind_sizes);
   free(c->source_format);
@@ -70,13 +82,14 @@ static PJRT_Error *core_new(av_program *p, av_compile_options *opts, av_exec_cor
   c->output_dims_flat = calloc(total_rank ? total_rank : 1, sizeof *c->output_dims_flat);
   c->output_memory_kinds = calloc(nn, sizeof *c->output_memory_kinds);
   c->output_memory_kind_sizes = calloc(nn, sizeof *c->output_memory_kind_sizes);
+  c->output_memory_kind_ids = calloc(nn, sizeof *c->output_memory_kind_ids);
   int ni = av_program_num_inputs(p);
   c->num_inputs = ni < 0 ? 0 : ni;
   size_t nin = c->num_inputs ? (size_t)c->num_inputs : 1;
   c->input_memory_kinds = calloc(nin, sizeof *c->input_memory_kinds);
   c->input_memory_kind_sizes = calloc(nin, sizeof *c->input_memory_kind_sizes);
   if (!c->input_memory_kinds || !c->input_memory_kind_sizes || !c->name || !c->output_types || !c->output_ranks || !c->output_dims_flat ||
-      !c->output_memory_kinds || !c->output_memory_kind_sizes) {
+      !c->output_memory_kinds || !c->output_memory_kind_sizes || !c->output_memory_kind_ids) {
     c->program = NULL; /* the caller still owns p on failure */
     av_exec_core_release(c);
     return av_error_new(AV_RESOURCE_EXHAUSTED, "anvil: out of memory (executable)");
@@ -89,12 +102,35 @@ static PJRT_Error *core_new(av_program *p, av_compile_options *opts, av_exec_cor
     const int64_t *dims = av_program_output_dims(p, i);
     c->output_ranks[i] = r > 0 ? (size_t)r : 0;
     for (int j = 0; j < r; j++) c->output_dims_flat[k++] = dims ? dims[j] : 0;
-    c->output_memory_kinds[i] = kind_device;
-    c->output_memory_kind_sizes[i] = sizeof kind_device - 1;
   }
-  for (int i = 0; i < c->num_inputs; i++) {
-    c->input_memory_kinds[i] = kind_device;
-    c->input_memory_kind_sizes[i] = sizeof kind_device - 1;
+  /* Memory kinds the program asks for (JAX puts its shardings' memory kinds on main); a
+   * result is made in the memory named, never silently elsewhere. */
+  for (int io = 0; io < 2; io++) {
+    bool output = io == 1;
+    int count = output ? c->num_outputs : c->num_inputs;
+    for (int i = 0; i < count; i++) {
+      const char *asked = av_program_memory_kind(p, output, i);
+      int id = memory_kind_id(asked);
+      if (id < 0) {
+        c->program = NULL; /* the caller still owns p on failure */
+        PJRT_Error *e = av_error_new(
+            AV_UNIMPLEMENTED,
+            "anvil: %s %d of '%s' asks for memory kind '%.40s'; anvil has 'device', "
+            "'pinned_host' and 'unpinned_host'",
+            output ? "result" : "argument", i, c->name, asked);
+        av_exec_core_release(c);
+        return e;
+      }
+      const char *kind = memory_kinds[id];
+      if (output) {
+        c->output_memory_kinds[i] = kind;
+        c->output_memory_kind_sizes[i] = strlen(kind);
+        c->output_memory_kind_ids[i] = id;
+      } else {
+        c->input_memory_kinds[i] = kind;
+        c->input_memory_kind_sizes[i] = strlen(kind);
+      }
+    }
   }
   snprintf(c->fingerprint, sizeof c->fingerprint, "%016" PRIx64, av_program_fingerprint(p));
   *out = c;

@@ -476,7 +476,7 @@ PJRT_Error *av_PJRT_LoadedExecutable_Execute(PJRT_LoadedExecutable_Execute_Args 
       /* a token is held as one pred byte but reads as TOKEN (JAX refuses to convert it) */
       bool token = core->output_types[i] == PJRT_Buffer_Type_TOKEN;
       PJRT_Buffer *b = av_buffer_new_pending(
-          dev, (av_memory *)dev->memories[0],
+          dev, (av_memory *)dev->memories[core->output_memory_kind_ids[i]],
           token ? AV_DT_PRED : av_dtype_from_pjrt(core->output_types[i]),
           (int)core->output_ranks[i], core->output_dims_flat + dim_off);
       dim_off += core->output_ranks[i];

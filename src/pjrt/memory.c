@@ -1,5 +1,7 @@
-/* PJRT_Memory: one "device" memory per device (its default) plus one "pinned_host" memory
- * shared by all devices. Both are plain host RAM here. Each memory starts with a function
+/* PJRT_Memory: one "device" memory per device (its default) plus one "pinned_host" and one
+ * "unpinned_host" memory shared by all devices, the kinds XLA:CPU has. All are plain host RAM
+ * here: a buffer's memory is where JAX asked it to be (sharding memory kinds, programs'
+ * mhlo.memory_kind results), and moving between them is a copy. Each memory starts with a function
  * table whose user-data slots the framework uses (minor >= 105); deleters run at client
  * destruction. */
 #include <stdio.h>
@@ -70,15 +72,18 @@ static void memory_init(av_memory *m, PJRT_Client *c, int id, int kind_id, const
 
 PJRT_Error *av_memories_init(PJRT_Client *c) {
   size_t n = c->num_devices;
-  c->memories = calloc(n + 1, sizeof *c->memories);
-  c->memory_ptrs = calloc(n + 1, sizeof *c->memory_ptrs);
+  c->memories = calloc(n + 2, sizeof *c->memories);
+  c->memory_ptrs = calloc(n + 2, sizeof *c->memory_ptrs);
   if (!c->memories || !c->memory_ptrs)
     return av_error_new(AV_RESOURCE_EXHAUSTED, "anvil: out of memory (memories)");
-  c->num_memories = n + 1;
-  av_memory *host = &c->memories[n];
+  c->num_memories = n + 2;
+  av_memory *host = &c->memories[n], *unpinned = &c->memories[n + 1];
   memory_init(host, c, (int)n, AV_MEMORY_KIND_PINNED_HOST, "pinned_host");
   host->devices = c->device_ptrs;
   host->num_devices = n;
+  memory_init(unpinned, c, (int)n + 1, AV_MEMORY_KIND_UNPINNED_HOST, "unpinned_host");
+  unpinned->devices = c->device_ptrs;
+  unpinned->num_devices = n;
   for (size_t i = 0; i < n; i++) {
     av_memory *m = &c->memories[i];
     memory_init(m, c, (int)i, AV_MEMORY_KIND_DEVICE, "device");
@@ -86,8 +91,9 @@ PJRT_Error *av_memories_init(PJRT_Client *c) {
     m->num_devices = 1;
     c->devices[i].memories[0] = &m->base;
     c->devices[i].memories[1] = &host->base;
+    c->devices[i].memories[2] = &unpinned->base;
   }
-  for (size_t i = 0; i <= n; i++) c->memory_ptrs[i] = &c->memories[i].base;
+  for (size_t i = 0; i < n + 2; i++) c->memory_ptrs[i] = &c->memories[i].base;
   return NULL;
 }
 

@@ -130,7 +130,8 @@ typedef struct av_user_data {
   void (*deleter)(void *);
 } av_user_data;
 
-enum { AV_MEMORY_KIND_DEVICE = 0, AV_MEMORY_KIND_PINNED_HOST = 1 };
+enum { AV_MEMORY_KIND_DEVICE = 0, AV_MEMORY_KIND_PINNED_HOST = 1, AV_MEMORY_KIND_UNPINNED_HOST = 2,
+       AV_NUM_MEMORY_KINDS = 3 };
 
 struct av_memory {
   PJRT_Memory base; /* vtable first */
@@ -190,7 +191,8 @@ struct PJRT_Device {
   int index; /* local hardware id: position among this process's devices; -1 for another's */
   bool addressable; /* one of this process's devices (the others are descriptions only) */
   PJRT_DeviceDescription desc;
-  PJRT_Memory *memories[2]; /* [0] default "device" memory, [1] shared pinned host */
+  /* [kind id]: [0] default "device" memory, [1] shared pinned host, [2] shared unpinned host */
+  PJRT_Memory *memories[AV_NUM_MEMORY_KINDS];
   av_worker worker;
 };
 
@@ -331,6 +333,7 @@ typedef struct av_exec_core {
   size_t *output_ranks;
   const char **output_memory_kinds; /* num_outputs entries (also sized for the inputs) */
   size_t *output_memory_kind_sizes;
+  int *output_memory_kind_ids; /* AV_MEMORY_KIND_*: the device memory outputs are made in */
   int num_inputs;
   const char **input_memory_kinds;
   size_t *input_memory_kind_sizes;

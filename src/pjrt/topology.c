@@ -98,14 +98,15 @@ PJRT_Error *av_PJRT_TopologyDescription_Attributes(PJRT_TopologyDescription_Attr
   return NULL;
 }
 
-static const int memory_kind_ids[2] = {AV_MEMORY_KIND_DEVICE, AV_MEMORY_KIND_PINNED_HOST};
+static const int memory_kind_ids[AV_NUM_MEMORY_KINDS] = {
+    AV_MEMORY_KIND_DEVICE, AV_MEMORY_KIND_PINNED_HOST, AV_MEMORY_KIND_UNPINNED_HOST};
 
 PJRT_Error *av_PJRT_TopologyDescription_GetMemorySpaceKindIds(
     PJRT_TopologyDescription_GetMemorySpaceKindIds_Args *args) {
   AV_ARGS(args, PJRT_TopologyDescription_GetMemorySpaceKindIds_Args);
   AV_TOPO(args, "PJRT_TopologyDescription_GetMemorySpaceKindIds");
   args->memory_space_kind_ids = memory_kind_ids;
-  args->num_memory_space_kind_ids = 2;
+  args->num_memory_space_kind_ids = AV_NUM_MEMORY_KINDS;
   return NULL;
 }
 

@@ -160,17 +160,18 @@ static void test_devices_and_memories_consistent(void **state) {
   PJRT_Client_AddressableMemories_Args am = {
       .struct_size = PJRT_Client_AddressableMemories_Args_STRUCT_SIZE, .client = c};
   CHECK_OK(api->PJRT_Client_AddressableMemories(&am));
-  assert_int_equal(am.num_addressable_memories, N + 1); /* N device memories + pinned host */
-  int memory_ids_seen[N + 1] = {0};
+  /* N device memories + pinned host + unpinned host */
+  assert_int_equal(am.num_addressable_memories, N + 2);
+  int memory_ids_seen[N + 2] = {0};
   for (size_t m = 0; m < am.num_addressable_memories; m++) {
     PJRT_Memory_Id_Args id = {.struct_size = PJRT_Memory_Id_Args_STRUCT_SIZE,
                               .memory = am.addressable_memories[m]};
     CHECK_OK(api->PJRT_Memory_Id(&id));
-    assert_true(id.id >= 0 && id.id <= N);
+    assert_true(id.id >= 0 && id.id <= N + 1);
     memory_ids_seen[id.id]++;
     assert_non_null(am.addressable_memories[m]->vtable);
   }
-  for (int i = 0; i <= N; i++) assert_int_equal(memory_ids_seen[i], 1);
+  for (int i = 0; i <= N + 1; i++) assert_int_equal(memory_ids_seen[i], 1);
 
   for (int i = 0; i < N; i++) {
     PJRT_Device *d = all.devices[i];
@@ -256,7 +257,7 @@ static void test_devices_and_memories_consistent(void **state) {
     PJRT_Device_AddressableMemories_Args dam = {
         .struct_size = PJRT_Device_AddressableMemories_Args_STRUCT_SIZE, .device = d};
     CHECK_OK(api->PJRT_Device_AddressableMemories(&dam));
-    assert_int_equal(dam.num_memories, 2);
+    assert_int_equal(dam.num_memories, 3); /* device, pinned_host, unpinned_host */
     assert_ptr_equal(dam.memories[0], dm.memory);
     PJRT_Memory_Kind_Args hk = {.struct_size = PJRT_Memory_Kind_Args_STRUCT_SIZE,
                                 .memory = dam.memories[1]};
@@ -407,7 +408,7 @@ static void test_topology(void **state) {
       .struct_size = PJRT_TopologyDescription_GetMemorySpaceKindIds_Args_STRUCT_SIZE,
       .topology = t.topology};
   CHECK_OK(api->PJRT_TopologyDescription_GetMemorySpaceKindIds(&kinds));
-  assert_int_equal(kinds.num_memory_space_kind_ids, 2);
+  assert_int_equal(kinds.num_memory_space_kind_ids, 3); /* device, pinned_host, unpinned_host */
   assert_int_not_equal(kinds.memory_space_kind_ids[0], kinds.memory_space_kind_ids[1]);
   /* Client-owned: destroying it is harmless. */
   PJRT_TopologyDescription_Destroy_Args td = {

@@ -142,32 +142,6 @@ av_program *av_program_from_module(av_module *m, const av_compile_options *optio
   return finish(p, options, d);
 }
 
-/* jax.buffer_donor on an argument (what JAX emits for donated arguments of a sharded jit,
- * leaving the pairing to the compiler) donates it to the first output not yet paired with
- * the same per-device type, as XLA pairs them; a donor no output matches is not donated. */
-static void match_buffer_donors(av_program *p, const av_func *ef) {
-  if (!ef || (int)ef->type->ninputs != p->ninputs) return;
-  for (int i = 0; i < p->ninputs; i++) {
-    const av_attr *a = av_dict_get(ef->arg_attrs[i], "jax.buffer_donor");
-    if (!a || a->kind != AV_ATTR_BOOL || !a->u.b) continue;
-    bool paired = false;
-    for (int k = 0; k < p->noutputs && !paired; k++) paired = p->outs[k].alias == i;
-    av_dtype dt;
-    int rank;
-    const int64_t *dims;
-    if (paired || !av_program_input_type(p, i, &dt, &rank, &dims)) continue;
-    for (int k = 0; k < p->noutputs; k++) {
-      const out_info *o = &p->outs[k];
-      if (o->alias >= 0 || o->token || o->dtype != dt || o->rank != rank) continue;
-      bool same = true;
-      for (int r = 0; r < rank && same; r++) same = o->dims[r] == dims[r];
-      if (!same) continue;
-      p->outs[k].alias = i;
-      break;
-    }
-  }
-}
-
 static av_program *finish(av_program *p, const av_compile_options *options, av_diag *d) {
   int partitions = options && options->num_partitions >= 1
                        ? options->num_partitions
@@ -208,6 +182,22 @@ static av_program *finish(av_program *p, const av_compile_options *options, av_d
       if (a && a->kind == AV_ATTR_INT && a->u.i >= 0 && a->u.i < p->noutputs)
         p->outs[a->u.i].alias = i;
     }
+    /* jax.buffer_donor on argument i: JAX leaves the choice to the compiler (as XLA does):
+     * the first output of the same type that no other argument reuses */
+    for (int i = 0; i < p->ninputs; i++) {
+      const av_attr *a = av_dict_get(ef->arg_attrs[i], "jax.buffer_donor");
+      bool donor = a && ((a->kind == AV_ATTR_BOOL && a->u.b) || a->kind == AV_ATTR_UNIT);
+      const av_slot_type *t = &e->types[e->body.args[i]];
+      for (int k = 0; donor && !t->token && k < p->noutputs; k++) {
+        const out_info *o = &p->outs[k];
+        bool same = o->alias < 0 && !o->token && o->dtype == t->dtype && o->rank == t->rank;
+        for (int r = 0; same && r < t->rank; r++) same = o->dims[r] == t->dims[r];
+        if (same) {
+          p->outs[k].alias = i;
+          donor = false;
+        }
+      }
+    }
   }
   const char *nm = p->module->name ? p->module->name : (ef ? ef->name : "main");
   p->name = malloc(strlen(nm) + 1);
@@ -228,7 +218,6 @@ static av_program *finish(av_program *p, const av_compile_options *options, av_d
   /* a program run once for all its devices is one run on the cores; otherwise every device
    * runs it at once */
   p->plan->blas_share = p->spmd && p->spmd->run_global ? 1 : p->num_replicas * p->num_partitions;
-  match_buffer_donors(p, ef);
   return p;
 fail:
   av_program_free(p);

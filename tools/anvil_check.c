@@ -11,6 +11,7 @@
 
 #include "compiler/check.h"
 #include "compiler/spmd_propagate.h"
+#include "ir/printer.h"
 #include "frontend/load.h"
 #include "ir/ir.h"
 #include "util/diag.h"
@@ -22,7 +23,7 @@ static int ends_with(const char *s, const char *suffix) {
 }
 
 /* Returns the exit status for one file. */
-static int check_file(const char *path, bool shardings) {
+static int check_file(const char *path, bool shardings, bool print) {
   size_t size = 0;
   void *data = av_read_file(path, &size);
   if (!data) {
@@ -48,13 +49,26 @@ static int check_file(const char *path, bool shardings) {
       status = 0;
     }
     av_spmd_shardings_free(&s);
-  } else if (av_check_module(m, &d) != AV_OK) {
-    printf("%s: loads, but uses features anvil does not run yet:\n%s\n", path, d.msg);
-    if (d.dropped) printf("  ... and %zu more\n", d.dropped);
-    status = 1;
   } else {
-    printf("%s: supported\n", path);
-    status = 0;
+    char *notes = NULL;
+    size_t nnotes = 0;
+    FILE *nf = open_memstream(&notes, &nnotes);
+    if (av_check_module_notes(m, nf, &d) != AV_OK) {
+      printf("%s: loads, but uses features anvil does not run yet:\n%s\n", path, d.msg);
+      if (d.dropped) printf("  ... and %zu more\n", d.dropped);
+      status = 1;
+    } else {
+      printf("%s: supported\n", path);
+      status = 0;
+    }
+    if (nf) fclose(nf);
+    if (notes && nnotes) printf("%s", notes);
+    free(notes);
+    if (print && status == 0) { /* the program as compiled: per-device for sharded programs */
+      char *text = av_module_print(m);
+      if (text) printf("%s", text);
+      free(text);
+    }
   }
   av_module_free(m);
   free(data);
@@ -66,18 +80,23 @@ int main(int argc, char **argv) {
     fprintf(stderr,
             "usage: anvil-check [--shardings] FILE...\n"
             "  --shardings: print every value's sharding as propagated (multi-device programs)\n"
+            "  --print: print the program as compiled (what each device runs, for sharded ones)\n"
             "  FILE: .mlir (StableHLO text), .mlirbc (portable artifact), .pb/.hlo (HloModuleProto)\n"
             "exit status: 0 supported, 1 loads but uses unsupported features, 2 cannot be loaded\n");
     return argc < 2 ? 2 : 0;
   }
   int worst = 0;
-  bool shardings = false;
+  bool shardings = false, print = false;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--shardings") == 0) {
       shardings = true;
       continue;
     }
-    int s = check_file(argv[i], shardings);
+    if (strcmp(argv[i], "--print") == 0) {
+      print = true;
+      continue;
+    }
+    int s = check_file(argv[i], shardings, print);
     if (s > worst) worst = s;
   }
   return worst;

@@ -5,10 +5,15 @@
 #ifndef ANVIL_COMPILER_CHECK_H
 #define ANVIL_COMPILER_CHECK_H
 
+#include <stdio.h>
+
 #include "ir/ir.h"
 #include "util/diag.h"
 
 /* Runs the compiler's IR passes on m (it is rewritten, as for compiling) and lowers it. */
 av_code av_check_module(av_module *m, av_diag *d);
+/* Same, writing notes to `notes` (may be NULL): for a multi-device module, the ops the
+ * partitioner runs on gathered (whole) operands, or why it runs as one global program. */
+av_code av_check_module_notes(av_module *m, FILE *notes, av_diag *d);
 
 #endif

@@ -1,6 +1,7 @@
 /* av_program: load (frontend) -> check and lower (compiler) -> run (runtime). */
 #include "compiler/program.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 #include "compiler/program_module.h"
 #include "compiler/quant_legalize.h"
 #include "compiler/sharding_lower.h"
+#include "compiler/spmd_partition.h"
 #include "frontend/load.h"
 #include "ir/ir.h"
 #include "ir/printer.h"
@@ -42,6 +44,8 @@ struct av_program {
   uint64_t fingerprint;
   av_spmd_program *spmd; /* several devices: shardings, and the run-once-for-all state */
   av_spmd_shardings shardings; /* propagated (programs with several partitions) */
+  av_spmd_report partitioning; /* what partitioning did (several partitions) */
+  bool shardy_ops; /* the program as given uses Shardy ops (before they are partitioned away) */
 };
 
 static uint64_t fnv1a(uint64_t h, const void *p, size_t n) {
@@ -63,6 +67,7 @@ void av_program_free(av_program *p) {
   if (!p) return;
   av_spmd_program_free(p->spmd);
   av_spmd_shardings_free(&p->shardings);
+  av_spmd_report_free(&p->partitioning);
   if (p->plan) {
     av_plan_net_free(atomic_load(&p->plan->net));
     av_thread_pool_release(atomic_load(&p->plan->pool));
@@ -142,12 +147,15 @@ av_program *av_program_from_module(av_module *m, const av_compile_options *optio
   return finish(p, options, d);
 }
 
+static bool module_has_shardy_ops(const av_module *m);
+
 static av_program *finish(av_program *p, const av_compile_options *options, av_diag *d) {
   int partitions = options && options->num_partitions >= 1
                        ? options->num_partitions
                        : (int)module_int_attr(p->module, "mhlo.num_partitions", 1);
   if (av_gspmd_import(p->module, partitions, d) != AV_OK) goto fail;
   if (av_legalize_quant(p->module, d) != AV_OK) goto fail;
+  p->shardy_ops = module_has_shardy_ops(p->module);
   p->num_replicas = module_int_attr(p->module, "mhlo.num_replicas", 1);
   p->num_partitions = module_int_attr(p->module, "mhlo.num_partitions", 1);
   if (options) {
@@ -156,6 +164,11 @@ static av_program *finish(av_program *p, const av_compile_options *options, av_d
   }
   /* several partitions: every value's sharding, as XLA's Shardy pipeline would give it */
   if (p->num_partitions > 1 && av_spmd_propagate(p->module, &p->shardings, d) != AV_OK) goto fail;
+  /* ... and main rewritten into the program each device runs on its shards */
+  if (p->num_partitions > 1 &&
+      av_spmd_partition(p->module, &p->shardings, p->num_replicas, p->num_partitions,
+                        &p->partitioning, d) != AV_OK)
+    goto fail;
   p->plan = av_lower_module(p->module, d);
   if (!p->plan) goto fail;
   const av_func_plan *e = p->plan->entry;
@@ -210,7 +223,8 @@ static av_program *finish(av_program *p, const av_compile_options *options, av_d
   p->plan->num_replicas = p->num_replicas;
   p->plan->num_partitions = p->num_partitions;
   if (av_spmd_program_build(p->module, p->plan, p->num_replicas, p->num_partitions,
-                            p->num_partitions > 1 ? &p->shardings : NULL, &p->spmd, d) != AV_OK)
+                            p->num_partitions > 1 ? &p->shardings : NULL,
+                            p->partitioning.partitioned, &p->spmd, d) != AV_OK)
     goto fail;
   if (p->spmd && p->spmd->run_global) /* the PJRT layer sees per-device shapes */
     for (int i = 0; i < p->noutputs; i++)
@@ -325,10 +339,23 @@ bool av_program_input_type(const av_program *p, int i, av_dtype *dtype, int *ran
   return true;
 }
 
+static av_code execute_one(av_program *p, int device_index, int mem_device,
+                           const av_tensor *inputs, av_tensor *outputs, av_diag *d);
+
 av_code av_program_execute(av_program *p, int device_index, const av_tensor *inputs,
                            av_tensor *outputs, av_diag *d) {
+  return av_program_execute_on(p, device_index, -1, inputs, outputs, d);
+}
+
+av_code av_program_execute_on(av_program *p, int device_index, int mem_device,
+                              const av_tensor *inputs, av_tensor *outputs, av_diag *d) {
   if (p->spmd && p->spmd->run_global)
     return av_spmd_execute_device(p->spmd, p->plan, device_index, inputs, outputs, d);
+  return execute_one(p, device_index, mem_device, inputs, outputs, d);
+}
+
+static av_code execute_one(av_program *p, int device_index, int mem_device,
+                           const av_tensor *inputs, av_tensor *outputs, av_diag *d) {
   const av_func_plan *e = p->plan->entry;
   uint32_t nin = e->body.nargs, nout = e->body.nresults;
   av_slot *buf = calloc((size_t)nin + nout + 1, sizeof *buf);
@@ -351,7 +378,7 @@ av_code av_program_execute(av_program *p, int device_index, const av_tensor *inp
     args[i].st = av_storage_retain(x->storage);
     args[i].data = x->storage->data;
   }
-  av_code c = av_run_func(p->plan, e, device_index, 0, args, res, d);
+  av_code c = av_run_func(p->plan, e, device_index, mem_device, 0, args, res, d);
   if (c == AV_OK) {
     for (uint32_t i = 0; i < nout; i++) {
       av_tensor *o = &outputs[i];
@@ -379,13 +406,33 @@ void av_program_abort_devices(av_program *p, bool on) {
   if (p->spmd) av_spmd_abort(p->spmd, on);
 }
 
+/* One execution's devices run by av_spmd_run_per_device: the first to fail raises the abort
+ * so the others stop waiting for it in a collective; the caller lowers it after all joined. */
+typedef struct run_devices_ctx {
+  av_program *p;
+  atomic_int failed;
+} run_devices_ctx;
+
+static av_code run_device(void *ctx, int device_index, const av_tensor *inputs, av_tensor *outputs,
+                          av_diag *d) {
+  run_devices_ctx *r = ctx;
+  av_code c = av_program_execute(r->p, device_index, inputs, outputs, d);
+  if (c != AV_OK && c != AV_ABORTED && atomic_fetch_add(&r->failed, 1) == 0)
+    av_program_abort_devices(r->p, true);
+  return c;
+}
+
 av_code av_program_execute_devices(av_program *p, int ndev, const av_tensor *const *inputs,
                                    av_tensor *const *outputs, av_diag *d) {
   int want = p->num_replicas * p->num_partitions;
   if (ndev != want)
     return av_diag_set(d, AV_INVALID_ARGUMENT, "'%s' runs on %d devices, got %d", p->name, want, ndev);
   if (p->spmd && p->spmd->run_global) return av_spmd_run_all(p->spmd, p->plan, inputs, outputs, d);
-  return av_spmd_run_per_device(p, ndev, inputs, outputs, d);
+  run_devices_ctx r = {.p = p};
+  atomic_init(&r.failed, 0);
+  av_code c = av_spmd_run_per_device(run_device, &r, ndev, p->noutputs, inputs, outputs, d);
+  if (atomic_load(&r.failed)) av_program_abort_devices(p, false);
+  return c;
 }
 
 bool av_program_shardings(const av_program *p, bool output, int *n, const char *const **protos,
@@ -411,8 +458,10 @@ static bool region_has_shardy_ops(const av_region *r, int depth) {
   return false;
 }
 
-bool av_program_has_shardy_ops(const av_program *p) {
-  for (uint32_t f = 0; p->module && f < p->module->nfuncs; f++)
-    if (p->module->funcs[f] && region_has_shardy_ops(&p->module->funcs[f]->body, 0)) return true;
+static bool module_has_shardy_ops(const av_module *m) {
+  for (uint32_t f = 0; m && f < m->nfuncs; f++)
+    if (m->funcs[f] && region_has_shardy_ops(&m->funcs[f]->body, 0)) return true;
   return false;
 }
+
+bool av_program_has_shardy_ops(const av_program *p) { return p->shardy_ops; }

@@ -14,18 +14,10 @@
 
 #include "ir/dtype.h"
 #include "runtime/host_callback.h"
+#include "runtime/tensor.h"
 #include "util/diag.h"
 #include "util/storage.h"
 
-enum { AV_MAX_RANK = 16 };
-
-/* A dense row-major tensor in anvil storage format (see ir/dtype.h). */
-typedef struct av_tensor {
-  av_storage *storage; /* one reference owned by whoever holds the av_tensor */
-  av_dtype dtype;
-  int rank;
-  int64_t dims[AV_MAX_RANK];
-} av_tensor;
 
 /* What the compile options (xla.CompileOptionsProto) say that matters to us. */
 typedef struct av_compile_options {
@@ -140,6 +132,10 @@ int64_t av_program_net_wait_ns(const av_program *p);
 
 av_code av_program_execute(av_program *p, int device_index, const av_tensor *inputs,
                            av_tensor *outputs, av_diag *d);
+/* Same, counting the large blocks the run allocates as held by device `mem_device` in the
+ * block cache's accounting (util/block_cache.h; -1: nobody). */
+av_code av_program_execute_on(av_program *p, int device_index, int mem_device,
+                              const av_tensor *inputs, av_tensor *outputs, av_diag *d);
 
 /* Runs one execution on all `ndev` devices of the assignment at once (ndev must be
  * num_replicas * num_partitions): inputs[dev] holds device dev's num_inputs shards, outputs[dev]

@@ -351,7 +351,7 @@ static bool region_is_per_device(const av_module *m, const av_region *r, int dep
 }
 
 av_code av_spmd_program_build(const av_module *m, const av_plan *plan, int num_replicas,
-                              int num_partitions, const av_spmd_shardings *ps,
+                              int num_partitions, const av_spmd_shardings *ps, bool partitioned,
                               av_spmd_program **out, av_diag *d) {
   *out = NULL;
   int ndev = num_replicas * num_partitions;
@@ -364,7 +364,8 @@ av_code av_spmd_program_build(const av_module *m, const av_plan *plan, int num_r
   const av_op *mc = plan->manual_entry ? wrapped_manual(ef) : NULL;
   /* one run for all partitions: a global-view program (shardings say where each device's
    * block lies); a program of ids and collectives runs per device, as XLA runs it */
-  bool run_global = !plan->manual_entry && num_replicas == 1 && !region_is_per_device(m, &ef->body, 0);
+  bool run_global = !partitioned && !plan->manual_entry && num_replicas == 1 &&
+                    !region_is_per_device(m, &ef->body, 0);
   /* tuples flattened into several leaves: keep the per-device path */
   if ((uint32_t)ef->type->ninputs != nin || (uint32_t)(ef->type->nelems - ef->type->ninputs) != nout)
     return AV_OK;

@@ -23,10 +23,10 @@ bool av_manual_entry_shardings_match(const av_module *m, const av_func *fn, cons
 /* The per-device view of a program compiled for num_replicas * num_partitions devices: the
  * shardings of main's arguments/results (as propagated, `ps`; for a main that only wraps
  * one manual computation, that computation's in/out shardings), their serialized OpShardings,
- * and whether the program must run once for all devices (partitions > 1, not the wrapper
- * form). *out is NULL for single-device programs. */
+ * and whether the program must run once for all devices (partitions > 1, neither the wrapper
+ * form nor `partitioned`: main already is the per-device program, spmd_partition.h). *out is NULL for single-device programs. */
 av_code av_spmd_program_build(const av_module *m, const av_plan *plan, int num_replicas,
-                              int num_partitions, const av_spmd_shardings *ps,
+                              int num_partitions, const av_spmd_shardings *ps, bool partitioned,
                               av_spmd_program **out, av_diag *d);
 
 #endif

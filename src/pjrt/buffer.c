@@ -271,7 +271,7 @@ PJRT_Error *av_PJRT_Client_BufferFromHostBuffer(PJRT_Client_BufferFromHostBuffer
                          av_event_retain(done));
     if (!st) av_event_release(done);
   } else {
-    st = av_storage_alloc_cached(args->client->cache, nbytes);
+    st = av_storage_alloc_cached_for(args->client->cache, dev->index, nbytes);
     if (st) {
       if (dense)
         memcpy(st->data, args->data ? args->data : st->data, nbytes);
@@ -532,7 +532,7 @@ static PJRT_Error *copy_buffer(PJRT_Buffer *src, PJRT_Device *dev, av_memory *me
   PJRT_Error *err = acquire_storage(src, fn, &st);
   if (err) return err;
   PJRT_Buffer *b = av_buffer_new_pending(dev, mem, src->dtype, src->rank, src->dims);
-  av_storage *copy = b ? av_storage_alloc_cached(dev->client->cache, src->nbytes) : NULL;
+  av_storage *copy = b ? av_storage_alloc_cached_for(dev->client->cache, dev->index, src->nbytes) : NULL;
   if (!copy) {
     av_storage_release(st);
     av_buffer_release(b);

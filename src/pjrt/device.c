@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "pjrt/pjrt_internal.h"
+#include "util/block_cache.h"
 
 av_mem_counter *av_mem_counter_new(void) {
   av_mem_counter *m = calloc(1, sizeof *m);
@@ -259,6 +260,17 @@ PJRT_Error *av_PJRT_Device_MemoryStats(PJRT_Device_MemoryStats_Args *args) {
   AV_UNSET(peak_pool_bytes)
   AV_UNSET(peak_allocated_bytes)
 #undef AV_UNSET
+  /* pool_bytes: the large blocks (64 KiB and up) this device holds in the client's block
+   * accounting, executions' temporaries included, and their peak */
+  long long held = 0, peak = 0;
+  PJRT_Client *c = args->device->client;
+  if (c && c->cache && AV_HAS(args, PJRT_Device_MemoryStats_Args, peak_pool_bytes_is_set) &&
+      av_block_cache_device_bytes(c->cache, args->device->index, &held, &peak)) {
+    args->pool_bytes = held;
+    args->pool_bytes_is_set = true;
+    args->peak_pool_bytes = peak;
+    args->peak_pool_bytes_is_set = true;
+  }
   return NULL;
 }
 
@@ -271,5 +283,7 @@ PJRT_Error *av_PJRT_Device_ClearMemoryStats(PJRT_Device_ClearMemoryStats_Args *a
              args->device->desc.id, args->device->desc.process_index);
   av_mem_counter *m = args->device->mem_stats;
   atomic_store(&m->peak, atomic_load(&m->in_use));
+  PJRT_Client *c = args->device->client;
+  if (c && c->cache) av_block_cache_reset_peak(c->cache, args->device->index);
   return NULL;
 }

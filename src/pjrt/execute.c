@@ -33,6 +33,7 @@ struct av_job {
   av_job_group *group; /* shared by the jobs of a multi-device execution, or NULL */
   av_exec_core *core; /* retained */
   int device_index;   /* position in the device assignment */
+  int mem_device;     /* the PJRT device's index (block accounting) */
   size_t num_inputs;
   PJRT_Buffer **inputs; /* retained */
   av_storage **donated;  /* [num_inputs]: storage taken from a donated input, or NULL */
@@ -132,7 +133,7 @@ static void job_run(av_job *j) {
     av_diag d;
     av_diag_init(&d);
     int64_t start = av_now_ns(), waited = av_program_net_wait_ns(j->core->program);
-    if (av_program_execute(j->core->program, j->device_index, in, out, &d) != AV_OK) {
+    if (av_program_execute_on(j->core->program, j->device_index, j->mem_device, in, out, &d) != AV_OK) {
       if (d.code == AV_OK) av_diag_set(&d, AV_INTERNAL, "execution failed without a message");
       err = av_error_from_diag(&d);
       if (d.code != AV_ABORTED) job_group_fail(j);
@@ -467,6 +468,7 @@ PJRT_Error *av_PJRT_LoadedExecutable_Execute(PJRT_LoadedExecutable_Execute_Args 
     /* portable runs are device 0 of 1 */
     j->device_index = single ? single_position : le->addressable_position[d];
     PJRT_Device *dev = single ? single : le->addressable[d];
+    j->mem_device = dev->index;
     for (size_t i = 0; i < na; i++) {
       j->inputs[i] = av_buffer_retain(args->argument_lists[d][i]);
       j->num_inputs = i + 1;

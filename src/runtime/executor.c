@@ -54,7 +54,7 @@ av_code av_step_alloc_out(const av_step *s, av_frame *f, uint32_t k, av_diag *d)
   av_slot *o = &f->slots[s->out[k]];
   av_slot_release(o);
   if (t->token) return AV_OK;
-  av_storage *st = av_storage_alloc_cached(f->cache, t->nbytes);
+  av_storage *st = av_storage_alloc_cached_for(f->cache, f->mem_device, t->nbytes);
   if (!st)
     return av_diag_set(d, AV_RESOURCE_EXHAUSTED, "out of memory allocating %zu bytes", t->nbytes);
   o->st = st;
@@ -163,7 +163,7 @@ av_code av_run_block(const av_block_plan *b, av_frame *f, av_slot *args, av_slot
   return AV_OK;
 }
 
-av_code av_run_func(const av_plan *plan, const av_func_plan *fn, int device_index, int depth,
+av_code av_run_func(const av_plan *plan, const av_func_plan *fn, int device_index, int mem_device, int depth,
                     av_slot *args, av_slot *results, av_diag *d) {
   if (depth > AV_MAX_CALL_DEPTH) {
     for (uint32_t i = 0; i < fn->body.nargs; i++) av_slot_release(&args[i]);
@@ -184,6 +184,7 @@ av_code av_run_func(const av_plan *plan, const av_func_plan *fn, int device_inde
   f.pool = atomic_load_explicit(&((av_plan *)plan)->pool, memory_order_acquire);
   f.cache = atomic_load_explicit(&((av_plan *)plan)->cache, memory_order_acquire);
   f.device_index = device_index;
+  f.mem_device = mem_device;
   f.depth = depth;
   f.blas_share = plan->blas_share > 0 ? plan->blas_share : 1;
   f.prof = NULL;

@@ -50,6 +50,7 @@ typedef struct av_frame {
    * profiled loop (runtime/profiler.h); NULL otherwise, and inside the steps themselves. */
   struct av_prof_run *prof;
   int device_index;
+  int mem_device; /* the device whose block accounting large outputs count for (-1: none) */
   int depth; /* call nesting, bounded to stop runaway recursion */
   /* How many runs of this program share the cores now by construction (the devices of a
    * per-device program, or of a manual computation's per-device threads; 1 for a program run
@@ -146,7 +147,7 @@ enum { AV_MAX_CALL_DEPTH = 64 };
 
 /* Runs a function in a fresh frame: consumes the `args` references, fills `results` with
  * owned references. */
-av_code av_run_func(const av_plan *plan, const av_func_plan *fn, int device_index, int depth,
+av_code av_run_func(const av_plan *plan, const av_func_plan *fn, int device_index, int mem_device, int depth,
                     av_slot *args, av_slot *results, av_diag *d);
 /* Runs a block inside frame `f` (see av_block_plan for the protocol): consumes `args`, fills
  * `results` with owned references (or borrowed ones when the value was borrowed). */

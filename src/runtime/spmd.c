@@ -112,6 +112,7 @@ static void *dev_main(void *arg) {
   f.cache = r->parent->cache;
   f.prof = NULL; /* the device threads of a manual computation: one step of the caller's */
   f.device_index = p->device_index[r->pos];
+  f.mem_device = -1;
   f.depth = r->parent->depth + 1;
   f.blas_share = r->parent->blas_share * p->npos; /* all positions run at once */
   f.slots = calloc(f.fn->nslots ? f.fn->nslots : 1, sizeof *f.slots);

@@ -5,10 +5,14 @@
  *    split per its in_sharding, the region runs once per device, all devices in parallel (one
  *    thread each, so collectives inside can meet), and the results are assembled per the
  *    out_shardings (av_step_spmd_manual).
- *  - a whole program with sharded arguments/results (jit with NamedSharding): the PJRT layer
- *    hands each device's shards to av_program_execute from one thread per device; those calls
- *    meet in av_spmd_execute_device, the last one to arrive assembles the global arguments,
- *    runs the program once and slices every device's results (av_spmd_run_all). */
+ *  - a whole program with sharded arguments/results that the partitioner could not rewrite
+ *    into per-device code (compiler/spmd_partition.h): the PJRT layer hands each device's
+ *    shards to the program from one thread per device; those calls meet in
+ *    av_spmd_execute_device, the last one to arrive assembles the global arguments, runs the
+ *    program once and slices every device's results (av_spmd_run_all).
+ *  - a partitioned program: every device runs it on its own shards (av_spmd_run_per_device
+ *    or the PJRT layer's device workers); a failing device raises the abort of the program's
+ *    collectives (av_rendezvous_abort, av_spmd_abort) so the others stop waiting for it. */
 #ifndef ANVIL_RUNTIME_SPMD_H
 #define ANVIL_RUNTIME_SPMD_H
 
@@ -16,9 +20,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "compiler/program.h"
 #include "runtime/kernels/elementwise.h"
 #include "runtime/plan.h"
+#include "runtime/tensor.h"
 
 /* One thread per device runs a manual computation's region: bounded. */
 enum { AV_SPMD_MAX_DEVICES = 1024 };
@@ -105,8 +109,12 @@ struct av_plan_net;
 av_code av_spmd_gather_shards(const av_spmd_program *sp, const struct av_plan_net *pn,
                               const av_tensor *const *inputs, const void **all, char **buf,
                               av_diag *d);
-/* Every device runs the program itself (av_program_execute), one thread each, in parallel. */
-av_code av_spmd_run_per_device(av_program *p, int ndev, const av_tensor *const *inputs,
-                               av_tensor *const *outputs, av_diag *d);
+/* Every device runs its part itself (fn: the program's per-device execution), one thread
+ * each, in parallel; all or nothing: on failure no device keeps its `nout` outputs. */
+typedef av_code (*av_spmd_device_fn)(void *ctx, int device_index, const av_tensor *inputs,
+                                     av_tensor *outputs, av_diag *d);
+av_code av_spmd_run_per_device(av_spmd_device_fn fn, void *ctx, int ndev, int nout,
+                               const av_tensor *const *inputs, av_tensor *const *outputs,
+                               av_diag *d);
 
 #endif

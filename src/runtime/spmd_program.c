@@ -108,7 +108,7 @@ av_code av_spmd_run_all(av_spmd_program *sp, const av_plan *plan, const av_tenso
     free(buf);
     return c;
   }
-  c = av_run_func(plan, e, 0, 0, args, res, d);
+  c = av_run_func(plan, e, 0, -1, 0, args, res, d);
   /* every device's block of every result (this process's devices) */
   for (int dev = 0; dev < sp->ndev; dev++)
     for (uint32_t k = 0; outputs[dev] && k < nout; k++) memset(&outputs[dev][k], 0, sizeof outputs[dev][k]);
@@ -216,7 +216,8 @@ av_code av_spmd_execute_device(av_spmd_program *sp, const av_plan *plan, int dev
 }
 
 typedef struct per_dev {
-  av_program *p;
+  av_spmd_device_fn fn;
+  void *ctx;
   int dev;
   const av_tensor *in;
   av_tensor *out;
@@ -228,31 +229,34 @@ typedef struct per_dev {
 
 static void *per_dev_main(void *arg) {
   per_dev *r = arg;
-  r->code = av_program_execute(r->p, r->dev, r->in, r->out, &r->diag);
+  r->code = r->fn(r->ctx, r->dev, r->in, r->out, &r->diag);
   return NULL;
 }
 
-av_code av_spmd_run_per_device(av_program *p, int ndev, const av_tensor *const *inputs,
-                               av_tensor *const *outputs, av_diag *d) {
+av_code av_spmd_run_per_device(av_spmd_device_fn fn, void *ctx, int ndev, int nout,
+                               const av_tensor *const *inputs, av_tensor *const *outputs,
+                               av_diag *d) {
   per_dev *runs = calloc((size_t)ndev + 1, sizeof *runs);
   if (!runs) return av_diag_set(d, AV_RESOURCE_EXHAUSTED, "out of memory");
   for (int q = 0; q < ndev; q++) {
-    runs[q] = (per_dev){.p = p, .dev = q, .in = inputs[q], .out = outputs[q]};
+    runs[q] = (per_dev){.fn = fn, .ctx = ctx, .dev = q, .in = inputs[q], .out = outputs[q]};
     av_diag_init(&runs[q].diag);
     runs[q].started = pthread_create(&runs[q].thread, NULL, per_dev_main, &runs[q]) == 0;
     if (!runs[q].started)
       runs[q].code = av_diag_set(&runs[q].diag, AV_RESOURCE_EXHAUSTED, "cannot start a thread");
   }
   av_code c = AV_OK;
-  for (int q = 0; q < ndev; q++) {
+  for (int q = 0; q < ndev; q++)
     if (runs[q].started) pthread_join(runs[q].thread, NULL);
-    if (runs[q].code != AV_OK && c == AV_OK)
-      c = av_diag_set(d, runs[q].code, "%s\n  on device %d", runs[q].diag.msg, q);
-  }
+  /* the device that failed first, not those that gave up because of it */
+  for (int pass = 0; pass < 2 && c == AV_OK; pass++)
+    for (int q = 0; q < ndev && c == AV_OK; q++)
+      if (runs[q].code != AV_OK && (pass == 1 || runs[q].code != AV_ABORTED))
+        c = av_diag_set(d, runs[q].code, "%s\n  on device %d", runs[q].diag.msg, q);
   if (c != AV_OK) /* all or nothing */
     for (int q = 0; q < ndev; q++)
       if (runs[q].code == AV_OK)
-        for (int k = 0; k < av_program_num_outputs(p); k++) {
+        for (int k = 0; k < nout; k++) {
           av_storage_release(outputs[q][k].storage);
           outputs[q][k].storage = NULL;
         }

@@ -10,6 +10,7 @@
 #ifndef ANVIL_UTIL_BLOCK_CACHE_H
 #define ANVIL_UTIL_BLOCK_CACHE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 enum { AV_BLOCK_CACHE_MIN = 64 * 1024 };
@@ -30,5 +31,14 @@ void *av_block_cache_get(av_block_cache *c, size_t bytes, size_t *size);
 void av_block_cache_put(av_block_cache *c, void *block, size_t size);
 /* Bytes held in free blocks now (for tests and diagnostics). */
 size_t av_block_cache_held(av_block_cache *c);
+
+/* Block accounting per device: the same as get/put, counting the block's bytes as held by
+ * `device` (>= 0; -1: nobody) until it comes back, and the most it held at once. */
+void *av_block_cache_get_for(av_block_cache *c, int device, size_t bytes, size_t *size);
+void av_block_cache_put_for(av_block_cache *c, int device, void *block, size_t size);
+/* Bytes `device` holds now and its peak since the last reset; false for a device never seen. */
+bool av_block_cache_device_bytes(av_block_cache *c, int device, long long *in_use, long long *peak);
+/* The device's peak restarts from what it holds now. */
+void av_block_cache_reset_peak(av_block_cache *c, int device);
 
 #endif

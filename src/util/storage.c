@@ -9,13 +9,14 @@
 /* Header and data in one malloc block, the data aligned inside it: one allocator call per
  * tensor (aligned_alloc is several times slower than malloc for the small tensors that loop
  * bodies make every iteration). */
-static av_storage *alloc_aligned(size_t size, int zero, av_block_cache *cache) {
+static av_storage *alloc_aligned(size_t size, int zero, av_block_cache *cache, int device) {
   size_t rounded = (size + AV_STORAGE_ALIGN - 1) & ~(size_t)(AV_STORAGE_ALIGN - 1);
   if (size > SIZE_MAX - 2 * AV_STORAGE_ALIGN - sizeof(av_storage)) return NULL;
   if (rounded == 0) rounded = AV_STORAGE_ALIGN; /* a valid pointer even for empty arrays */
   size_t need = sizeof(av_storage) + AV_STORAGE_ALIGN - 1 + rounded, got = need;
   if (need < AV_BLOCK_CACHE_MIN) cache = NULL;
-  char *block = cache ? av_block_cache_get(cache, need, &got) : malloc(need);
+  if (!cache) device = -1;
+  char *block = cache ? av_block_cache_get_for(cache, device, need, &got) : malloc(need);
   if (!block) return NULL;
   av_storage *s = (av_storage *)block;
   uintptr_t at = (uintptr_t)(block + sizeof *s);
@@ -29,13 +30,17 @@ static av_storage *alloc_aligned(size_t size, int zero, av_block_cache *cache) {
   s->release_ctx = NULL;
   s->cache = av_block_cache_retain(cache);
   s->block_size = got;
+  s->device = device;
   return s;
 }
 
-av_storage *av_storage_alloc(size_t size) { return alloc_aligned(size, 1, NULL); }
-av_storage *av_storage_alloc_uninit(size_t size) { return alloc_aligned(size, 0, NULL); }
+av_storage *av_storage_alloc(size_t size) { return alloc_aligned(size, 1, NULL, -1); }
+av_storage *av_storage_alloc_uninit(size_t size) { return alloc_aligned(size, 0, NULL, -1); }
 av_storage *av_storage_alloc_cached(av_block_cache *cache, size_t size) {
-  return alloc_aligned(size, 0, cache);
+  return alloc_aligned(size, 0, cache, -1);
+}
+av_storage *av_storage_alloc_cached_for(av_block_cache *cache, int device, size_t size) {
+  return alloc_aligned(size, 0, cache, device);
 }
 
 av_storage *av_storage_wrap(void *data, size_t size, av_storage_release_fn release, void *ctx) {
@@ -50,6 +55,7 @@ av_storage *av_storage_wrap(void *data, size_t size, av_storage_release_fn relea
   s->release_ctx = ctx;
   s->cache = NULL;
   s->block_size = 0;
+  s->device = -1;
   return s;
 }
 
@@ -65,7 +71,7 @@ void av_storage_release(av_storage *s) {
     s->release(s->release_ctx);
   av_block_cache *cache = s->cache;
   if (cache) { /* the header starts the block */
-    av_block_cache_put(cache, s, s->block_size);
+    av_block_cache_put_for(cache, s->device, s, s->block_size);
     av_block_cache_release(cache);
     return;
   }

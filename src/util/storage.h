@@ -22,6 +22,7 @@ typedef struct av_storage {
   void *release_ctx;
   struct av_block_cache *cache; /* owned storage from a block cache (a reference), or NULL */
   size_t block_size;            /* ... and the size of its block */
+  int device;                   /* ... and the device its bytes count for (-1: none) */
 } av_storage;
 
 /* New zero-filled aligned storage with refcount 1; NULL if out of memory. */
@@ -31,6 +32,8 @@ av_storage *av_storage_alloc_uninit(size_t size);
 /* Like av_storage_alloc_uninit, from `cache` when it is not NULL and the storage is large
  * (util/block_cache.h): the block goes back to the cache on the last release. */
 av_storage *av_storage_alloc_cached(struct av_block_cache *cache, size_t size);
+/* Same, its block counted as held by `device` (the cache's block accounting) while it lives. */
+av_storage *av_storage_alloc_cached_for(struct av_block_cache *cache, int device, size_t size);
 /* Wraps caller memory without copying; `release(ctx)` runs when the last reference goes. */
 av_storage *av_storage_wrap(void *data, size_t size, av_storage_release_fn release, void *ctx);
 av_storage *av_storage_retain(av_storage *s);

@@ -1,7 +1,8 @@
 /* The block cache (util/block_cache.h) and storages drawn from it: a released block is
  * handed out again for a request of about its size, never for one it cannot hold or would
  * waste more than half of; the byte limit holds with the oldest blocks evicted; storages
- * keep the cache alive after its owner lets go; a program run reuses its outputs' blocks. */
+ * keep the cache alive after its owner lets go; a program run reuses its outputs' blocks;
+ * the per-device block accounting counts what a device holds and its peak. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -133,12 +134,60 @@ static void test_program_reuses_blocks(void **state) {
   av_block_cache_release(c);
 }
 
+/* A run's temporaries and result count for the device it runs for: the peak holds x, x * x
+ * and its reverse at once; what the caller keeps stays counted. */
+static void test_device_accounting(void **state) {
+  (void)state;
+  static const char text[] =
+      "func.func public @main(%x: tensor<65536xf32>) -> tensor<65536xf32> {\n"
+      "  %0 = stablehlo.multiply %x, %x : tensor<65536xf32>\n"
+      "  %1 = stablehlo.reverse %0, dims = [0] : tensor<65536xf32>\n"
+      "  %2 = stablehlo.add %1, %0 : tensor<65536xf32>\n"
+      "  return %2 : tensor<65536xf32>\n"
+      "}\n";
+  av_diag d;
+  av_diag_init(&d);
+  av_program *p = av_program_compile("mlir", 4, text, strlen(text), NULL, &d);
+  assert_non_null(p);
+  av_block_cache *c = av_block_cache_new(64 << 20);
+  av_program_use_block_cache(p, c);
+  long long held, peak;
+  assert_false(av_block_cache_device_bytes(c, 3, &held, &peak)); /* never seen */
+  av_tensor in = {0};
+  in.dtype = AV_DT_F32;
+  in.rank = 1;
+  in.dims[0] = 65536;
+  in.storage = av_storage_alloc_cached_for(c, 3, 65536 * 4);
+  memset(in.storage->data, 0, 65536 * 4);
+  assert_true(av_block_cache_device_bytes(c, 3, &held, &peak));
+  long long block = held;
+  assert_true(block >= 65536 * 4 && block < 65536 * 4 + 4096);
+  av_tensor out;
+  assert_int_equal(av_program_execute_on(p, 0, 3, &in, &out, &d), AV_OK);
+  assert_true(av_block_cache_device_bytes(c, 3, &held, &peak));
+  assert_int_equal(held, 2 * block); /* the argument and the result */
+  assert_true(peak >= 3 * block);   /* plus at least one temporary at a time */
+  assert_true(peak <= 4 * block);
+  av_block_cache_device_bytes(c, 2, &held, &peak);
+  assert_int_equal(held, 0); /* other devices are not charged */
+  av_storage_release(out.storage);
+  av_storage_release(in.storage);
+  assert_true(av_block_cache_device_bytes(c, 3, &held, &peak));
+  assert_int_equal(held, 0);
+  av_block_cache_reset_peak(c, 3);
+  assert_true(av_block_cache_device_bytes(c, 3, &held, &peak));
+  assert_int_equal(peak, 0);
+  av_program_free(p);
+  av_block_cache_release(c);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_reuse_by_size),
       cmocka_unit_test(test_limit_evicts_oldest),
       cmocka_unit_test(test_storage_from_cache),
       cmocka_unit_test(test_program_reuses_blocks),
+      cmocka_unit_test(test_device_accounting),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -94,6 +94,34 @@ def cases(m1, m2, m2r):
     return c
 
 
+def unreduced(platform):
+    """Partial sums kept unreduced (explicit axes): each device's shard and the resharded sum."""
+    from jax.sharding import AxisType
+    devs = jax.devices(platform)
+    mesh = jax.make_mesh((2, NDEV // 2), ('x', 'y'), axis_types=(AxisType.Explicit,) * 2, devices=devs)
+    out = {}
+    a_np = rng(50, (4, 4 * NDEV))
+    b_np = rng(51, (4 * NDEV, 3))
+    with jax.set_mesh(mesh):
+        a = jax.device_put(a_np, P('x', 'y'))
+        b = jax.device_put(b_np, P('y', None))
+        fns = {
+            'dot_unreduced': lambda a, b: jnp.dot(a, b, out_sharding=P('x', None, unreduced={'y'})),
+            'dot_reduced': lambda a, b: jax.sharding.reshard(
+                jnp.dot(a, b, out_sharding=P('x', None, unreduced={'y'})), P('x', None)),
+            'rowsum_unreduced': lambda a, b: jnp.einsum('ij->i', a, out_sharding=P('x', unreduced={'y'})),
+        }
+        for name, fn in fns.items():
+            try:
+                r = jax.jit(fn)(a, b)
+                shards = sorted([s.device.id, np.asarray(s.data).tolist()] for s in r.addressable_shards)
+                full = np.asarray(jax.sharding.reshard(r, P()) if 'unreduced' in str(r.sharding.spec) else r)
+                out[name] = {'spec': str(r.sharding.spec), 'shards': shards, 'full': full.tolist()}
+            except Exception as e:  # the test reports it
+                out[name] = 'ERROR: ' + type(e).__name__ + ': ' + str(e)[:600]
+    return out, a_np, b_np
+
+
 def run(platform):
     out = {}
     m1, m2, m2r = meshes(platform)
@@ -116,5 +144,6 @@ def run(platform):
 
 
 if __name__ == '__main__':
-    result = {'anvil': run('anvil'), 'cpu': run('cpu')}
+    result = {'anvil': run('anvil'), 'cpu': run('cpu'),
+              'unreduced_anvil': unreduced('anvil')[0], 'unreduced_cpu': unreduced('cpu')[0]}
     print(json.dumps(result))

@@ -101,3 +101,62 @@ def test_values_match_numpy(ndev):
     np.testing.assert_allclose(vals[0], loss, rtol=1e-5)
     for got, want in zip(vals[1:], [w1 - 0.1 * gw1, b1 - 0.1 * gb1, w2 - 0.1 * gw2, b2 - 0.1 * gb2]):
         np.testing.assert_allclose(np.array(got), want, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("ndev", [4, 8])
+@pytest.mark.parametrize("name", ["dot_unreduced", "dot_reduced", "rowsum_unreduced"])
+def test_reductions_with_unreduced_axes(ndev, name):
+    """Partial sums left unreduced over y: every device's shard is its own partial sum, as on
+    XLA:CPU (compared shard by shard), and summing them gives numpy's product."""
+    r = results(ndev)
+    got, want = r["unreduced_anvil"][name], r["unreduced_cpu"][name]
+    assert not isinstance(want, str), want
+    assert not isinstance(got, str), got
+    assert got["spec"] == want["spec"]
+    assert [s[0] for s in got["shards"]] == [s[0] for s in want["shards"]]
+    for (_, g), (_, w) in zip(got["shards"], want["shards"]):
+        np.testing.assert_allclose(np.array(g), np.array(w), rtol=1e-5, atol=1e-5)
+    import spmd_cases
+    spmd_cases.NDEV = ndev
+    a = spmd_cases.rng(50, (4, 4 * ndev))
+    b = spmd_cases.rng(51, (4 * ndev, 3))
+    expect = a.sum(1) if name.startswith("rowsum") else a @ b
+    np.testing.assert_allclose(np.array(got["full"]), expect, rtol=1e-4, atol=1e-4)
+
+
+MEMORY = r"""
+import json, sys
+import numpy as np, jax, jax.numpy as jnp
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+ndev = int(sys.argv[1])
+devs = jax.devices('anvil')[:ndev]
+n = 16 * 1024 * 1024  # 64 MiB of f32
+w = np.eye(1024, dtype=np.float32)[:, :8]
+f = jax.jit(lambda x, w: (jnp.sin(x) * 2 + x).reshape(-1, 1024) @ w)
+mesh = Mesh(np.array(devs), ('d',))
+make = jax.jit(lambda: jnp.arange(n, dtype=jnp.float32) / n, out_shardings=NamedSharding(mesh, P('d')))
+x = make()
+r = f(x, jax.device_put(w, NamedSharding(mesh, P())))
+r.block_until_ready()
+expect = ((np.sin(np.asarray(x)) * 2 + np.asarray(x)).reshape(-1, 1024))[:, :8]
+np.testing.assert_allclose(np.asarray(r), expect, rtol=1e-5, atol=1e-6)
+print(json.dumps([d.memory_stats().get('peak_pool_bytes') for d in devs]))
+"""
+
+
+def test_each_device_holds_an_eighth_of_a_sharded_program():
+    """An elementwise chain and a matmul over 64 MiB of f32 split 8 ways: each device's peak
+    (the client's block accounting: its arguments, temporaries and results) is about 1/8 of
+    the same program's peak on one device."""
+    peaks = {}
+    for ndev in (1, 8):
+        env = dict(os.environ, ANVIL_DEVICE_COUNT="8", JAX_PLATFORMS="anvil")
+        p = subprocess.run([sys.executable, "-c", MEMORY, str(ndev)], env=env, capture_output=True,
+                           text=True, timeout=900)
+        assert p.returncode == 0, p.stderr[-3000:]
+        peaks[ndev] = json.loads(p.stdout.strip().splitlines()[-1])
+    one = peaks[1][0]
+    assert one >= 128 * 2**20  # the argument and the chain's result, 64 MiB each
+    for per_device in peaks[8]:
+        assert per_device <= one / 8 * 1.1, (per_device, one)
+        assert per_device >= one / 8 * 0.9, (per_device, one)

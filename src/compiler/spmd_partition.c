@@ -133,10 +133,11 @@ static void remap_region_operands(av_part *P, av_region *r, bool replicate) {
     }
 }
 
-/* The op's results, now at `local` shardings, moved to their propagated shardings (after it). */
-static void settle_results(av_part *P, av_op *op) {
+/* The op's results, now at `local` shardings, moved to their propagated shardings (after
+ * `after`, the op itself unless it was wrapped). */
+static void settle_results_after(av_part *P, av_op *op, av_op *after) {
   av_op *saved = P->before;
-  P->before = op->next;
+  P->before = after->next;
   for (uint32_t i = 0; i < op->nresults && !P->failed; i++) {
     const av_value *r = &op->results[i];
     if (!r->type || r->type->kind != AV_TYPE_TENSOR) continue;
@@ -151,6 +152,8 @@ static void settle_results(av_part *P, av_op *op) {
   }
   P->before = saved;
 }
+
+static void settle_results(av_part *P, av_op *op) { settle_results_after(P, op, op); }
 
 static bool has_sharded_operand(av_part *P, const av_op *op) {
   for (uint32_t i = 0; i < op->noperands; i++) {
@@ -443,6 +446,106 @@ static bool partition_case(av_part *P, av_op *op) {
   return ok && !P->failed;
 }
 
+/* The device an op with a maximal sharding (sdy.sharding on a one-device mesh with its
+ * device_ids, e.g. a host callback JAX pins to one device) runs on, or -1. */
+static int maximal_device(av_part *P, const av_op *op) {
+  const av_attr *a = av_op_attr(op, "sdy.sharding");
+  const char *t = a && (a->kind == AV_ATTR_OPAQUE || a->kind == AV_ATTR_STRING) ? a->u.str.s : NULL;
+  if (!t || op->nresults == 0) return -1;
+  int *ranks = calloc(op->nresults + 1, sizeof *ranks);
+  av_sharding *sh = calloc(op->nresults + 1, sizeof *sh);
+  av_diag ignored;
+  av_diag_init(&ignored);
+  int dev = -1;
+  for (uint32_t i = 0; ranks && i < op->nresults; i++)
+    ranks[i] = op->results[i].type && op->results[i].type->kind == AV_TYPE_TENSOR ? op->results[i].type->rank : 0;
+  if (ranks && sh &&
+      av_sharding_per_value_parse(t, (int)op->nresults, ranks, (av_mesh_table *)&P->S->meshes, sh, &ignored) == AV_OK &&
+      sh[0].mesh && sh[0].mesh->ndevices == 1 && sh[0].mesh->device_ids)
+    dev = (int)sh[0].mesh->device_ids[0];
+  free(ranks);
+  free(sh);
+  return dev >= 0 && dev < P->ndev ? dev : -1;
+}
+
+/* An op pinned to device `dev`: it runs there only (inside an if on the partition id, on
+ * whole operands); its tensor results reach the other devices by collective_broadcast. */
+static bool maximal_op(av_part *P, av_op *op, int dev) {
+  for (uint32_t i = 0; i < op->nresults; i++)
+    if (op->results[i].type && op->results[i].type->kind == AV_TYPE_TUPLE) return false;
+  for (uint32_t i = 0; i < op->noperands && !P->failed; i++) {
+    av_value *o = op->operands[i];
+    const av_sharding *ignored;
+    op->operands[i] = o->type && o->type->kind == AV_TYPE_TENSOR ? av_part_operand(P, o, NULL) : av_part_get(P, o, &ignored);
+  }
+  for (uint32_t q = 0; q < op->nregions && !P->failed; q++) remap_region_operands(P, &op->regions[q], true);
+  if (P->failed) return false;
+  av_value *k = av_emit_i32_scalar(P, dev);
+  av_named_attr eq = {"comparison_direction", av_attr_string(P->m, AV_ATTR_ENUM, "EQ", 2)};
+  av_value *cops[2] = {P->pid, k};
+  av_value *pred = k ? av_emit_op1(P, "stablehlo.compare", 2, cops, av_type_tensor(P->m, AV_DT_PRED, 0, NULL), 1, &eq) : NULL;
+  av_op *iff = pred ? av_op_new(P->m, "stablehlo.if", 1, op->nresults, NULL, 0, 2) : NULL;
+  if (!iff) return av_part_fail(P, AV_RESOURCE_EXHAUSTED, "out of memory");
+  for (uint32_t i = 0; i < op->nresults; i++) iff->results[i].type = op->results[i].type;
+  iff->operands[0] = pred;
+  iff->loc = op->loc;
+  av_block *yes = av_region_add_block(P->m, &iff->regions[0], 0, NULL);
+  av_block *no = av_region_add_block(P->m, &iff->regions[1], 0, NULL);
+  av_op *r1 = av_op_new(P->m, "stablehlo.return", op->nresults, 0, NULL, 0, 0);
+  av_op *r2 = av_op_new(P->m, "stablehlo.return", op->nresults, 0, NULL, 0, 0);
+  if (!yes || !no || !r1 || !r2) return av_part_fail(P, AV_RESOURCE_EXHAUSTED, "out of memory");
+  av_block_insert_before(P->b, op, iff);
+  av_block_remove(P->b, op);
+  av_block_append(yes, op);
+  for (uint32_t i = 0; i < op->nresults; i++) r1->operands[i] = &op->results[i];
+  r1->loc = r2->loc = op->loc;
+  av_block_append(yes, r1);
+  /* elsewhere: zeros, and tokens from nothing */
+  av_block *saved_b = P->b;
+  P->b = no;
+  P->before = NULL;
+  for (uint32_t i = 0; i < op->nresults && !P->failed; i++) {
+    const av_type *t = op->results[i].type;
+    if (t && t->kind == AV_TYPE_TENSOR) {
+      av_value *z0 = av_emit_i32_scalar(P, 0);
+      av_value *zs = z0 ? av_emit_op1(P, "stablehlo.convert", 1, &z0, av_type_tensor(P->m, t->dtype, 0, NULL), 0, NULL) : NULL;
+      av_named_attr bd = {"broadcast_dimensions", av_attr_ints(P->m, 0, NULL)};
+      r2->operands[i] = zs ? av_emit_op1(P, "stablehlo.broadcast_in_dim", 1, &zs, t, 1, &bd) : NULL;
+    } else {
+      r2->operands[i] = av_emit_op1(P, "stablehlo.after_all", 0, NULL, t, 0, NULL);
+    }
+  }
+  av_block_append(no, r2);
+  P->b = saved_b;
+  P->before = iff->next;
+  /* results: from the pinned device to every device */
+  int64_t *groups = calloc((size_t)P->ndev + 1, sizeof *groups);
+  if (!groups) return av_part_fail(P, AV_RESOURCE_EXHAUSTED, "out of memory");
+  groups[0] = dev;
+  for (int q = 0, n = 1; q < P->ndev; q++)
+    if (q != dev) groups[n++] = q;
+  for (uint32_t i = 0; i < op->nresults && !P->failed; i++) {
+    av_value *r = &iff->results[i];
+    if (!r->type || r->type->kind != AV_TYPE_TENSOR) {
+      av_part_set(P, &op->results[i], r, NULL);
+      continue;
+    }
+    av_named_attr attrs[2] = {{"replica_groups", NULL}, {"channel_id", av_attr_int(P->m, 1, av_type_tensor(P->m, AV_DT_S64, 0, NULL))}};
+    int64_t dims[2] = {1, P->ndev};
+    const av_type *gt = av_type_tensor(P->m, AV_DT_S64, 2, dims);
+    attrs[0].value = gt ? av_attr_dense(P->m, gt, groups, (size_t)P->ndev * 8, false, false) : NULL;
+    av_value *b = attrs[0].value && attrs[1].value ? av_emit_op1(P, "stablehlo.collective_broadcast", 1, &r, r->type, 2, attrs) : NULL;
+    if (b && P->rep) P->rep->ncollectives++;
+    av_part_set(P, &op->results[i], b, NULL);
+  }
+  free(groups);
+  /* after the broadcasts */
+  av_op *last = P->before ? P->before->prev : P->b->last;
+  settle_results_after(P, op, last ? last : iff);
+  P->before = iff->next;
+  return !P->failed;
+}
+
 static void process_op(av_part *P, av_op *op, int depth) {
   P->before = op;
   P->loc = op->loc;
@@ -478,13 +581,19 @@ static void process_op(av_part *P, av_op *op, int depth) {
     case AV_OP_IOTA:
       if (av_part_iota(P, op)) return;
       break;
-    default:
+    default: {
+      int dev = maximal_device(P, op);
+      if (dev >= 0) {
+        if (!maximal_op(P, op, dev) && !P->failed) fallback(P, op, "maximal sharding on a tuple");
+        return;
+      }
       if (av_part_local_op(P, op)) {
         settle_results(P, op);
         return;
       }
       if (P->failed) return;
       break;
+    }
   }
   fallback(P, op, "no partitioning rule: runs on gathered operands");
 }

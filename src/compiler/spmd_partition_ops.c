@@ -84,6 +84,10 @@ static av_opcode partial_combiner(const av_op *op) {
       av_opcode c = body_combiner(op);
       return c != AV_OP_UNKNOWN && is_identity(op->operands[1], c) ? c : AV_OP_UNKNOWN;
     }
+    case AV_OP_SCATTER:
+      /* updates split over devices: each adds its own into the operand, which only the
+       * devices at the axes' origin hold (the others start from zeros) */
+      return op->nresults == 1 && op->noperands == 3 && body_combiner(op) == AV_OP_ADD ? AV_OP_ADD : AV_OP_UNKNOWN;
     default:
       return AV_OP_UNKNOWN;
   }
@@ -322,6 +326,19 @@ bool av_part_local_op(av_part *P, av_op *op) {
     free(tsh);
     av_factor_rule_free(r);
     return false;
+  }
+  /* a scatter's partial sums need an operand that is unreduced over the same axes */
+  if (op->code == AV_OP_SCATTER && npartial) {
+    bool whole = true;
+    for (int k = 0; k < npartial; k++)
+      whole &= partial_refs[k].pre == 1 && partial_refs[k].size == P->mesh->sizes[partial_refs[k].axis];
+    if (!whole) {
+      free(tsh);
+      av_factor_rule_free(r);
+      return false;
+    }
+    tsh[0].mesh = P->mesh;
+    for (int k = 0; k < npartial; k++) tsh[0].unreduced |= 1u << partial_refs[k].axis;
   }
   /* operands on their shardings, results on local types */
   const av_type *g0 = gtype_of(P, op->operands[0]);

@@ -976,7 +976,8 @@ static void run_item(prop *p, uint32_t k) {
   }
   const av_mesh *mesh = NULL;
   for (uint32_t i = 0; i < n; i++) {
-    if (!shs[i] || !shs[i]->mesh) continue;
+    /* shardings on an empty (one-device) mesh shard nothing: they go with any mesh */
+    if (!shs[i] || !shs[i]->mesh || shs[i]->mesh->ndevices <= 1) continue;
     if (!mesh) mesh = shs[i]->mesh;
     else if (!same_mesh(mesh, shs[i]->mesh)) goto done;
   }
@@ -1021,9 +1022,11 @@ static void func_results(prop *p) {
     if (!is_tensor(v)) continue;
     av_sharding *fr = &p->s->res[k];
     const av_sharding *shs[2] = {get_sh(p, v), fr->mesh ? fr : NULL};
-    const av_mesh *mesh = shs[0] && shs[0]->mesh ? shs[0]->mesh : shs[1] ? shs[1]->mesh : NULL;
-    if (!mesh || mesh->ndevices <= 1) continue;
-    if (shs[0] && shs[1] && !same_mesh(shs[0]->mesh, shs[1]->mesh)) continue;
+    bool m0 = shs[0] && shs[0]->mesh && shs[0]->mesh->ndevices > 1;
+    bool m1 = shs[1] && shs[1]->mesh->ndevices > 1;
+    const av_mesh *mesh = m0 ? shs[0]->mesh : m1 ? shs[1]->mesh : NULL;
+    if (!mesh) continue;
+    if (m0 && m1 && !same_mesh(shs[0]->mesh, shs[1]->mesh)) continue;
     av_factor_rule *r = av_factor_rule_identity(v->type, 1, 1);
     proj pj = {0};
     if (!r || !proj_build(&pj, r, mesh, shs)) {

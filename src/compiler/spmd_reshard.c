@@ -89,6 +89,49 @@ av_value *av_reshard(av_part *P, av_value *v, const av_type *global, const av_sh
     }
     cur.unreduced &= ~ured;
   }
+  /* 2a. axes that split a dimension and become unreduced: each device's block stays where it
+   * is in a dimension of zeros (their sum is the value; no communication) */
+  uint32_t add = av_sharding_unreduced(&want, ~0u) & ~av_sharding_unreduced(&cur, ~0u);
+  uint32_t placed = 0;
+  for (int d = 0; d < rank && add; d++) {
+    int extra = cur.naxes[d] - common[d];
+    if (extra <= 0) continue;
+    bool all = true;
+    for (int i = 0; i < extra && all; i++) {
+      const av_axis_ref *r = &cur.axes[d][common[d] + i];
+      all = r->pre == 1 && r->size == m->sizes[r->axis] && (add >> r->axis & 1u);
+    }
+    if (!all) continue;
+    int64_t n = refs_size(&cur.axes[d][common[d]], extra);
+    int64_t dims[AV_MAX_RANK];
+    memcpy(dims, local, sizeof dims);
+    dims[d] = local[d] * n;
+    const av_type *bt = av_type_tensor(P->m, global->dtype, rank, dims);
+    int32_t *table = calloc((size_t)P->ndev + 1, sizeof *table);
+    if (!table || !bt) {
+      free(table);
+      av_part_fail(P, AV_RESOURCE_EXHAUSTED, "out of memory");
+      return NULL;
+    }
+    av_part_block_index(P, &cur.axes[d][common[d]], extra, table);
+    for (int q = 0; q < P->ndev; q++) table[q] = (int32_t)(table[q] * local[d]);
+    av_value *off = av_emit_device_lookup(P, table);
+    free(table);
+    av_value *z0 = off ? av_emit_i32_scalar(P, 0) : NULL;
+    av_value *zs = z0 ? av_emit_op1(P, "stablehlo.convert", 1, &z0, av_type_tensor(P->m, global->dtype, 0, NULL), 0, NULL) : NULL;
+    av_named_attr bd = {"broadcast_dimensions", av_attr_ints(P->m, 0, NULL)};
+    av_value *zb = zs ? av_emit_op1(P, "stablehlo.broadcast_in_dim", 1, &zs, bt, 1, &bd) : NULL;
+    av_value *ops[AV_MAX_RANK + 2];
+    ops[0] = zb;
+    ops[1] = v;
+    for (int k = 0; k < rank; k++) ops[k + 2] = k == d ? off : z0;
+    v = zb ? av_emit_op1(P, "stablehlo.dynamic_update_slice", (uint32_t)rank + 2, ops, bt, 0, NULL) : NULL;
+    if (!v) return NULL;
+    local[d] = dims[d];
+    for (int i = 0; i < extra; i++) placed |= 1u << cur.axes[d][common[d] + i].axis;
+    cur.naxes[d] = (uint8_t)common[d];
+  }
+  cur.unreduced |= placed;
   /* 2. gather what the target does not split the same way */
   for (int d = 0; d < rank; d++) {
     int extra = cur.naxes[d] - common[d];
@@ -143,7 +186,7 @@ av_value *av_reshard(av_part *P, av_value *v, const av_type *global, const av_sh
     v = P->failed ? NULL : av_emit_dynamic_slice(P, v, offs, sizes);
   }
   /* 4. newly unreduced axes: the value stays on the devices at their origin, zeros elsewhere */
-  uint32_t add = av_sharding_unreduced(&want, ~0u) & ~av_sharding_unreduced(&cur, ~0u);
+  add = av_sharding_unreduced(&want, ~0u) & ~av_sharding_unreduced(&cur, ~0u);
   if (v && add) {
     for (int q = 0; q < P->ndev; q++) {
       int64_t pos = av_mesh_position(m, q);

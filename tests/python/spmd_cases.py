@@ -110,6 +110,14 @@ def unreduced(platform):
             'dot_reduced': lambda a, b: jax.sharding.reshard(
                 jnp.dot(a, b, out_sharding=P('x', None, unreduced={'y'})), P('x', None)),
             'rowsum_unreduced': lambda a, b: jnp.einsum('ij->i', a, out_sharding=P('x', unreduced={'y'})),
+            # a sharded value made unreduced: each device keeps its block in place, zeros
+            # elsewhere; a replicated one: the origin keeps it
+            'sharded_to_unreduced': lambda a, b: jax.sharding.reshard(a, P('x', None, unreduced={'y'})),
+            'replicated_to_unreduced': lambda a, b: jax.sharding.reshard(b, P(None, None, unreduced={'x'})),
+            # a scatter-add whose updates are split: partial counts per device
+            'bincount_unreduced': lambda a, b: jnp.bincount(
+                (jnp.abs(jax.sharding.reshard(a, P(None, ('x', 'y')))[0]) * 3).astype(jnp.int32) % 5,
+                length=5, out_sharding=P(unreduced={'x', 'y'})),
         }
         for name, fn in fns.items():
             try:

@@ -104,7 +104,9 @@ def test_values_match_numpy(ndev):
 
 
 @pytest.mark.parametrize("ndev", [4, 8])
-@pytest.mark.parametrize("name", ["dot_unreduced", "dot_reduced", "rowsum_unreduced"])
+@pytest.mark.parametrize("name", ["dot_unreduced", "dot_reduced", "rowsum_unreduced",
+                                  "sharded_to_unreduced", "replicated_to_unreduced",
+                                  "bincount_unreduced"])
 def test_reductions_with_unreduced_axes(ndev, name):
     """Partial sums left unreduced over y: every device's shard is its own partial sum, as on
     XLA:CPU (compared shard by shard), and summing them gives numpy's product."""
@@ -120,7 +122,9 @@ def test_reductions_with_unreduced_axes(ndev, name):
     spmd_cases.NDEV = ndev
     a = spmd_cases.rng(50, (4, 4 * ndev))
     b = spmd_cases.rng(51, (4 * ndev, 3))
-    expect = a.sum(1) if name.startswith("rowsum") else a @ b
+    expect = {"rowsum_unreduced": a.sum(1), "sharded_to_unreduced": a, "replicated_to_unreduced": b,
+              "bincount_unreduced": np.bincount((np.abs(a[0]) * 3).astype(np.int32) % 5, minlength=5)
+              }.get(name, a @ b)
     np.testing.assert_allclose(np.array(got["full"]), expect, rtol=1e-4, atol=1e-4)
 
 

@@ -403,11 +403,12 @@ av_axis_ref av_axis_ref_whole(const av_mesh *m, int axis) {
 /* "x":(pre)size splits x's coordinate c (size n) as [pre, size, n / (pre * size)], major to
  * minor, and takes the middle digit. */
 static int64_t ref_stride(const av_mesh *m, const av_axis_ref *r) {
-  return m->sizes[r->axis] / ((int64_t)r->pre * r->size);
+  int64_t part = (int64_t)r->pre * r->size, st = part > 0 ? m->sizes[r->axis] / part : 1;
+  return st > 0 ? st : 1; /* refs are checked against their mesh when parsed */
 }
 
 int64_t av_axis_ref_coord(const av_mesh *m, const av_axis_ref *r, int64_t pos) {
-  return (axis_coord(m, r->axis, pos) / ref_stride(m, r)) % r->size;
+  return r->size > 0 ? (axis_coord(m, r->axis, pos) / ref_stride(m, r)) % r->size : 0;
 }
 
 bool av_axis_refs_overlap(const av_axis_ref *a, const av_axis_ref *b) {

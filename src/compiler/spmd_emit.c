@@ -190,7 +190,8 @@ static void rest_coords(const av_mesh *m, const av_axis_ref *refs, int nrefs, in
   }
   for (int i = 0; i < nrefs; i++) {
     const av_axis_ref *r = &refs[i];
-    int64_t st = m->sizes[r->axis] / ((int64_t)r->pre * r->size);
+    int64_t part = (int64_t)r->pre * r->size, st = part > 0 ? m->sizes[r->axis] / part : 1;
+    if (st < 1 || r->size < 1) continue;
     out[r->axis] -= (out[r->axis] / st) % r->size * st;
   }
 }

@@ -33,6 +33,8 @@ av_value *av_part_get(av_part *P, const av_value *orig, const av_sharding **sh);
 /* The propagated sharding of `v` reduced to what divides its shape evenly (NULL: replicated). */
 const av_sharding *av_part_target(av_part *P, const av_value *v, av_sharding *buf);
 const av_sharding *av_part_replicated(av_part *P, int rank);
+/* `s` on the partitioner's mesh (s itself when already; NULL and P failed when impossible). */
+const av_sharding *av_part_on_mesh(av_part *P, const av_sharding *s, av_sharding *buf);
 const av_sharding *av_part_keep(av_part *P, const av_sharding *s); /* an arena copy */
 bool av_part_fail(av_part *P, av_code code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void av_part_note_fallback(av_part *P, const av_op *op, const char *why);

@@ -84,11 +84,124 @@ static int64_t gcd64(int64_t a, int64_t b) {
   return a;
 }
 
+/* Mesh axis `a` of `from` as refs of `to` (both meshes enumerate the same devices in the
+ * same order: one is a reshape of the other's device array); false when its coordinate is
+ * not a product of parts of `to`'s axes. */
+static bool axis_on_mesh(const av_mesh *from, const av_mesh *to, int a, av_axis_ref *out, int *n) {
+  int64_t f[AV_MESH_MAX_AXES], t[AV_MESH_MAX_AXES], used[AV_MESH_MAX_AXES];
+  for (int i = 0; i < from->naxes; i++) f[i] = from->sizes[i];
+  for (int j = 0; j < to->naxes; j++) {
+    t[j] = to->sizes[j];
+    used[j] = 1;
+  }
+  int i = 0, j = 0;
+  *n = 0;
+  while (i < from->naxes && i <= a) {
+    if (f[i] == 1) {
+      i++;
+      continue;
+    }
+    if (j >= to->naxes) return false;
+    if (t[j] == 1) {
+      j++;
+      continue;
+    }
+    int64_t piece;
+    if (t[j] % f[i] == 0) piece = f[i];
+    else if (f[i] % t[j] == 0) piece = t[j];
+    else return false;
+    if (i == a) {
+      if (*n >= AV_DIM_MAX_AXES) return false;
+      out[(*n)++] = (av_axis_ref){(int16_t)j, (int32_t)used[j], (int32_t)piece};
+    }
+    used[j] *= piece;
+    f[i] /= piece;
+    t[j] /= piece;
+  }
+  return true;
+}
+
+static bool same_devices(const av_mesh *a, const av_mesh *b) {
+  if (a->ndevices != b->ndevices) return false;
+  for (int64_t p = 0; p < a->ndevices; p++)
+    if (av_mesh_device_id(a, p) != av_mesh_device_id(b, p)) return false;
+  return true;
+}
+
+/* `s` expressed on the partitioner's mesh (NULL with P->failed when it cannot be: the
+ * program then runs as one global program). */
+const av_sharding *av_part_on_mesh(av_part *P, const av_sharding *s, av_sharding *buf) {
+  if (!s || !s->mesh || s->mesh == P->mesh) return s;
+  const av_mesh *from = s->mesh, *to = P->mesh;
+  bool same = from->naxes == to->naxes && same_devices(from, to);
+  for (int a = 0; same && a < from->naxes; a++) same = from->sizes[a] == to->sizes[a];
+  if (same) {
+    *buf = *s;
+    buf->mesh = to;
+    return buf;
+  }
+  if (av_sharding_is_replicated(s)) return NULL;
+  if (!same_devices(from, to)) {
+    av_part_fail(P, AV_UNIMPLEMENTED, "shardings over two meshes whose devices differ in order");
+    return NULL;
+  }
+  av_sharding_replicated(buf, s->rank);
+  buf->mesh = to;
+  for (int k = 0; k < s->rank; k++) {
+    for (int r = 0; r < s->naxes[k]; r++) {
+      const av_axis_ref *ref = &s->axes[k][r];
+      av_axis_ref pieces[AV_DIM_MAX_AXES];
+      int np;
+      if (!axis_on_mesh(from, to, ref->axis, pieces, &np)) {
+        av_part_fail(P, AV_UNIMPLEMENTED, "a sharding over mesh axis \"%s\" that is no product of the program's mesh axes",
+                     from->names[ref->axis]);
+        return NULL;
+      }
+      /* the digits [pre, pre * size) of the axis, major first, out of its pieces */
+      int64_t lo = ref->pre, hi = (int64_t)ref->pre * ref->size, c = 1;
+      for (int q = 0; q < np; q++) {
+        int64_t p0 = c, p1 = c * pieces[q].size;
+        c = p1;
+        int64_t a0 = lo > p0 ? lo : p0, a1 = hi < p1 ? hi : p1;
+        if (a0 >= a1) continue;
+        av_axis_ref part = pieces[q];
+        part.pre = (int32_t)(pieces[q].pre * (a0 / p0));
+        part.size = (int32_t)(a1 / a0);
+        if (buf->naxes[k] >= AV_DIM_MAX_AXES) {
+          av_part_fail(P, AV_UNIMPLEMENTED, "a sharding over too many mesh axes");
+          return NULL;
+        }
+        buf->axes[k][buf->naxes[k]++] = part;
+      }
+    }
+    buf->open[k] = s->open[k];
+  }
+  for (int a = 0; a < from->naxes; a++) {
+    if (!((s->unreduced | s->replicated) >> a & 1u) || from->sizes[a] == 1) continue;
+    av_axis_ref pieces[AV_DIM_MAX_AXES];
+    int np;
+    bool whole = axis_on_mesh(from, to, a, pieces, &np);
+    for (int q = 0; whole && q < np; q++) whole = pieces[q].pre == 1 && pieces[q].size == to->sizes[pieces[q].axis];
+    if (!whole && (s->unreduced >> a & 1u)) {
+      av_part_fail(P, AV_UNIMPLEMENTED, "unreduced over mesh axis \"%s\", part of a program mesh axis", from->names[a]);
+      return NULL;
+    }
+    for (int q = 0; whole && q < np; q++) {
+      if (s->unreduced >> a & 1u) buf->unreduced |= 1u << pieces[q].axis;
+      else buf->replicated |= 1u << pieces[q].axis;
+    }
+  }
+  return buf;
+}
+
 const av_sharding *av_part_target(av_part *P, const av_value *v, av_sharding *buf) {
-  const av_sharding *s = v->id < P->S->nvalues ? P->S->of[v->id] : NULL;
+  const av_sharding *s0 = v->id < P->S->nvalues ? P->S->of[v->id] : NULL;
   const av_type *t = v->id < P->nval && P->gtype[v->id] ? P->gtype[v->id] : v->type;
-  if (!s || !s->mesh || !t || t->kind != AV_TYPE_TENSOR || s->rank != t->rank) return NULL;
-  if (s->mesh != P->mesh && s->mesh->ndevices != P->mesh->ndevices) return NULL;
+  if (!s0 || !s0->mesh || !t || t->kind != AV_TYPE_TENSOR || s0->rank != t->rank) return NULL;
+  if (s0->mesh->ndevices != P->mesh->ndevices) return NULL;
+  av_sharding conv;
+  const av_sharding *s = av_part_on_mesh(P, s0, &conv);
+  if (!s) return NULL;
   *buf = *s;
   buf->mesh = P->mesh;
   for (int k = 0; k < t->rank; k++) { /* what divides evenly, as for main's arguments */
@@ -236,8 +349,7 @@ static void inline_manual(av_part *P, av_op *mc, int depth) {
   av_diag_init(&local);
   uint32_t mask = 0;
   bool ok = av_sharding_per_value_parse(in_t, (int)nin, ranks, t, sh, &local) == AV_OK &&
-            av_sharding_per_value_parse(out_t, (int)nout, ranks + nin, t, sh + nin, &local) == AV_OK &&
-            av_manual_axes_parse(ax_t, P->mesh, &mask, &local) == AV_OK;
+            av_sharding_per_value_parse(out_t, (int)nout, ranks + nin, t, sh + nin, &local) == AV_OK;
   free(ranks);
   if (!ok) {
     av_part_fail(P, local.code ? local.code : AV_INVALID_ARGUMENT, "%s", local.msg);
@@ -249,6 +361,40 @@ static void inline_manual(av_part *P, av_op *mc, int depth) {
                    (long long)sh[i].mesh->ndevices, P->ndev);
       return;
     }
+  /* another mesh of the same devices: its manual axes and shardings on the program's mesh */
+  const av_mesh *mc_mesh = NULL;
+  for (uint32_t i = 0; i < nin + nout && !mc_mesh; i++) mc_mesh = sh[i].mesh;
+  if (!mc_mesh || mc_mesh == P->mesh || mc_mesh->ndevices <= 1) {
+    if (av_manual_axes_parse(ax_t, P->mesh, &mask, &local) != AV_OK) {
+      av_part_fail(P, local.code ? local.code : AV_INVALID_ARGUMENT, "%s", local.msg);
+      return;
+    }
+  } else {
+    uint32_t m2 = 0;
+    if (av_manual_axes_parse(ax_t, mc_mesh, &m2, &local) != AV_OK) {
+      av_part_fail(P, local.code ? local.code : AV_INVALID_ARGUMENT, "%s", local.msg);
+      return;
+    }
+    for (uint32_t i = 0; i < nin + nout && !P->failed; i++) {
+      av_sharding conv;
+      const av_sharding *c = av_part_on_mesh(P, &sh[i], &conv);
+      if (c && c != &sh[i]) sh[i] = *c;
+      else if (!c && sh[i].mesh) av_sharding_replicated(&sh[i], sh[i].rank);
+    }
+    for (int a = 0; a < mc_mesh->naxes && !P->failed; a++) {
+      if (!(m2 >> a & 1u) || mc_mesh->sizes[a] == 1) continue;
+      av_axis_ref pieces[AV_DIM_MAX_AXES];
+      int np;
+      bool whole = axis_on_mesh(mc_mesh, P->mesh, a, pieces, &np);
+      for (int q = 0; whole && q < np; q++) whole = pieces[q].pre == 1 && pieces[q].size == P->mesh->sizes[pieces[q].axis];
+      if (!whole) {
+        av_part_fail(P, AV_UNIMPLEMENTED, "manual axis \"%s\" is part of a mesh axis of the program", mc_mesh->names[a]);
+        return;
+      }
+      for (int q = 0; q < np; q++) mask |= 1u << pieces[q].axis;
+    }
+    if (P->failed) return;
+  }
   /* operands: their manual part; the body arguments stand for them */
   for (uint32_t i = 0; i < nin && !P->failed; i++) {
     av_value *o = mc->operands[i];
@@ -660,6 +806,18 @@ av_code av_spmd_partition(av_module *m, const av_spmd_shardings *s, int num_repl
     if (body->args[i].type && body->args[i].type->kind == AV_TYPE_TUPLE) return not_partitioned(rep, "tuple arguments"), AV_OK;
   for (uint32_t i = 0; i < ret->noperands; i++)
     if (ret->operands[i]->type && ret->operands[i]->type->kind == AV_TYPE_TUPLE) return not_partitioned(rep, "tuple results"), AV_OK;
+  /* every other mesh of as many devices must be a reshape of the program's one */
+  for (int i = 0; i < s->meshes.n; i++) {
+    const av_mesh *o = s->meshes.meshes[i];
+    if (o == s->mesh || o->ndevices != s->mesh->ndevices || o->ndevices <= 1) continue;
+    bool ok = same_devices(o, s->mesh);
+    for (int a = 0; ok && a < o->naxes; a++) {
+      av_axis_ref pieces[AV_DIM_MAX_AXES];
+      int np;
+      ok = axis_on_mesh(o, s->mesh, a, pieces, &np);
+    }
+    if (!ok) return not_partitioned(rep, "shardings over meshes that are not reshapes of one another"), AV_OK;
+  }
   /* main's arguments/results must divide evenly (propagation made them so) */
   for (uint32_t i = 0; i < body->nargs && i < s->nargs; i++) {
     int64_t l[AV_MAX_RANK];
@@ -701,7 +859,9 @@ av_code av_spmd_partition(av_module *m, const av_spmd_shardings *s, int num_repl
   if (!in_types || !out_types) av_part_fail(&P, AV_RESOURCE_EXHAUSTED, "out of memory");
   for (uint32_t i = 0; i < body->nargs && !P.failed; i++) {
     av_value *a = &body->args[i];
-    const av_sharding *as = i < s->nargs && s->args[i].mesh ? &s->args[i] : NULL;
+    av_sharding abuf;
+    const av_sharding *as = i < s->nargs && s->args[i].mesh ? av_part_on_mesh(&P, &s->args[i], &abuf) : NULL;
+    as = as ? av_part_keep(&P, as) : NULL;
     if (is_tensor_type(a->type) && as) {
       const av_type *lt = av_part_local_type(&P, a->type, as);
       if (!lt) av_part_fail(&P, AV_INTERNAL, "argument %u: sharding does not divide it", i);
@@ -725,7 +885,9 @@ av_code av_spmd_partition(av_module *m, const av_spmd_shardings *s, int num_repl
       const av_sharding *ignored;
       ret->operands[k] = av_part_get(&P, o, &ignored);
     } else {
-      const av_sharding *rs = k < s->nres && s->res[k].mesh && !av_sharding_is_replicated(&s->res[k]) ? &s->res[k] : NULL;
+      av_sharding rbuf;
+      const av_sharding *rs = k < s->nres && s->res[k].mesh && !av_sharding_is_replicated(&s->res[k])
+                                  ? av_part_on_mesh(&P, &s->res[k], &rbuf) : NULL;
       ret->operands[k] = av_part_operand(&P, o, rs);
     }
     if (ret->operands[k]) out_types[k] = ret->operands[k]->type;

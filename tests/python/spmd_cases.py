@@ -73,6 +73,9 @@ def cases(m1, m2, m2r):
     c['unspecified_input'] = (lambda u, v: u * v, [(rng(37, (4, n)), m2, P('x', 'y')), (rng(38, (4, n)), None, None)])
     c['constraint'] = (lambda u: jax.lax.with_sharding_constraint(u * 2, NamedSharding(m2, P(None, 'x'))) + 1,
                        [(rng(39, (4, n)), m2, P('x', 'y'))])
+    # a constraint over another mesh of the same devices (d = x * y)
+    c['two_meshes'] = (lambda u: jax.lax.with_sharding_constraint(jnp.sin(u), NamedSharding(m1, P(None, 'd'))) * 2,
+                       [(rng(47, (4, n)), m2, P('x', 'y'))])
     c['two_outputs'] = (lambda u: (u.sum(0), u * 3), [(rng(40, (4, n)), m2, P('x', 'y'))])
 
     # an MLP training step, parameters sharded over a 2 x (n/2) mesh (x: batch/FSDP, y: model)

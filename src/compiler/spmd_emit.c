@@ -1,5 +1,6 @@
 /* IR the partitioner adds: local types, constants, per-device offsets from partition_id, and
  * the collectives (all_gather, all_reduce, reduce_scatter, all_to_all) over mesh axes. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -93,6 +94,29 @@ av_value *av_emit_dynamic_slice(av_part *P, av_value *v, av_value *const *offset
                      av_type_tensor(P->m, t->dtype, t->rank, sizes), 1, &sz);
 }
 
+/* A collective the partitioner adds is located at the op it serves, under its HLO name (the
+ * name XLA gives it, which compiled.as_text() then shows): "all-reduce"(<the op's loc>). */
+void av_part_name_loc(av_part *P, av_op *op, const char *hlo_name) {
+  const char *base = P->loc && strcmp(P->loc, "unknown") != 0 ? P->loc : NULL;
+  size_t n = strlen(hlo_name) + (base ? strlen(base) : 0) + 8;
+  char *s = av_arena_alloc(&P->m->arena, n);
+  if (!s) return;
+  if (base) snprintf(s, n, "\"%s\"(%s)", hlo_name, base);
+  else snprintf(s, n, "\"%s\"", hlo_name);
+  op->loc = s;
+}
+
+const char *av_hlo_collective_name(const char *stablehlo_name) {
+  static const char *const names[][2] = {
+      {"stablehlo.all_gather", "all-gather"}, {"stablehlo.all_reduce", "all-reduce"},
+      {"stablehlo.reduce_scatter", "reduce-scatter"}, {"stablehlo.all_to_all", "all-to-all"},
+      {"stablehlo.collective_broadcast", "collective-broadcast"},
+      {"stablehlo.collective_permute", "collective-permute"}};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+    if (strcmp(names[i][0], stablehlo_name) == 0) return names[i][1];
+  return NULL;
+}
+
 static const av_attr *groups_attr(av_part *P, const int64_t *groups, int ngroups, int gsize) {
   int64_t dims[2] = {ngroups, gsize};
   const av_type *t = av_type_tensor(P->m, AV_DT_S64, 2, dims);
@@ -137,6 +161,7 @@ static av_value *collective(av_part *P, const char *name, av_value *v, const av_
     av_part_fail(P, AV_RESOURCE_EXHAUSTED, "out of memory");
     return NULL;
   }
+  av_part_name_loc(P, op, av_hlo_collective_name(name));
   if (P->rep) P->rep->ncollectives++;
   return &op->results[0];
 }
@@ -177,6 +202,7 @@ av_value *av_emit_all_to_all(av_part *P, av_value *v, int split_dim, int concat_
     av_part_fail(P, AV_RESOURCE_EXHAUSTED, "out of memory");
     return NULL;
   }
+  av_part_name_loc(P, op, "all-to-all");
   if (P->rep) P->rep->ncollectives++;
   return &op->results[0];
 }

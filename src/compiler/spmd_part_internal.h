@@ -57,6 +57,10 @@ av_value *av_emit_reduce_scatter(av_part *P, av_value *v, int dim, const int64_t
                                  int gsize, av_opcode combiner, const av_type *rtype);
 av_value *av_emit_all_to_all(av_part *P, av_value *v, int split_dim, int concat_dim, const int64_t *groups,
                              int ngroups, int gsize, const av_type *rtype);
+/* Locates op at the op being partitioned under an HLO name: "all-reduce"(<loc>). */
+void av_part_name_loc(av_part *P, av_op *op, const char *hlo_name);
+/* The HLO name of a StableHLO collective ("all-reduce" for stablehlo.all_reduce), or NULL. */
+const char *av_hlo_collective_name(const char *stablehlo_name);
 /* Device groups that differ only in the coordinates of `refs` (ordered by the block index
  * over refs, major to minor); malloc'd [ngroups * gsize] device ids. */
 int64_t *av_part_groups(av_part *P, const av_axis_ref *refs, int nrefs, int *ngroups, int *gsize);

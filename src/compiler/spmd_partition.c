@@ -681,6 +681,10 @@ static bool maximal_op(av_part *P, av_op *op, int dev) {
     const av_type *gt = av_type_tensor(P->m, AV_DT_S64, 2, dims);
     attrs[0].value = gt ? av_attr_dense(P->m, gt, groups, (size_t)P->ndev * 8, false, false) : NULL;
     av_value *b = attrs[0].value && attrs[1].value ? av_emit_op1(P, "stablehlo.collective_broadcast", 1, &r, r->type, 2, attrs) : NULL;
+    if (b) {
+      P->loc = op->loc;
+      av_part_name_loc(P, b->def, "collective-broadcast");
+    }
     if (b && P->rep) P->rep->ncollectives++;
     av_part_set(P, &op->results[i], b, NULL);
   }

@@ -237,7 +237,10 @@ static bool fix_attrs(av_part *P, av_op *op, const av_type *g, const av_sharding
     if (!av_attr_ints_of(op->attrs[i].value, v, AV_MAX_RANK, &nv) || (int)nv != rank) return false;
     for (int k = 0; k < rank; k++)
       if (local[k] != g->dims[k]) {
-        if (v[k] != g->dims[k]) return false; /* only whole dimensions are split */
+        /* a split dimension is taken whole, or (a gather's batching dimension, the only
+           split one its rule lets a size-1 slice have) one index of it */
+        if (op->code == AV_OP_GATHER && sizes && v[k] == 1) continue;
+        if (v[k] != g->dims[k]) return false;
         v[k] = local[k];
       }
     const av_attr *a = av_attr_ints(P->m, (size_t)rank, v);

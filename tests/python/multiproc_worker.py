@@ -92,6 +92,12 @@ def collectives(pid, nproc, out):
     record(out, "jit_sharded_sum", lambda: np.asarray(
         jax.jit(lambda t: jnp.sum(t * 2, axis=0), out_shardings=NamedSharding(mesh, P()))(ga)
         .addressable_data(0)))
+    # partitioned across processes: each device's program works on its own row (the HLO view
+    # of the executable shows per-device shapes; a global program would show [G,3])
+    record(out, "jit_sharded_sum_per_device", lambda: jax.jit(
+        lambda t: jnp.sum(t * 2, axis=0), out_shardings=NamedSharding(mesh, P())).lower(ga)
+        .compile().as_text().split("\n", 1)[0].startswith(
+            "HloModule jit__lambda, entry_computation_layout={(f32[1,3]{1,0})->"))
     w = np.arange(12, dtype=np.float32).reshape(3, 4) / 7
     mesh2 = Mesh(np.array(jax.devices()).reshape(nproc, L), ("p", "l"))
     rows2 = jax.make_array_from_process_local_data(NamedSharding(mesh2, P(("p", "l"))), mine)

@@ -101,6 +101,7 @@ def expected_collectives(G, L, pid):
     e["shard_map_psum"] = tot[None, :]
     e["shard_map_ppermute"] = np.roll(x, 1, axis=0)[rows]
     e["jit_sharded_sum"] = 2 * tot
+    e["jit_sharded_sum_per_device"] = True
     w = np.arange(12, dtype=np.float32).reshape(3, 4) / 7
     e["jit_matmul_rows"] = np.tanh(x @ w)[rows]
     nproc = G // L
@@ -264,9 +265,10 @@ def fn(index):
     r = xm.all_reduce(xm.REDUCE_SUM, t)
     g = xm.all_gather(t.unsqueeze(0), dim=0)
     xm.mark_step()
-    print("RESULT " + json.dumps({"ordinal": xr.global_ordinal(), "world": xr.world_size(),
-                                  "pid": os.getpid(), "sum": r.cpu().tolist(),
-                                  "gather": g.cpu().tolist()}), flush=True)
+    line = "RESULT " + json.dumps({"ordinal": xr.global_ordinal(), "world": xr.world_size(),
+                                   "pid": os.getpid(), "sum": r.cpu().tolist(),
+                                   "gather": g.cpu().tolist()}) + "\n"
+    os.write(1, line.encode())  # one write: both processes share the pipe, lines must not mix
 
 if __name__ == "__main__":
     xmp.spawn(fn)

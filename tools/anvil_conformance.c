@@ -36,6 +36,7 @@ typedef struct options {
   bool buckets;
   bool show_skips;
   int timeout_s;
+  av_denormals denormals; /* --denormals: flush (anvil's default) or ieee */
 } options;
 
 typedef struct bucket {
@@ -61,8 +62,8 @@ static const char *skip_reason(const char *msg) {
 }
 
 /* Compiles and runs one module; fills reason on failure/skip. */
-static int run_one(const char *text, size_t len, char *reason) {
-  switch (av_conf_run_parallel(text, len, reason, REASON_MAX)) {
+static int run_one(const options *o, const char *text, size_t len, char *reason) {
+  switch (av_conf_run_parallel(text, len, o->denormals, reason, REASON_MAX)) {
     case AV_CONF_PASS: return RESULT_PASS;
     case AV_CONF_FAIL: return RESULT_FAIL;
     case AV_CONF_SKIP: return RESULT_SKIP;
@@ -71,6 +72,7 @@ static int run_one(const char *text, size_t len, char *reason) {
   av_diag d;
   av_diag_init(&d);
   av_program *p = av_program_compile("mlir", 4, text, len, NULL, &d);
+  if (p) av_program_set_denormals(p, o->denormals);
   if (!p) {
     const char *why = skip_reason(d.msg);
     if (why) {
@@ -113,21 +115,21 @@ static int run_one(const char *text, size_t len, char *reason) {
 
 /* Runs in a child so a crash or a hang is reported, not fatal. */
 static int run_isolated(const options *o, const char *text, size_t len, char *reason) {
-  if (!o->fork) return run_one(text, len, reason);
+  if (!o->fork) return run_one(o, text, len, reason);
   int fds[2];
-  if (pipe(fds) != 0) return run_one(text, len, reason);
+  if (pipe(fds) != 0) return run_one(o, text, len, reason);
   fflush(stdout);
   pid_t pid = fork();
   if (pid < 0) {
     close(fds[0]);
     close(fds[1]);
-    return run_one(text, len, reason);
+    return run_one(o, text, len, reason);
   }
   if (pid == 0) {
     close(fds[0]);
     alarm((unsigned)o->timeout_s);
     char r[REASON_MAX] = "";
-    int res = run_one(text, len, r);
+    int res = run_one(o, text, len, r);
     char msg[REASON_MAX + 4];
     msg[0] = (char)('0' + res);
     size_t rl = strlen(r);
@@ -335,9 +337,16 @@ int main(int argc, char **argv) {
     else if (strcmp(argv[i], "--buckets") == 0) o.buckets = true;
     else if (strcmp(argv[i], "--show-skips") == 0) o.show_skips = true;
     else if (strcmp(argv[i], "--timeout") == 0 && i + 1 < argc) o.timeout_s = atoi(argv[++i]);
-    else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+    else if (strcmp(argv[i], "--denormals") == 0 && i + 1 < argc) {
+      if (!av_parse_denormals(argv[++i], &o.denormals)) {
+        fprintf(stderr, "--denormals takes 'flush' or 'ieee'\n");
+        return 2;
+      }
+    } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
       printf("usage: anvil-conformance [--quiet] [--buckets] [--show-skips] [--no-fork] "
-             "[--timeout S] DIR_OR_FILE...\n");
+             "[--timeout S] [--denormals flush|ieee] DIR_OR_FILE...\n"
+             "  --denormals ieee: exact subnormals, as the StableHLO reference interpreter\n"
+             "  computes (tests/interpret, testdata-quantized); default flush, as XLA:CPU\n");
       return 0;
     } else {
       npaths++;
@@ -350,7 +359,7 @@ int main(int argc, char **argv) {
   if (o.timeout_s < 1) o.timeout_s = 60;
   for (int i = 1; i < argc; i++) {
     if (argv[i][0] == '-' && argv[i][1] == '-') {
-      if (strcmp(argv[i], "--timeout") == 0) i++;
+      if (strcmp(argv[i], "--timeout") == 0 || strcmp(argv[i], "--denormals") == 0) i++;
       continue;
     }
     run_path(&o, &s, argv[i]);

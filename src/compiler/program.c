@@ -270,6 +270,8 @@ int64_t av_program_net_wait_ns(const av_program *p) {
   return p && p->plan ? atomic_load_explicit(&p->plan->net_wait_ns, memory_order_relaxed) : 0;
 }
 
+void av_program_set_denormals(av_program *p, av_denormals mode) { p->plan->denormals = mode; }
+
 const char *av_program_name(const av_program *p) { return p->name; }
 int av_program_num_replicas(const av_program *p) { return p->num_replicas; }
 int av_program_num_partitions(const av_program *p) { return p->num_partitions; }

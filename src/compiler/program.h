@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "ir/dtype.h"
+#include "runtime/fp_env.h"
 #include "runtime/host_callback.h"
 #include "runtime/tensor.h"
 #include "util/diag.h"
@@ -115,6 +116,9 @@ struct av_lapack_fns *av_lapack_table_new(const av_lapack_fn_entry *entries, cha
                                           size_t errcap);
 void av_lapack_table_free(struct av_lapack_fns *f);
 void av_program_set_lapack(av_program *p, const struct av_lapack_fns *fns);
+/* How executions treat subnormal floats (runtime/fp_env.h): flush (FTZ + DAZ, as XLA:CPU; the
+ * default) or exact IEEE. Call before the first execution. */
+void av_program_set_denormals(av_program *p, av_denormals mode);
 /* Whether running the program calls the host callback dispatcher. */
 bool av_program_calls_host(const av_program *p);
 

@@ -84,6 +84,17 @@ PJRT_Error *av_parse_device_count(const char *fn, const PJRT_NamedValue *opts, s
       *device_count = value;
     } else if (av_is_distributed_option(v)) {
       /* read by the client (distributed.c) */
+    } else if (name_is(v, "denormals")) {
+      /* read by the client (client_denormals); checked here with every other option */
+      av_denormals mode;
+      AV_REQUIRE(v->type == PJRT_NamedValue_kString && v->string_value && v->value_size < 16,
+                 AV_INVALID_ARGUMENT, "%s: create option 'denormals' must be the string "
+                 "'flush' or 'ieee'", fn);
+      char buf[16];
+      memcpy(buf, v->string_value, v->value_size);
+      buf[v->value_size] = '\0';
+      AV_REQUIRE(av_parse_denormals(buf, &mode), AV_INVALID_ARGUMENT,
+                 "%s: create option 'denormals' = '%s' is neither 'flush' nor 'ieee'", fn, buf);
     } else if (name_is(v, "host_callback_dispatcher") || name_is(v, "lapack_functions")) {
       /* read by the client (av_PJRT_Client_Create); a topology has no use for them */
       AV_REQUIRE(v->type == PJRT_NamedValue_kInt64 && v->int64_value != 0, AV_INVALID_ARGUMENT,
@@ -92,8 +103,8 @@ PJRT_Error *av_parse_device_count(const char *fn, const PJRT_NamedValue *opts, s
     } else {
       return av_error_new(AV_INVALID_ARGUMENT,
                           "%s: unknown create option '%.*s' (anvil accepts "
-                          "'device_count', 'cpu_device_count', 'host_callback_dispatcher', "
-                          "'lapack_functions', "
+                          "'device_count', 'cpu_device_count', 'denormals', "
+                          "'host_callback_dispatcher', 'lapack_functions', "
                           "'node_id', 'num_nodes', 'partition_index', 'collective_timeout_s', "
                           "'collectives', 'gloo_hostname' and 'gloo_interface')",
                           fn, nlen, v->name ? v->name : "");
@@ -125,6 +136,25 @@ static void client_free(PJRT_Client *c) {
   free(c->device_ptrs);
   free(c->devices);
   free(c);
+}
+
+/* How the client's executions treat subnormal floats: the create option `denormals`, else
+ * ANVIL_DENORMALS, else flush (as XLA:CPU). Options were validated by av_parse_device_count. */
+static PJRT_Error *client_denormals(const PJRT_NamedValue *opts, size_t n, av_denormals *out) {
+  *out = AV_DENORMALS_FLUSH;
+  const char *env = getenv("ANVIL_DENORMALS");
+  if (env && *env && !av_parse_denormals(env, out))
+    return av_error_new(AV_INVALID_ARGUMENT,
+                        "PJRT_Client_Create: ANVIL_DENORMALS='%.40s' is neither 'flush' nor 'ieee'",
+                        env);
+  for (size_t i = 0; i < n; i++)
+    if (name_is(&opts[i], "denormals")) {
+      char buf[16];
+      memcpy(buf, opts[i].string_value, opts[i].value_size);
+      buf[opts[i].value_size] = '\0';
+      av_parse_denormals(buf, out);
+    }
+  return NULL;
 }
 
 /* The client's profiler: writing ANVIL_PROFILE's file if that is set (FILE for the first such
@@ -167,6 +197,9 @@ PJRT_Error *av_PJRT_Client_Create(PJRT_Client_Create_Args *args) {
                         "PJRT_Client_Create: ANVIL_NUM_THREADS='%.40s' is not a valid thread "
                         "count (an integer in [1, %d])",
                         threads, AV_MAX_THREADS);
+  av_denormals denormals;
+  err = client_denormals(args->create_options, args->num_options, &denormals);
+  if (err) return err;
   long long cache_mb;
   err = env_integer("PJRT_Client_Create", "ANVIL_CACHE_MB", "cache size in MiB", 0, 1 << 20,
                     AV_DEFAULT_CACHE_MB, &cache_mb);
@@ -175,6 +208,9 @@ PJRT_Error *av_PJRT_Client_Create(PJRT_Client_Create_Args *args) {
   if (!c) return av_error_new(AV_RESOURCE_EXHAUSTED, "anvil: out of memory (client)");
   pthread_mutex_init(&c->launch_mu, NULL);
   c->pool = av_thread_pool_create(av_default_num_threads()); /* NULL: kernels run serially */
+  c->denormals = denormals;
+  av_thread_pool_set_denormals(c->pool, denormals);
+  if (denormals == AV_DENORMALS_FLUSH) av_fp_blas_threads_flush();
   /* NULL (no memory, or 0 MiB asked): every block comes from and goes back to malloc */
   c->cache = cache_mb > 0 ? av_block_cache_new((size_t)cache_mb << 20) : NULL;
   for (size_t i = 0; i < args->num_options; i++) {

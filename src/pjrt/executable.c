@@ -291,6 +291,7 @@ static PJRT_Error *load_core(PJRT_Client *client, av_exec_core *core, const av_c
   av_program_use_thread_pool(core->program, client->pool);
   av_program_use_block_cache(core->program, client->cache);
   av_program_use_profiler(core->program, client->profiler);
+  av_program_set_denormals(core->program, client->denormals);
   av_program_set_host_callback(core->program, client->host_callback);
   av_program_set_lapack(core->program, client->lapack);
   *out = le;

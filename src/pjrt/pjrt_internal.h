@@ -231,6 +231,7 @@ struct PJRT_Client {
   av_host_callback_fn host_callback; /* create option host_callback_dispatcher, or NULL */
   struct av_profiler *profiler; /* step timings (ANVIL_PROFILE, PJRT profiling sessions) */
   struct av_lapack_fns *lapack;      /* create option lapack_functions, or NULL */
+  av_denormals denormals; /* ANVIL_DENORMALS / create option `denormals` (runtime/fp_env.h) */
 };
 
 /* This process's n devices (global ids from c->first_global_id), then every process's. */

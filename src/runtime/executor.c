@@ -188,10 +188,13 @@ av_code av_run_func(const av_plan *plan, const av_func_plan *fn, int device_inde
   f.depth = depth;
   f.blas_share = plan->blas_share > 0 ? plan->blas_share : 1;
   f.prof = NULL;
-  if (depth == 0)
+  uint32_t fp_saved = 0;
+  if (depth == 0) {
+    fp_saved = av_fp_enter(plan->denormals); /* restored before returning to the caller */
     f.prof = av_prof_run_begin(atomic_load_explicit(&((av_plan *)plan)->profiler,
                                                     memory_order_acquire),
                                plan, fn, device_index);
+  }
   av_code c = av_run_block(&fn->body, &f, args, results, d);
   if (depth == 0) av_prof_run_end(f.prof);
   if (c == AV_OK) {
@@ -208,6 +211,7 @@ av_code av_run_func(const av_plan *plan, const av_func_plan *fn, int device_inde
   }
   for (uint32_t i = 0; i < fn->nslots; i++) av_slot_release(&f.slots[i]);
   if (f.slots != small) free(f.slots);
+  if (depth == 0) av_fp_leave(fp_saved);
   if (c != AV_OK) av_diag_set(d, c, "  in @%s", fn->name);
   return c;
 }

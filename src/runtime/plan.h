@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "ir/dtype.h"
+#include "runtime/fp_env.h"
 #include "runtime/host_callback.h"
 #include "util/arena.h"
 #include "util/diag.h"
@@ -124,6 +125,8 @@ typedef struct av_plan {
   /* Where the devices of the assignment live when they span processes (runtime/net.h; set
    * once, when the program is first loaded onto a multi-process client; NULL otherwise). */
   _Atomic(struct av_plan_net *) net;
+  av_denormals denormals; /* how executions treat subnormals (the client's mode; set like
+                           * host_callback; default flush, as XLA:CPU) */
   /* The client's profiler (a reference, set like `pool`; NULL: never profiled) and the
    * program's name its events carry. */
   _Atomic(struct av_profiler *) profiler;

@@ -111,6 +111,7 @@ static void *dev_main(void *arg) {
   f.pool = r->parent->pool;
   f.cache = r->parent->cache;
   f.prof = NULL; /* the device threads of a manual computation: one step of the caller's */
+  av_fp_enter(f.plan->denormals); /* this thread only computes: no need to restore */
   f.device_index = p->device_index[r->pos];
   f.mem_device = -1;
   f.depth = r->parent->depth + 1;

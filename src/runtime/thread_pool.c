@@ -29,6 +29,7 @@ enum {
 
 struct av_thread_pool {
   int nthreads; /* counting the caller */
+  av_denormals denormals; /* the workers' floating-point mode */
   int blas_max; /* OpenBLAS's own thread count when the pool was made */
   atomic_int refs;
   atomic_bool busy;
@@ -82,6 +83,7 @@ static void run_chunks(av_thread_pool *p, av_parallel_fn fn, void *ctx, int64_t 
 static void *worker_main(void *arg) {
   av_thread_pool *p = arg;
   unsigned seen = 0;
+  av_fp_enter(p->denormals); /* for the thread's life */
   for (;;) {
     for (int i = 0; i < SPIN_WORKER; i++) {
       if (atomic_load_explicit(&p->gen, memory_order_acquire) != seen) break;
@@ -221,11 +223,37 @@ void av_parallel_for(av_thread_pool *p, int64_t n, int64_t grain, int64_t min_it
   atomic_store_explicit(&p->busy, false, memory_order_release);
 }
 
+void av_thread_pool_set_denormals(av_thread_pool *p, av_denormals mode) {
+  if (p) p->denormals = mode;
+}
+
+/* OpenBLAS's (pthreads build) thread server: stops its workers / starts them again. Weak, so
+ * that another BLAS library simply leaves its threads as they are. */
+extern int blas_thread_shutdown_(void) __attribute__((weak));
+extern int blas_thread_init(void) __attribute__((weak));
+
+/* Process-wide, like OpenBLAS's threads themselves: written once under blas_once. */
+static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
+static atomic_bool blas_threads_flush;
+
+static void restart_blas_threads(void) {
+  if (!blas_thread_shutdown_ || !blas_thread_init) return;
+  uint32_t saved = av_fp_enter(AV_DENORMALS_FLUSH);
+  blas_thread_shutdown_();
+  blas_thread_init(); /* the new threads inherit this thread's MXCSR */
+  av_fp_leave(saved);
+  atomic_store(&blas_threads_flush, true);
+}
+
+void av_fp_blas_threads_flush(void) { pthread_once(&blas_once, restart_blas_threads); }
+
 void av_thread_pool_prepare_blas(av_thread_pool *p, int share) {
   if (!p) return;
   if (share < 1) share = 1;
   int want = p->nthreads / share;
   if (want > p->blas_max) want = p->blas_max;
+  /* BLAS threads that flush denormals must not compute for an exact-IEEE client */
+  if (p->denormals == AV_DENORMALS_IEEE && atomic_load(&blas_threads_flush)) want = 1;
   if (want < 1) want = 1;
   /* OpenBLAS's count is process-wide; it only changes the split of the calls that start
    * after it, so concurrent devices at worst use a stale value for one call. */

@@ -15,6 +15,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "runtime/fp_env.h"
+
 typedef struct av_thread_pool av_thread_pool;
 
 /* Runs items [begin, end) of a loop. */
@@ -31,6 +33,13 @@ bool av_parse_num_threads(const char *s, int *out);
 /* A pool of `nthreads` threads counting the caller (1 = everything runs inline), holding
  * one reference. Starts no thread yet. NULL when out of memory. */
 av_thread_pool *av_thread_pool_create(int nthreads);
+/* The floating-point mode the workers compute in (runtime/fp_env.h; default flush), and what
+ * BLAS calls of executions on this pool need. Call before the pool's first loop. */
+void av_thread_pool_set_denormals(av_thread_pool *pool, av_denormals mode);
+/* Restarts OpenBLAS's worker threads in flush mode, once per process (they start when the
+ * library loads, in the loading thread's mode; new threads inherit their creator's). A
+ * flush-mode client calls it when it is made, before any of its executions. */
+void av_fp_blas_threads_flush(void);
 /* Reference counting: the client holds one, and so does every program that runs on the
  * pool (a program may outlive the client that loaded it). The last release stops and joins
  * the workers; no loop may be running then. NULL is ignored. */

@@ -165,7 +165,8 @@ static bool run_check(const pcheck *c, const av_tensor *t, char *reason, size_t 
   return false;
 }
 
-int av_conf_run_parallel(const char *text, size_t len, char *reason, size_t cap) {
+int av_conf_run_parallel(const char *text, size_t len, av_denormals mode, char *reason,
+                         size_t cap) {
   if (!strstr(text, "interpreter.run_parallel")) return AV_CONF_NOT_PARALLEL;
   av_diag d;
   av_diag_init(&d);
@@ -181,6 +182,7 @@ int av_conf_run_parallel(const char *text, size_t len, char *reason, size_t cap)
     av_compile_options o = {.num_replicas = pc.nrep, .num_partitions = pc.npart};
     p = av_program_from_module(m, &o, &d); /* owns the module from here on */
     m = NULL;
+    if (p) av_program_set_denormals(p, mode);
     if (!p && strstr(d.msg, "interpreter."))
       result = say(reason, cap, AV_CONF_SKIP, "%s", "StableHLO interpreter harness ops (interpreter.*)");
     else if (!p)

@@ -34,6 +34,43 @@ static void test_sum_rows_fast_and_generic(void **state) {
   assert_true(out3[0] == 15 && out3[1] == 17 && out3[2] == 19);
 }
 
+/* bf16 sums accumulate in f32 (jnp: lax.reduce(np.ones(4096, bf16), bf16(0), lax.add, (0,))
+ * is 4096 on XLA:CPU; a running bf16 sum would stop at 256) and max/min of bf16/f16 equal the
+ * body's f32 comparison, NaN first. The body is never called. */
+static av_code never_called(void *ctx, const void *const *in, void *const *out, av_diag *d) {
+  (void)ctx, (void)in, (void)out;
+  return av_diag_set(d, AV_INTERNAL, "the body was called");
+}
+
+static void test_narrow_float_reductions(void **state) {
+  (void)state;
+  enum { N = 4096 };
+  static uint16_t x[2 * N];
+  for (int i = 0; i < 2 * N; i++) x[i] = 0x3f80; /* bf16 1.0 */
+  uint16_t init = 0, out[2];
+  int64_t xd[2] = {2, N}, od[1] = {2};
+  av_view X = tk_view(x, AV_DT_BF16, 2, xd), I = tk_view(&init, AV_DT_BF16, 0, NULL),
+          O = tk_view(out, AV_DT_BF16, 1, od);
+  av_reduce_params p = {.ninputs = 1, .ndims = 1, .dims = {1}, .body = tk_fn(never_called, AV_OP_ADD)};
+  av_diag d;
+  av_diag_init(&d);
+  assert_int_equal(av_kernel_reduce(&p, &X, &I, &O, &d), AV_OK);
+  assert_int_equal(out[0], 0x4580); /* bf16 4096.0 */
+  assert_int_equal(out[1], 0x4580);
+  /* f16 max over columns (kept inner axis) with a NaN in column 1: 1.0, NaN, 2.0 */
+  uint16_t h[6] = {0x3c00, 0x7e00, 0xbc00, /* 1, NaN, -1 */ 0x3800, 0x3c00, 0x4000 /* .5, 1, 2 */};
+  uint16_t hinit = 0xfc00, hout[3]; /* -inf */
+  int64_t hd[2] = {2, 3}, hod[1] = {3};
+  X = tk_view(h, AV_DT_F16, 2, hd);
+  I = tk_view(&hinit, AV_DT_F16, 0, NULL);
+  O = tk_view(hout, AV_DT_F16, 1, hod);
+  av_reduce_params q = {.ninputs = 1, .ndims = 1, .dims = {0}, .body = tk_fn(never_called, AV_OP_MAXIMUM)};
+  assert_int_equal(av_kernel_reduce(&q, &X, &I, &O, &d), AV_OK);
+  assert_int_equal(hout[0], 0x3c00);
+  assert_true((hout[1] & 0x7c00) == 0x7c00 && (hout[1] & 0x03ff) != 0); /* NaN */
+  assert_int_equal(hout[2], 0x4000);
+}
+
 /* np.arange(24).reshape(2,3,4).sum((0,2)) = [60, 92, 124] */
 static void test_two_axes_int(void **state) {
   (void)state;
@@ -319,6 +356,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_sum_rows_fast_and_generic),
       cmocka_unit_test(test_two_axes_int),
+      cmocka_unit_test(test_narrow_float_reductions),
       cmocka_unit_test(test_zero_size_axis_gives_init),
       cmocka_unit_test(test_max_propagates_nan_and_int8_add_wraps),
       cmocka_unit_test(test_variadic_argmax),

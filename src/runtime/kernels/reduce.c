@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/kernels/convert.h"
 #include "runtime/kernels/reduce_elem.h"
 #include "runtime/kernels/simd_clones.h"
 #include "runtime/thread_pool.h"
@@ -430,6 +431,37 @@ static int reduce_fast_parallel(const av_reduce_params *p, const red_shape *s, c
   return atomic_load(&w.failed) ? -1 : 1; /* failed: a chunk's sum scratch */
 }
 
+/* bf16 / f16 input with an add, max or min body: folded in f32 by the loops above, rounded to
+ * the type once at the end. For max and min that is exactly what the body computes (it
+ * works in f32 and returns one of its operands); a sum gets f32/double accuracy instead of a
+ * running 16-bit sum, as on XLA:CPU (a bf16 running sum of ones stops growing at 256; XLA
+ * gives 4096 for 4096 ones), and runs ~100x faster than calling the body per element.
+ * 1: done; 0: not this case; -1: out of memory (outputs untouched). */
+static int reduce_narrow_float(const av_reduce_params *p, const red_shape *s, const av_view *in,
+                               av_view *out) {
+  av_dtype t = in->dtype;
+  av_opcode op = p->body.simple;
+  if (p->ninputs != 1 || (t != AV_DT_BF16 && t != AV_DT_F16) || s->istride[s->rank - 1] != 1 ||
+      (op != AV_OP_ADD && op != AV_OP_MAXIMUM && op != AV_OP_MINIMUM))
+    return 0;
+  av_convert up, down;
+  if (!av_convert_prepare(t, AV_DT_F32, &up) || !av_convert_prepare(AV_DT_F32, t, &down)) return 0;
+  int64_t n = av_view_num_elements(in), nout = av_view_num_elements(out);
+  float *wide = malloc(((size_t)n + (size_t)nout) * sizeof *wide);
+  if (!wide) return -1;
+  float *wide_out = wide + n;
+  av_convert_run(&up, in->data, wide, n);
+  av_convert_run(&up, out->data, wide_out, nout); /* the init values */
+  av_view win = *in, wout = *out;
+  win.dtype = wout.dtype = AV_DT_F32;
+  win.data = wide;
+  wout.data = wide_out;
+  int r = reduce_fast_parallel(p, s, &win, &wout);
+  if (r > 0) av_convert_run(&down, wide_out, out->data, nout);
+  free(wide);
+  return r;
+}
+
 av_code av_kernel_reduce(const av_reduce_params *p, const av_view *inputs, const av_view *inits,
                          av_view *outputs, av_diag *d) {
   red_shape s;
@@ -443,7 +475,8 @@ av_code av_kernel_reduce(const av_reduce_params *p, const av_view *inputs, const
     av_kel_fill(o, inits[k].data, es, on);
   }
   if (av_view_num_elements(&inputs[0]) == 0) return AV_OK;
-  int fast = reduce_fast_parallel(p, &s, &inputs[0], &outputs[0]);
+  int fast = reduce_narrow_float(p, &s, &inputs[0], &outputs[0]);
+  if (fast == 0) fast = reduce_fast_parallel(p, &s, &inputs[0], &outputs[0]);
   if (fast > 0) return AV_OK;
   if (fast < 0) return av_diag_set(d, AV_RESOURCE_EXHAUSTED, "reduce: out of memory");
   if (!p->body.call) return av_diag_set(d, AV_INVALID_ARGUMENT, "reduce: no body function");

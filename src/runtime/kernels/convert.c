@@ -3,6 +3,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "runtime/kernels/simd_clones.h"
+
 enum { CHUNK = 256 };
 
 #define UNUSED_FMT (void)fin, (void)fout
@@ -269,15 +271,18 @@ static void d_u64_f32(const void *src, void *dst, int64_t n, const av_fp_format 
   float *o = dst;
   for (int64_t i = 0; i < n; i++) o[i] = (float)s[i];
 }
-static void d_f32_bf16(const void *src, void *dst, int64_t n, const av_fp_format *fin,
-                       const av_fp_format *fout) {
+/* bf16 <-> f32 in wide-vector clones: every bf16 elementwise op and fused chain widens its
+ * operands and narrows its result through these (integer bit operations, so the same results
+ * in every copy). */
+AV_CLONES static void d_f32_bf16(const void *src, void *dst, int64_t n, const av_fp_format *fin,
+                                 const av_fp_format *fout) {
   UNUSED_FMT;
   const float *s = src;
   uint16_t *o = dst;
   for (int64_t i = 0; i < n; i++) o[i] = av_f32_to_bf16(s[i]);
 }
-static void d_bf16_f32(const void *src, void *dst, int64_t n, const av_fp_format *fin,
-                       const av_fp_format *fout) {
+AV_CLONES static void d_bf16_f32(const void *src, void *dst, int64_t n, const av_fp_format *fin,
+                                 const av_fp_format *fout) {
   UNUSED_FMT;
   const uint16_t *s = src;
   float *o = dst;

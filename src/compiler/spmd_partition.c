@@ -511,6 +511,38 @@ static void process_block(av_part *P, av_block *b, const av_sharding *const *wan
 /* while: every carried value keeps one sharding (operand, block arguments, body result and
  * op result are one data-flow edge): its propagated one. The body and the condition are
  * partitioned like main; the loop runs on local shards. */
+static bool same_dims_sharding(const av_sharding *a, const av_sharding *b, int rank) {
+  for (int k = 0; k < rank; k++) {
+    int na = a ? a->naxes[k] : 0, nb = b ? b->naxes[k] : 0;
+    if (na != nb) return false;
+    for (int j = 0; j < na; j++)
+      if (a->axes[k][j].axis != b->axes[k][j].axis || a->axes[k][j].pre != b->axes[k][j].pre ||
+          a->axes[k][j].size != b->axes[k][j].size)
+        return false;
+  }
+  return true;
+}
+
+/* A loop carry whose initial value and whose value from the body are both unreduced along
+ * some axes (partial sums a loop accumulates per device and reduces once after it: gradients
+ * summed over microbatches) stays unreduced through the loop. Propagation gives the while's
+ * results no unreduced axes (no constraint names them there); carried as reduced, each trip
+ * would all-reduce it, where XLA reduces once after the loop. */
+static void keep_unreduced_carry(av_part *P, const av_op *op, uint32_t i, const av_sharding **want) {
+  const av_op *ret = op->regions[1].blocks[0].last;
+  const av_type *t = op->results[i].type;
+  if (!ret || ret->noperands != op->noperands || !t || t->kind != AV_TYPE_TENSOR) return;
+  av_sharding b_init, b_ret;
+  const av_sharding *si = av_part_target(P, op->operands[i], &b_init);
+  const av_sharding *sr = av_part_target(P, ret->operands[i], &b_ret);
+  uint32_t u = si && sr ? si->unreduced & sr->unreduced : 0;
+  if (!u || (*want && ((*want)->unreduced & u) == u)) return;
+  if (!same_dims_sharding(si, *want, t->rank) || !same_dims_sharding(sr, *want, t->rank)) return;
+  av_sharding c = *si;
+  c.unreduced = (*want ? (*want)->unreduced : 0) | u;
+  *want = av_part_keep(P, &c);
+}
+
 static bool partition_while(av_part *P, av_op *op) {
   uint32_t n = op->noperands;
   if (op->nregions != 2 || op->nresults != n) return false;
@@ -532,6 +564,7 @@ static bool partition_while(av_part *P, av_op *op) {
       return false;
     }
     want[i] = r->type && r->type->kind == AV_TYPE_TENSOR ? av_part_keep(P, av_part_target(P, r, &buf[i])) : NULL;
+    keep_unreduced_carry(P, op, i, &want[i]);
   }
   for (uint32_t i = 0; i < n && !P->failed; i++) {
     av_value *o = op->operands[i];

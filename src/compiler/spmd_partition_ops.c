@@ -218,6 +218,29 @@ static bool settle_tensors(av_part *P, const av_op *op, const av_factor_rule *r,
   return false;
 }
 
+/* The mesh axes along which a linear op (the devices' results sum to the result of the sums:
+ * add, subtract, negate, transpose, reshape) leaves its result unreduced, as JAX asks for it,
+ * when every operand is unreduced along them already: no all-reduce in between (a gradient
+ * accumulated over microbatches is reduced once, after the loop, as XLA does). */
+static uint32_t linear_unreduced(av_part *P, const av_op *op) {
+  switch (op->code) {
+    case AV_OP_ADD: case AV_OP_SUBTRACT: case AV_OP_NEGATE: case AV_OP_TRANSPOSE: case AV_OP_RESHAPE:
+      break;
+    default:
+      return 0;
+  }
+  if (op->nresults != 1 || op->noperands == 0 || !is_tensor(&op->results[0])) return 0;
+  av_sharding buf;
+  const av_sharding *t = av_part_target(P, &op->results[0], &buf);
+  uint32_t u = t ? t->unreduced : 0;
+  for (uint32_t i = 0; u && i < op->noperands; i++) {
+    const av_sharding *cur;
+    av_part_get(P, op->operands[i], &cur);
+    u &= cur ? cur->unreduced : 0;
+  }
+  return u;
+}
+
 /* Slice and gather sizes: the local extent of dimensions the local form splits. */
 static bool fix_attrs(av_part *P, av_op *op, const av_type *g, const av_sharding *in0) {
   if (!g || g->kind != AV_TYPE_TENSOR) return true;
@@ -342,6 +365,12 @@ bool av_part_local_op(av_part *P, av_op *op) {
     }
     tsh[0].mesh = P->mesh;
     for (int k = 0; k < npartial; k++) tsh[0].unreduced |= 1u << partial_refs[k].axis;
+  }
+  /* partial sums that stay partial through a linear op */
+  uint32_t keep = linear_unreduced(P, op);
+  for (uint32_t t = 0; keep && t < nt; t++) {
+    tsh[t].mesh = P->mesh;
+    tsh[t].unreduced |= keep;
   }
   /* operands on their shardings, results on local types */
   const av_type *g0 = gtype_of(P, op->operands[0]);

@@ -149,6 +149,52 @@ av_program *av_program_from_module(av_module *m, const av_compile_options *optio
 
 static bool module_has_shardy_ops(const av_module *m);
 
+/* jax.buffer_donor arguments: JAX leaves the pairing with outputs to the compiler. As XLA's
+ * pairing (OptimizeInputOutputBufferAlias) does: donors and outputs not already paired, each
+ * list in decreasing byte size (ties in argument / output order), matched where the sizes are
+ * equal, whatever the shapes (a reshaped donor is reused: the runtime only takes over its
+ * storage). A donor no output matches stays alive, as on XLA:CPU. */
+static void pair_buffer_donors(av_program *p, const av_func *ef, const av_func_plan *e) {
+  int *donors = calloc((size_t)p->ninputs + 1, sizeof *donors);
+  int *donees = calloc((size_t)p->noutputs + 1, sizeof *donees);
+  int nd = 0, no = 0;
+  for (int i = 0; donors && donees && i < p->ninputs; i++) {
+    const av_attr *a = av_dict_get(ef->arg_attrs[i], "jax.buffer_donor");
+    bool donor = a && ((a->kind == AV_ATTR_BOOL && a->u.b) || a->kind == AV_ATTR_UNIT);
+    for (int k = 0; donor && k < p->noutputs; k++) donor = p->outs[k].alias != i;
+    if (donor && !e->types[e->body.args[i]].token) donors[nd++] = i;
+  }
+  for (int k = 0; donors && donees && k < p->noutputs; k++)
+    if (p->outs[k].alias < 0 && !p->outs[k].token) donees[no++] = k;
+  /* stable insertion sorts by decreasing size */
+  for (int x = 1; x < nd; x++)
+    for (int y = x; y > 0 && e->types[e->body.args[donors[y]]].nbytes >
+                                  e->types[e->body.args[donors[y - 1]]].nbytes; y--) {
+      int t = donors[y];
+      donors[y] = donors[y - 1];
+      donors[y - 1] = t;
+    }
+  for (int x = 1; x < no; x++)
+    for (int y = x; y > 0 && e->types[e->body.results[donees[y]]].nbytes >
+                                  e->types[e->body.results[donees[y - 1]]].nbytes; y--) {
+      int t = donees[y];
+      donees[y] = donees[y - 1];
+      donees[y - 1] = t;
+    }
+  for (int x = 0, y = 0; x < nd && y < no;) {
+    size_t a = e->types[e->body.args[donors[x]]].nbytes, b = e->types[e->body.results[donees[y]]].nbytes;
+    if (a > b) {
+      x++;
+    } else if (a < b) {
+      y++;
+    } else {
+      p->outs[donees[y++]].alias = donors[x++];
+    }
+  }
+  free(donors);
+  free(donees);
+}
+
 static av_program *finish(av_program *p, const av_compile_options *options, av_diag *d) {
   int partitions = options && options->num_partitions >= 1
                        ? options->num_partitions
@@ -195,22 +241,7 @@ static av_program *finish(av_program *p, const av_compile_options *options, av_d
       if (a && a->kind == AV_ATTR_INT && a->u.i >= 0 && a->u.i < p->noutputs)
         p->outs[a->u.i].alias = i;
     }
-    /* jax.buffer_donor on argument i: JAX leaves the choice to the compiler (as XLA does):
-     * the first output of the same type that no other argument reuses */
-    for (int i = 0; i < p->ninputs; i++) {
-      const av_attr *a = av_dict_get(ef->arg_attrs[i], "jax.buffer_donor");
-      bool donor = a && ((a->kind == AV_ATTR_BOOL && a->u.b) || a->kind == AV_ATTR_UNIT);
-      const av_slot_type *t = &e->types[e->body.args[i]];
-      for (int k = 0; donor && !t->token && k < p->noutputs; k++) {
-        const out_info *o = &p->outs[k];
-        bool same = o->alias < 0 && !o->token && o->dtype == t->dtype && o->rank == t->rank;
-        for (int r = 0; same && r < t->rank; r++) same = o->dims[r] == t->dims[r];
-        if (same) {
-          p->outs[k].alias = i;
-          donor = false;
-        }
-      }
-    }
+    pair_buffer_donors(p, ef, e);
   }
   const char *nm = p->module->name ? p->module->name : (ef ? ef->name : "main");
   p->name = malloc(strlen(nm) + 1);

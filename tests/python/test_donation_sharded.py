@@ -1,7 +1,7 @@
 """Donation in sharded jits matches XLA:CPU. JAX marks donated arguments of a sharded jit
 `jax.buffer_donor` and leaves the pairing with outputs to the compiler: an argument is donated
-(and JAX deletes the array) when an output of the same per-device type is free for it, and
-kept otherwise. Runs in subprocesses with 8 devices, on anvil and on JAX's CPU backend."""
+(and JAX deletes the array) when an output of the same per-device byte size is free for it
+(XLA pairs donors and outputs by size), and kept otherwise. Runs in subprocesses with 8 devices, on anvil and on JAX's CPU backend."""
 
 import os
 import subprocess
@@ -28,6 +28,10 @@ w = jax.device_put(jnp.arange(8.0), split)
 show("sharded in, replicated out", w, out=jax.jit(lambda a: a * 2, in_shardings=split, out_shardings=rep, donate_argnums=0)(w))
 w = jax.device_put(jnp.arange(8.0), split)
 show("sharded in and out", w, out=jax.jit(lambda a: a * 2, in_shardings=split, out_shardings=split, donate_argnums=0)(w))
+y, z = jax.device_put(jnp.arange(16).reshape(16, 1), split), jax.device_put(jnp.arange(8.0), rep)
+show("reshaped, and another dtype of one size", y, z,
+     out=jax.jit(lambda a, b: (a.reshape(16), b.astype("int32")), out_shardings=(split, rep),
+                 donate_argnums=(0, 1))(y, z)[0])
 f = jax.jit(lambda a: (a, a * 2), donate_argnums=0)
 x = jax.device_put(jnp.zeros(8, dtype="int32"), rep)
 r = f(x)
@@ -49,4 +53,5 @@ def test_sharded_donation_matches_cpu():
     assert "uncommitted to replicated [True]" in anvil
     assert "two donors, one output [True, False]" in anvil
     assert "returned as it is [True, False, False]" in anvil
+    assert "reshaped, and another dtype of one size [True, True]" in anvil
     assert anvil == cpu

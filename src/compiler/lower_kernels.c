@@ -271,6 +271,8 @@ static bool lower_dot(av_lower *c, const av_op *op) {
   const char *why = av_dot_params_of(op, op->operands[0]->type, op->operands[1]->type,
                                      op->results[0].type, &p->u.dot);
   if (why) return AV_INVALID(c, "%s", why);
+  const char *onednn = getenv("ANVIL_ONEDNN");
+  p->u.dot.dnnl_gemm = !onednn || strcmp(onednn, "0") != 0;
   return av_emit_op(c, av_step_kernel, p) != NULL;
 }
 

@@ -128,6 +128,7 @@ av_code av_step_kernel(const av_step *s, av_frame *f, av_diag *d) {
         break;
       case AV_K_DOT:
         av_thread_pool_prepare_blas(f->pool, f->blas_share);
+        p.u.dot.pool = f->pool;
         c = av_kernel_dot_general(&p.u.dot, &in[0], &in[1], out, d);
         break;
       case AV_K_CONV:

@@ -6,10 +6,12 @@
 #include <cmocka.h>
 
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "runtime/kernels/dot.h"
 #include "runtime/kernels/reduce_elem.h"
+#include "runtime/thread_pool.h"
 #include "test_kernels_util.h"
 
 static void test_plain_matmul_f32(void **state) {
@@ -265,6 +267,72 @@ static void test_blas_paths_with_transposes(void **state) {
       }
 }
 
+/* f32 products on oneDNN's tiled sgemm (dnnl_gemm): every layout GEMM takes in place (lhs /
+ * rhs transposed or not, without batch dimensions), a batched product, sizes that leave
+ * partial tiles. Integer-valued operands make every sum exact, so the result must equal a
+ * double-precision loop; random operands must give the same bits on a 1-thread and a 4-thread
+ * pool (tiles depend on the shapes only). */
+enum { DN_B = 3, DN_M = 300, DN_K = 77, DN_N = 270 };
+
+static void run_dnnl_layout(int layout, av_thread_pool *pool, bool exact, float *out) {
+  bool at = layout & 1, bt = layout & 2, batched = layout == 4;
+  int Bn = batched ? DN_B : 1, M = DN_M, K = DN_K, N = DN_N;
+  static float a[DN_B * DN_M * DN_K], b[DN_B * DN_K * DN_N];
+  srand(7);
+  for (int i = 0; i < Bn * M * K; i++)
+    a[i] = exact ? (float)(i % 9 - 4) : (float)rand() / (float)RAND_MAX - 0.5f;
+  for (int i = 0; i < Bn * K * N; i++)
+    b[i] = exact ? (float)(i % 5 - 2) : (float)rand() / (float)RAND_MAX - 0.5f;
+  /* lhs [M, K] or [K, M]; rhs [K, N] or [N, K]; batched: [B, M, K] x [B, K, N] */
+  int64_t ad[3] = {Bn, at ? K : M, at ? M : K}, bd[3] = {Bn, bt ? N : K, bt ? K : N}, cd[3] = {Bn, M, N};
+  int r = batched ? 3 : 2, o = batched ? 0 : 1;
+  av_view A = tk_view(a, AV_DT_F32, r, ad + o), B = tk_view(b, AV_DT_F32, r, bd + o),
+          C = tk_view(out, AV_DT_F32, r, cd + o);
+  av_dot_params p = {.ncontract = 1, .lhs_contract = {at ? 0 : 1}, .rhs_contract = {bt ? 1 : 0},
+                     .dnnl_gemm = true, .pool = pool};
+  if (batched) {
+    p.nbatch = 1;
+    p.lhs_contract[0] = 2;
+    p.rhs_contract[0] = 1;
+  }
+  av_diag d;
+  av_diag_init(&d);
+  assert_int_equal(av_kernel_dot_general(&p, &A, &B, &C, &d), AV_OK);
+  if (!exact) return;
+  for (int bb = 0; bb < Bn; bb++)
+    for (int i = 0; i < M; i += 13)
+      for (int j = 0; j < N; j += 11) {
+        double acc = 0;
+        for (int k = 0; k < K; k++) {
+          double x = at ? a[(bb * K + k) * M + i] : a[(bb * M + i) * K + k];
+          double y = bt ? b[(bb * N + j) * K + k] : b[(bb * K + k) * N + j];
+          acc += x * y;
+        }
+        assert_true(out[(bb * M + i) * N + j] == (float)acc);
+      }
+}
+
+static void test_dnnl_tiled_gemm(void **state) {
+  (void)state;
+  size_t n = DN_B * DN_M * DN_N;
+  float *c1 = malloc(n * sizeof(float)), *c4 = malloc(n * sizeof(float));
+  assert_non_null(c1);
+  assert_non_null(c4);
+  av_thread_pool *p1 = av_thread_pool_create(1), *p4 = av_thread_pool_create(4);
+  for (int layout = 0; layout < 5; layout++) {
+    memset(c1, 0, n * sizeof(float));
+    run_dnnl_layout(layout, p4, true, c4);
+    memset(c4, 0, n * sizeof(float));
+    run_dnnl_layout(layout, p1, false, c1);
+    run_dnnl_layout(layout, p4, false, c4);
+    assert_memory_equal(c1, c4, n * sizeof(float));
+  }
+  av_thread_pool_release(p1);
+  av_thread_pool_release(p4);
+  free(c1);
+  free(c4);
+}
+
 /* Rough speed of a 1024^3 f32 matmul (printed; the check only asserts known entries). */
 static void test_matmul_1024_speed(void **state) {
   (void)state;
@@ -305,6 +373,7 @@ int main(void) {
       cmocka_unit_test(test_complex_f32),          cmocka_unit_test(test_empty_contraction_gives_zeros),
       cmocka_unit_test(test_bad_dimension_numbers), cmocka_unit_test(test_blas_paths_with_transposes),
       cmocka_unit_test(test_small_real_products), cmocka_unit_test(test_matmul_1024_speed),
+      cmocka_unit_test(test_dnnl_tiled_gemm),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -5,6 +5,8 @@
 #include "runtime/kernels/dot.h"
 
 #include <cblas.h>
+#include <oneapi/dnnl/dnnl.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +14,11 @@
 #include "ir/float_codec.h"
 #include "runtime/kernels/reduce_elem.h"
 #include "runtime/kernels/simd_clones.h"
+#include "runtime/thread_pool.h"
+
+/* libgomp, which oneDNN links: its sgemm takes the calling thread's OpenMP thread count */
+int omp_get_max_threads(void);
+void omp_set_num_threads(int n);
 
 typedef struct dot_plan {
   int lperm[AV_KMAX_RANK], rperm[AV_KMAX_RANK]; /* batch, free, contract / batch, contract, free */
@@ -281,12 +288,76 @@ static void gemm_naive(av_dtype ct, const dot_plan *pl, const operand_src *a, co
   }
 }
 
+/* f32 GEMMs on oneDNN's sgemm (measured 10-15% faster than OpenBLAS 0.3.21 on this
+ * machine's AVX-512 for the model shapes, single-threaded), in tiles of the result per batch
+ * that the pool shares out as they come (no static split waiting on a descheduled thread, no
+ * BLAS threads spinning). Tiles are at most GEMM_TILE square, halved (down to GEMM_TILE_MIN)
+ * until a product has GEMM_MIN_TILES of them, from the shapes alone. Each tile is one
+ * single-threaded sgemm over the whole K, so a result element's sum never depends on the
+ * number of threads. */
+enum { GEMM_TILE = 256, GEMM_TILE_MIN = 64, GEMM_MIN_TILES = 8 };
+
+typedef struct gemm_tiles {
+  const dot_plan *pl;
+  const operand_src *a, *b;
+  float *c;
+  int64_t tm, tn; /* tile size */
+  int64_t mt, nt; /* tiles along M and N */
+  atomic_bool failed;
+} gemm_tiles;
+
+static void gemm_tile_range(void *ctx, int64_t begin, int64_t end) {
+  gemm_tiles *g = ctx;
+  const dot_plan *pl = g->pl;
+  int64_t M = pl->M, N = pl->N, K = pl->K;
+  int64_t lda = g->a->trans ? M : K, ldb = g->b->trans ? K : N;
+  int saved = omp_get_max_threads();
+  omp_set_num_threads(1);
+  for (int64_t t = begin; t < end; t++) {
+    int64_t bi = t / (g->mt * g->nt), r = t % (g->mt * g->nt);
+    int64_t i0 = (r / g->nt) * g->tm, j0 = (r % g->nt) * g->tn;
+    int64_t m = M - i0 < g->tm ? M - i0 : g->tm, n = N - j0 < g->tn ? N - j0 : g->tn;
+    const float *A = (const float *)g->a->data + bi * M * K, *B = (const float *)g->b->data + bi * K * N;
+    const float *At = g->a->trans ? A + i0 : A + i0 * K;
+    const float *Bt = g->b->trans ? B + j0 * K : B + j0;
+    float *C = g->c + bi * M * N + i0 * N + j0;
+    if (dnnl_sgemm(g->a->trans ? 'T' : 'N', g->b->trans ? 'T' : 'N', m, n, K, 1.0f, At, lda, Bt,
+                   ldb, 0.0f, C, N) != dnnl_success)
+      atomic_store(&g->failed, true);
+  }
+  omp_set_num_threads(saved);
+}
+
+static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/* false when oneDNN refused (the caller then uses OpenBLAS for the whole product) */
+static bool gemm_dnnl(const dot_plan *pl, const operand_src *a, const operand_src *b, float *c,
+                      struct av_thread_pool *pool) {
+  gemm_tiles g = {.pl = pl, .a = a, .b = b, .c = c, .tm = GEMM_TILE, .tn = GEMM_TILE};
+  for (;;) {
+    g.mt = ceil_div(pl->M, g.tm);
+    g.nt = ceil_div(pl->N, g.tn);
+    if (pl->B * g.mt * g.nt >= GEMM_MIN_TILES) break;
+    /* halve the tile side that cuts the most */
+    bool m_ok = g.tm > GEMM_TILE_MIN && pl->M > g.tm / 2, n_ok = g.tn > GEMM_TILE_MIN && pl->N > g.tn / 2;
+    if (m_ok && (!n_ok || ceil_div(pl->M, g.tm) >= ceil_div(pl->N, g.tn))) g.tm /= 2;
+    else if (n_ok) g.tn /= 2;
+    else break;
+  }
+  int64_t ntiles = pl->B * g.mt * g.nt;
+  /* a tile per chunk; small tiles stay on the calling thread */
+  double macs_per_tile = (double)pl->M * (double)pl->N * (double)pl->K / (double)(g.mt * g.nt);
+  av_parallel_for(pool, ntiles, 1, macs_per_tile >= 2e5 ? 1 : ntiles, gemm_tile_range, &g);
+  return !atomic_load(&g.failed);
+}
+
 static void gemm_blas(av_dtype ct, const dot_plan *pl, const operand_src *a, const operand_src *b,
-                      void *c) {
+                      void *c, bool dnnl, struct av_thread_pool *pool) {
   if ((double)pl->M * (double)pl->N * (double)pl->K <= 65536.0) {
     gemm_naive(ct, pl, a, b, c);
     return;
   }
+  if (ct == AV_DT_F32 && dnnl && gemm_dnnl(pl, a, b, c, pool)) return;
   int64_t M = pl->M, N = pl->N, K = pl->K;
   size_t es = av_dtype_size(ct);
   const char *A = a->data, *Bm = b->data;
@@ -415,7 +486,7 @@ av_code av_kernel_dot_general(const av_dot_params *p, const av_view *lhs, const 
         dst = cbuf;
       }
       if (!c) {
-        gemm_blas(ct, &pl, &a, &b, dst);
+        gemm_blas(ct, &pl, &a, &b, dst, p->dnnl_gemm, p->pool);
         if (ct != ot) {
           size_t ces = av_dtype_size(ct);
           if (ct == AV_DT_F32 && is_narrow16(ot)) f32_to_narrow16(ot, out->data, cbuf, on);

@@ -7,10 +7,14 @@
  * accumulated; floats narrower than f32 accumulate in f32, integers wrap in the result type,
  * pred is or-of-ands. Small products (M*N*K <= 65536) sum each element sequentially in the
  * result precision (XLA's order, so results match its bit for bit); larger f32/f64/c64/c128
- * products go to OpenBLAS GEMM (operands already in a GEMM layout are not copied). */
+ * products go to GEMM (operands already in a GEMM layout are not copied): f32 to oneDNN's
+ * single-threaded sgemm on fixed tiles of the result that anvil's pool shares out (when
+ * dnnl_gemm; results then depend on the shapes only, never on the thread count), the rest to
+ * OpenBLAS. */
 #ifndef ANVIL_RUNTIME_KERNELS_DOT_H
 #define ANVIL_RUNTIME_KERNELS_DOT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "runtime/kernels/kernel_api.h"
@@ -26,6 +30,8 @@ typedef struct av_dot_params {
   int64_t rhs_batch[AV_KMAX_RANK];        /* rhs_batching_dimensions */
   int64_t lhs_contract[AV_KMAX_RANK];     /* lhs_contracting_dimensions */
   int64_t rhs_contract[AV_KMAX_RANK];     /* rhs_contracting_dimensions */
+  bool dnnl_gemm;               /* f32 GEMMs on oneDNN's sgemm in tiles (else OpenBLAS) */
+  struct av_thread_pool *pool;  /* set per run: the tiles are split over it; NULL: serial */
 } av_dot_params;
 
 av_code av_kernel_dot_general(const av_dot_params *p, const av_view *lhs, const av_view *rhs,

@@ -1,7 +1,13 @@
-/* Elementwise fusion: runs of consecutive elementwise steps over arrays of one element count
- * (and broadcasts of scalars feeding them) become one av_step_fused, which runs the same
- * typed loops tile by tile. Values whose last use is inside the run never get storage; the
- * others (used later, or block results) are written out as before. */
+/* Elementwise fusion: elementwise steps over arrays of one element count (and broadcasts of
+ * smaller values feeding them) become one av_step_fused, which runs the same typed loops tile
+ * by tile. Members need not be adjacent: a step joins the group of earlier members it reads
+ * from, shares a full-size input with (siblings: an optimizer's updates of m, v and the
+ * parameter all read the gradient), or directly follows, so independent chains over one
+ * parameter run as one loop (multi-output fusion). A group stays open until a step outside
+ * it reads one of its values; steps with nested regions or side effects close every group.
+ * The fused step runs where its last member was: earlier members move later, and every
+ * release of a value they touch moves with them. Values whose last use is inside the group
+ * never get storage; the others (used later, or block results) are written out as before. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,10 +50,9 @@ static int64_t member_n(const av_lower *c, const av_step *s) {
   return 0;
 }
 
-static bool dies_in(const av_step *v, uint32_t a, uint32_t b, int32_t slot) {
-  for (uint32_t i = a; i < b; i++)
-    for (uint32_t j = 0; j < v[i].ndead; j++)
-      if (v[i].dead[j] == slot) return true;
+static bool in_set(const int32_t *set, uint32_t n, int32_t slot) {
+  for (uint32_t i = 0; i < n; i++)
+    if (set[i] == slot) return true;
   return false;
 }
 
@@ -105,16 +110,17 @@ static uint32_t fuse_pairs(av_lower *c, const fuse_builder *b, av_fused_op *ops,
   return nops;
 }
 
-/* "fused[multiply,add,tanh]": the ops of steps [a, e) (broadcasts left out), for error messages
- * and the profiler. */
-static const char *fused_name(av_lower *c, const av_step *v, uint32_t a, uint32_t e) {
+/* "fused[multiply,add,tanh]": the ops of the members (broadcasts left out), for error
+ * messages and the profiler. */
+static const char *fused_name(av_lower *c, const av_step *v, const uint32_t *mem, uint32_t k) {
   char buf[200];
   const size_t room = sizeof buf - 5; /* what "...]" and the NUL leave */
   size_t n = 6;
   memcpy(buf, "fused[", n);
-  for (uint32_t i = a; i < e; i++) {
-    if (v[i].run == av_step_box) continue;
-    const char *op = v[i].opname ? v[i].opname : "?";
+  for (uint32_t j = 0; j < k; j++) {
+    const av_step *s = &v[mem[j]];
+    if (s->run == av_step_box) continue;
+    const char *op = s->opname ? s->opname : "?";
     const char *dot = strchr(op, '.');
     op = dot ? dot + 1 : op;
     size_t len = strlen(op), sep = n > 6;
@@ -135,35 +141,24 @@ static const char *fused_name(av_lower *c, const av_step *v, uint32_t a, uint32_
   return name;
 }
 
-/* Builds the fused step for steps [a, b) into *out (plus, before it, any broadcast whose
- * result is needed after the run, kept as its own step). Returns the number of steps
- * written to `out`, or 0 on allocation failure (then the caller keeps the run as it is). */
-static uint32_t build_fused(av_lower *c, const av_step *v, uint32_t a, uint32_t e, int64_t n,
-                            av_step *out) {
+/* Builds the fused step of members mem[0..k) (ascending step indices) into *out, preceded by
+ * any broadcast whose result is needed after it, kept as its own step. `dead` (ndead) are the
+ * slots released after the fused step: a member's result among them never leaves the tiles.
+ * Returns the number of steps written to `out`, or 0 on allocation failure (then the caller
+ * keeps the members as they are). */
+static uint32_t build_fused(av_lower *c, const av_step *v, const uint32_t *mem, uint32_t k,
+                            int64_t n, const int32_t *dead_set, uint32_t ndead, av_step *out) {
   fuse_builder *b = calloc(1, sizeof *b);
-  av_fused_op *ops = av_lower_alloc(c, sizeof *ops * (e - a));
+  av_fused_op *ops = av_lower_alloc(c, sizeof *ops * k);
   if (!b || !ops) {
     free(b);
     return 0;
   }
   uint32_t nops = 0, nwritten = 0;
-  int32_t dead_buf[FUSE_MAX_STEPS * 8];
-  uint32_t ndead = 0;
-  bool dead_overflow = false;
-  for (uint32_t i = a; i < e; i++) {
-    for (uint32_t j = 0; j < v[i].ndead; j++) {
-      if (ndead < sizeof dead_buf / sizeof dead_buf[0]) dead_buf[ndead++] = v[i].dead[j];
-      else dead_overflow = true;
-    }
-  }
-  if (dead_overflow) {
-    free(b);
-    return 0;
-  }
-  for (uint32_t i = a; i < e; i++) {
-    const av_step *s = &v[i];
+  for (uint32_t j = 0; j < k; j++) {
+    const av_step *s = &v[mem[j]];
     int32_t os = s->out[0];
-    bool internal = dies_in(v, a, e, os);
+    bool internal = in_set(dead_set, ndead, os);
     if (s->run == av_step_box) {
       if (!internal) { /* needed later: keep the broadcast as a step, read its result */
         out[nwritten] = *s;
@@ -185,16 +180,16 @@ static uint32_t build_fused(av_lower *c, const av_step *v, uint32_t a, uint32_t 
     op->nin = (int)s->nin;
     op->with_scalar = NULL;
     op->scalar_side = 0;
-    for (uint32_t k = 0; k < s->nin; k++) {
-      int32_t r = find_reg(b, s->in[k]);
+    for (uint32_t q = 0; q < s->nin; q++) {
+      int32_t r = find_reg(b, s->in[q]);
       if (r < 0) {
         r = (int32_t)b->nregs++;
-        b->slot[r] = s->in[k];
-        b->regs[r] = (av_fused_reg){AV_FUSED_IN, add_input(b, s->in[k]),
-                                    av_dtype_size(av_stype(c, s->in[k])->dtype), NULL};
+        b->slot[r] = s->in[q];
+        b->regs[r] = (av_fused_reg){AV_FUSED_IN, add_input(b, s->in[q]),
+                                    av_dtype_size(av_stype(c, s->in[q])->dtype), NULL};
       }
       b->last_read[r] = (int32_t)nops;
-      op->in[k] = (uint32_t)r;
+      op->in[q] = (uint32_t)r;
     }
     uint32_t r = b->nregs++;
     b->slot[r] = os;
@@ -222,7 +217,23 @@ static uint32_t build_fused(av_lower *c, const av_step *v, uint32_t a, uint32_t 
   }
   for (uint32_t r = 0; r < b->nregs; r++) b->last_read[r] = -1;
   for (uint32_t w = 0; w < nops; w++)
-    for (int k = 0; k < ops[w].nin; k++) b->last_read[ops[w].in[k]] = (int32_t)w;
+    for (int q = 0; q < ops[w].nin; q++) b->last_read[ops[w].in[q]] = (int32_t)w;
+  /* temporaries share tiles: an op's result takes a tile of its element size whose last
+   * reader ran before the op (so a long chain needs a few tiles, and its tiles stay long) */
+  int32_t tile_free_after[FUSE_MAX_REGS];
+  size_t tile_esize[FUSE_MAX_REGS];
+  uint32_t ntiles = 0;
+  for (uint32_t r = 0; r < b->nregs; r++) /* left unwritten by fuse_pairs: no tile */
+    if (b->regs[r].kind == AV_FUSED_TEMP) b->regs[r].index = AV_FUSED_NO_TILE;
+  for (uint32_t w = 0; w < nops; w++) {
+    av_fused_reg *g = &b->regs[ops[w].out];
+    if (g->kind != AV_FUSED_TEMP) continue;
+    uint32_t t = 0;
+    while (t < ntiles && (tile_esize[t] != g->esize || tile_free_after[t] >= (int32_t)w)) t++;
+    if (t == ntiles) tile_esize[ntiles++] = g->esize;
+    g->index = t;
+    tile_free_after[t] = b->last_read[ops[w].out] > (int32_t)w ? b->last_read[ops[w].out] : (int32_t)w;
+  }
   av_fused_params *p = av_lower_alloc(c, sizeof *p);
   av_fused_reg *regs = av_lower_alloc(c, sizeof *regs * b->nregs);
   int32_t *reuse = av_lower_alloc(c, sizeof *reuse * (b->nouts + 1));
@@ -236,20 +247,20 @@ static uint32_t build_fused(av_lower *c, const av_step *v, uint32_t a, uint32_t 
   memcpy(regs, b->regs, sizeof *regs * b->nregs);
   memcpy(ins, b->ins, sizeof *ins * b->nins);
   memcpy(outs, b->outs, sizeof *outs * b->nouts);
-  if (ndead) memcpy(dead, dead_buf, sizeof *dead * ndead);
-  /* An output may take over the storage of an input that dies in the run, when every read of
-   * that input in a tile happens no later than the op writing the output. */
+  if (ndead) memcpy(dead, dead_set, sizeof *dead * ndead);
+  /* An output may take over the storage of an input that dies at the fused step, when every
+   * read of that input in a tile happens no later than the op writing the output. */
   bool taken[FUSE_MAX_REGS] = {0};
-  for (uint32_t k = 0; k < b->nouts; k++) {
-    reuse[k] = -1;
+  for (uint32_t q = 0; q < b->nouts; q++) {
+    reuse[q] = -1;
     uint32_t w = 0;
-    while (w < nops && (b->regs[ops[w].out].kind != AV_FUSED_OUT || b->regs[ops[w].out].index != k)) w++;
-    size_t nbytes = av_stype(c, b->outs[k])->nbytes;
-    for (uint32_t r = 0; r < b->nregs && reuse[k] < 0; r++) {
+    while (w < nops && (b->regs[ops[w].out].kind != AV_FUSED_OUT || b->regs[ops[w].out].index != q)) w++;
+    size_t nbytes = av_stype(c, b->outs[q])->nbytes;
+    for (uint32_t r = 0; r < b->nregs && reuse[q] < 0; r++) {
       if (b->regs[r].kind != AV_FUSED_IN || taken[r] || b->last_read[r] > (int32_t)w) continue;
-      if (av_stype(c, b->slot[r])->nbytes != nbytes || !dies_in(v, a, e, b->slot[r])) continue;
+      if (av_stype(c, b->slot[r])->nbytes != nbytes || !in_set(dead_set, ndead, b->slot[r])) continue;
       taken[r] = true;
-      reuse[k] = (int32_t)b->regs[r].index;
+      reuse[q] = (int32_t)b->regs[r].index;
     }
   }
   p->n = n;
@@ -268,39 +279,215 @@ static uint32_t build_fused(av_lower *c, const av_step *v, uint32_t a, uint32_t 
   fs->nout = b->nouts;
   fs->dead = dead;
   fs->ndead = ndead;
-  fs->opname = fused_name(c, v, a, e);
-  fs->loc = v[a].loc;
-  for (uint32_t i = a; i < e; i++) fs->flops += v[i].flops;
-  for (uint32_t k = 0; k < b->nins; k++) fs->bytes += (double)av_stype(c, b->ins[k])->nbytes;
-  for (uint32_t k = 0; k < b->nouts; k++) fs->bytes += (double)av_stype(c, b->outs[k])->nbytes;
+  fs->opname = fused_name(c, v, mem, k);
+  fs->loc = v[mem[0]].loc;
+  for (uint32_t j = 0; j < k; j++) fs->flops += v[mem[j]].flops;
+  for (uint32_t q = 0; q < b->nins; q++) fs->bytes += (double)av_stype(c, b->ins[q])->nbytes;
+  for (uint32_t q = 0; q < b->nouts; q++) fs->bytes += (double)av_stype(c, b->outs[q])->nbytes;
   free(b);
   return nwritten;
 }
 
-void av_fuse_elementwise(av_lower *c, av_step_vec *sv) {
-  av_step *v = sv->v;
-  uint32_t n = sv->n, w = 0, i = 0;
-  av_step tmp[FUSE_MAX_STEPS];
-  while (i < n) {
-    int64_t len = member_n(c, &v[i]);
-    uint32_t e = i;
-    uint32_t new_ops = 0, boxes = 0;
-    while (e < n && e - i < FUSE_MAX_STEPS && len > 0 && member_n(c, &v[e]) == len) {
-      new_ops += v[e].run == av_step_ew;
-      boxes += v[e].run == av_step_box && dies_in(v, i, n, v[e].out[0]);
-      e++;
-    }
-    /* worth it with two ops, or one op that saves materialising a broadcast */
-    uint32_t got = 0;
-    if (new_ops >= 2 || (new_ops == 1 && boxes > 0)) got = build_fused(c, v, i, e, len, tmp);
-    if (got) {
-      /* got <= e - i: the run shrinks (or stays) in place */
-      memcpy(&v[w], tmp, sizeof *tmp * got);
-      w += got;
-      i = e;
-    } else {
-      v[w++] = v[i++];
-    }
+/* ---- grouping ---- */
+
+typedef struct group {
+  uint32_t parent; /* union-find: itself when a root */
+  int64_t n;       /* element count of its members */
+  uint32_t nmembers, nregs; /* members; upper bound on the registers they need */
+  uint32_t first, last;     /* lowest and highest member step index */
+  uint32_t nops, nfed;      /* elementwise members; broadcasts a member reads */
+  bool open;
+} group;
+
+typedef struct fuse_state {
+  group *g;       /* per step: the group it started (only members' entries are used) */
+  int32_t *owner; /* per step: its group (a step index) or -1 when not a member */
+  int32_t *made;  /* per slot: the step whose member result it is, or -1 */
+  int32_t *read;  /* per slot: the last member step that read it as a full-size input, or -1 */
+  int64_t fence;  /* the last step with nested regions or effects so far, or -1 */
+} fuse_state;
+
+static uint32_t root(fuse_state *st, uint32_t i) {
+  while (st->g[i].parent != i) {
+    st->g[i].parent = st->g[st->g[i].parent].parent;
+    i = st->g[i].parent;
   }
+  return i;
+}
+
+/* The open group of step j (a member), or -1. */
+static int32_t open_group(fuse_state *st, int32_t j) {
+  if (j < 0 || st->owner[j] < 0) return -1;
+  uint32_t r = root(st, (uint32_t)j);
+  return st->g[r].open && (int64_t)st->g[r].last > st->fence ? (int32_t)r : -1;
+}
+
+static uint32_t regs_of(const av_step *s) { return 1 + s->nin; }
+
+/* Merges the group of step i (root ri) with group r when they fit together; returns the new
+ * root, or -1 when they do not fit. */
+static int32_t merge(fuse_state *st, uint32_t ri, uint32_t r) {
+  group *a = &st->g[ri], *b = &st->g[r];
+  if (ri == r) return (int32_t)ri;
+  if (a->nmembers + b->nmembers > FUSE_MAX_STEPS || a->nregs + b->nregs > FUSE_MAX_REGS) return -1;
+  b->parent = ri;
+  a->nmembers += b->nmembers;
+  a->nregs += b->nregs;
+  a->nops += b->nops;
+  a->nfed += b->nfed;
+  if (b->first < a->first) a->first = b->first;
+  if (b->last > a->last) a->last = b->last;
+  return (int32_t)ri;
+}
+
+static void close_group_of_slot(fuse_state *st, int32_t slot) {
+  int32_t r = open_group(st, st->made[slot]);
+  if (r >= 0) st->g[r].open = false;
+}
+
+/* Assigns members to groups (st->owner, st->g). */
+static void group_steps(av_lower *c, const av_step *v, uint32_t n, const uint8_t *fence,
+                        fuse_state *st) {
+  for (uint32_t i = 0; i < n; i++) {
+    const av_step *s = &v[i];
+    int64_t len = member_n(c, s);
+    if (fence[i]) { /* nested regions read values implicitly; effects keep their order */
+      st->fence = i; /* every group so far is closed */
+      continue;
+    }
+    if (len <= 0) {
+      for (uint32_t q = 0; q < s->nin; q++) close_group_of_slot(st, s->in[q]);
+      continue;
+    }
+    st->owner[i] = (int32_t)i;
+    bool ew = s->run == av_step_ew;
+    st->g[i] = (group){i, len, 1, regs_of(s), i, i, ew, 0, true};
+    uint32_t ri = i;
+    /* groups it reads from: joined, or closed when it cannot join them */
+    for (uint32_t q = 0; q < s->nin; q++) {
+      int32_t j = st->made[s->in[q]], r = open_group(st, j);
+      if (r < 0 || (uint32_t)r == ri) continue;
+      int32_t m = st->g[r].n == len ? merge(st, ri, (uint32_t)r) : -1;
+      if (m < 0) st->g[r].open = false;
+      else if (ew && v[j].run == av_step_box) st->g[ri].nfed++;
+    }
+    /* siblings (a full-size input in common) and the step right before: joined if they fit */
+    for (uint32_t q = 0; q < s->nin; q++) {
+      if (av_stype(c, s->in[q])->nelems != len) continue;
+      int32_t r = open_group(st, st->read[s->in[q]]);
+      if (r >= 0 && st->g[r].n == len) merge(st, ri, (uint32_t)r);
+    }
+    int32_t r = i > 0 ? open_group(st, (int32_t)i - 1) : -1;
+    if (r >= 0 && st->g[r].n == len) merge(st, ri, (uint32_t)r);
+    st->made[s->out[0]] = (int32_t)i;
+    for (uint32_t q = 0; q < s->nin; q++)
+      if (av_stype(c, s->in[q])->nelems == len) st->read[s->in[q]] = (int32_t)i;
+  }
+}
+
+typedef struct int_list {
+  int32_t *v;
+  uint32_t n, cap;
+} int_list;
+
+static bool push(int_list *l, int32_t x) {
+  if (l->n == l->cap) {
+    uint32_t cap = l->cap ? 2 * l->cap : 8;
+    int32_t *nv = realloc(l->v, cap * sizeof *nv);
+    if (!nv) return false;
+    l->v = nv;
+    l->cap = cap;
+  }
+  l->v[l->n++] = x;
+  return true;
+}
+
+void av_fuse_elementwise(av_lower *c, av_step_vec *sv, const uint8_t *fence) {
+  av_step *v = sv->v;
+  uint32_t n = sv->n, nslots = c->nslots;
+  if (n < 2) return;
+  fuse_state st = {calloc(n, sizeof *st.g), malloc(n * sizeof *st.owner),
+                   malloc(nslots * sizeof *st.made), malloc(nslots * sizeof *st.read), -1};
+  uint32_t *pos = malloc(n * sizeof *pos);         /* where each step runs after fusion */
+  int32_t *touch = malloc(nslots * sizeof *touch); /* per slot: latest new position touching it */
+  int_list *dead_at = calloc(n, sizeof *dead_at);  /* per position: slots released there */
+  uint32_t *mem = malloc(n * sizeof *mem);         /* per member: the next member of its group */
+  uint32_t members[FUSE_MAX_STEPS];
+  av_step *out = malloc(n * sizeof *out);
+  bool ok = st.g && st.owner && st.made && st.read && pos && touch && dead_at && mem && out;
+  if (!ok) goto done;
+  for (uint32_t i = 0; i < n; i++) st.owner[i] = -1;
+  for (uint32_t i = 0; i < nslots; i++) st.made[i] = st.read[i] = touch[i] = -1;
+  st.fence = -1;
+  group_steps(c, v, n, fence, &st);
+  /* worth a fused step: two ops, or one op that reads a broadcast (never materialised) */
+  for (uint32_t i = 0; i < n; i++) {
+    bool fused = false;
+    if (st.owner[i] >= 0) {
+      const group *g = &st.g[root(&st, i)];
+      fused = g->nops >= 2 || (g->nops == 1 && g->nfed > 0);
+    }
+    if (!fused) st.owner[i] = -1;
+    pos[i] = fused ? st.g[root(&st, i)].last : i;
+  }
+  /* members of each group in order: next[j] is the member after j */
+  for (uint32_t i = 0; i < n; i++) mem[i] = UINT32_MAX;
+  for (uint32_t i = 0, r; i < n; i++) {
+    if (st.owner[i] < 0) continue;
+    r = root(&st, i);
+    if (i != st.g[r].first) mem[st.owner[r]] = i; /* owner[r]: the group's tail so far */
+    st.owner[r] = (int32_t)i;
+  }
+  /* every release moves to the latest new position of a step touching the value */
+  for (uint32_t i = 0; i < n; i++) {
+    for (uint32_t q = 0; q < v[i].nin; q++)
+      if ((int32_t)pos[i] > touch[v[i].in[q]]) touch[v[i].in[q]] = (int32_t)pos[i];
+    for (uint32_t q = 0; q < v[i].nout; q++)
+      if ((int32_t)pos[i] > touch[v[i].out[q]]) touch[v[i].out[q]] = (int32_t)pos[i];
+  }
+  for (uint32_t i = 0; i < n && ok; i++)
+    for (uint32_t q = 0; q < v[i].ndead && ok; q++) {
+      int32_t d = v[i].dead[q];
+      uint32_t at = touch[d] > (int32_t)pos[i] ? (uint32_t)touch[d] : pos[i];
+      ok = push(&dead_at[at], d);
+    }
+  if (!ok) goto done;
+  uint32_t w = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    if (st.owner[i] < 0) { /* not fused: its releases may have moved */
+      out[w] = v[i];
+      bool same = dead_at[i].n == v[i].ndead;
+      for (uint32_t q = 0; q < v[i].ndead && same; q++) same = dead_at[i].v[q] == v[i].dead[q];
+      if (!same) {
+        int32_t *d = av_lower_alloc(c, sizeof *d * (dead_at[i].n + 1));
+        if (!d) goto done;
+        if (dead_at[i].n) memcpy(d, dead_at[i].v, sizeof *d * dead_at[i].n);
+        out[w].dead = d;
+        out[w].ndead = dead_at[i].n;
+      }
+      w++;
+      continue;
+    }
+    uint32_t r = root(&st, i);
+    if (st.g[r].last != i) continue; /* runs with its group, later */
+    uint32_t k = 0;
+    for (uint32_t j = st.g[r].first; j != UINT32_MAX; j = mem[j]) members[k++] = j;
+    uint32_t got = build_fused(c, v, members, k, st.g[r].n, dead_at[i].v, dead_at[i].n, out + w);
+    if (!got) goto done; /* out of memory: keep the steps unfused */
+    w += got;
+  }
+  memcpy(v, out, sizeof *out * w);
   sv->n = w;
+done:
+  if (dead_at)
+    for (uint32_t i = 0; i < n; i++) free(dead_at[i].v);
+  free(dead_at);
+  free(st.g);
+  free(st.owner);
+  free(st.made);
+  free(st.read);
+  free(pos);
+  free(touch);
+  free(mem);
+  free(out);
 }

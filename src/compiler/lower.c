@@ -426,6 +426,8 @@ static void lower_block(av_lower *c, const av_block *b, av_block_plan *bp) {
   uint8_t *live = calloc((size_t)n + 1, 1);
   slot_list *dead = calloc((size_t)n + 2, sizeof *dead); /* [0]: entry, [i+1]: after op i */
   slot_list args = {0}, pending = {0};
+  uint8_t *fence = NULL; /* per step */
+  uint32_t fence_cap = 0;
   if (!ops || !live || !dead) {
     av_lower_fail(c, AV_RESOURCE_EXHAUSTED, "out of memory");
     goto done;
@@ -476,6 +478,18 @@ static void lower_block(av_lower *c, const av_block *b, av_block_plan *bp) {
     if (!av_lower_op(c, op) && c->nerrors == errors_before)
       av_lower_fail(c, AV_INVALID_ARGUMENT, "could not be lowered");
     c->op = saved_op;
+    if (steps.n > fence_cap) { /* steps of ops with regions or effects: fusion never moves past them */
+      uint32_t cap = steps.cap > steps.n ? steps.cap : steps.n;
+      uint8_t *nf = realloc(fence, cap);
+      if (!nf) {
+        av_lower_fail(c, AV_RESOURCE_EXHAUSTED, "out of memory");
+        break;
+      }
+      fence = nf;
+      fence_cap = cap;
+    }
+    for (uint32_t j = before; j < steps.n; j++)
+      fence[j] = op->nregions > 0 || av_op_has_side_effects(op);
     for (uint32_t r = 0; r < op->nresults; r++) {
       int32_t lu = c->last_use[op->results[r].id];
       list_push_value(&dead[lu < 0 ? i + 1 : (uint32_t)lu + 1], c, &op->results[r]);
@@ -565,7 +579,7 @@ static void lower_block(av_lower *c, const av_block *b, av_block_plan *bp) {
       av_lower_fail(c, AV_INVALID_ARGUMENT, "a region returns a value outside its scope");
       break;
     }
-  if (c->nerrors == 0) av_fuse_elementwise(c, &steps);
+  if (c->nerrors == 0 && steps.n <= fence_cap) av_fuse_elementwise(c, &steps, fence);
   /* in_dies: which inputs are released right after their step */
   for (uint32_t i = 0; i < steps.n; i++) {
     av_step *s = &steps.v[i];
@@ -590,6 +604,7 @@ done:
   free(args.v);
   free(pending.v);
   free(live);
+  free(fence);
   free(ops);
   free(steps.v);
   c->cur = saved_cur;

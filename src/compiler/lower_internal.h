@@ -141,8 +141,9 @@ int av_scalar_fast_form(av_opcode code, av_dtype t, av_cmp_type ct);
 struct av_loop_prog;
 const struct av_loop_prog *av_build_loop_prog(av_lower *c, const av_op *op);
 
-/* Fuses runs of elementwise steps of one block (fuse_elementwise.c); call before in_dies. */
-void av_fuse_elementwise(av_lower *c, av_step_vec *steps);
+/* Fuses elementwise steps of one block (fuse_elementwise.c); call before in_dies. fence[i]:
+ * step i came from an op with nested regions or side effects (no step moves past it). */
+void av_fuse_elementwise(av_lower *c, av_step_vec *steps, const uint8_t *fence);
 
 /* Whether an op must stay even when its results are unused. */
 bool av_op_has_side_effects(const av_op *op);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "compiler/cost.h"
+#include "compiler/fold.h"
 #include "compiler/gspmd.h"
 #include "compiler/lower.h"
 #include "compiler/program_module.h"
@@ -215,6 +216,8 @@ static av_program *finish(av_program *p, const av_compile_options *options, av_d
       av_spmd_partition(p->module, &p->shardings, p->num_replicas, p->num_partitions,
                         &p->partitioning, d) != AV_OK)
     goto fail;
+  /* single-partition programs only: the SPMD build reads the IR's shardings again later */
+  if (p->num_partitions == 1) av_fold_module(p->module);
   p->plan = av_lower_module(p->module, d);
   if (!p->plan) goto fail;
   const av_func_plan *e = p->plan->entry;

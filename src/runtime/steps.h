@@ -33,9 +33,13 @@ av_code av_step_bitcast_bits(const av_step *s, av_frame *f, av_diag *d);
  * broadcasts of smaller arrays (BOX: a tile gathered per tile through `box`), temporaries (a
  * tile buffer) and step outputs (written in place). */
 enum { AV_FUSED_IN, AV_FUSED_SCALAR, AV_FUSED_TEMP, AV_FUSED_OUT, AV_FUSED_BOX };
+#define AV_FUSED_NO_TILE UINT32_MAX
 typedef struct av_fused_reg {
   uint8_t kind;
-  uint32_t index; /* IN/SCALAR/BOX: step input number; OUT: step output number */
+  /* IN/SCALAR/BOX: step input number; OUT: step output number; TEMP: its tile, shared by
+   * temporaries of one element size whose lifetimes do not overlap, numbered in order of
+   * first use */
+  uint32_t index; /* AV_FUSED_NO_TILE: a temporary no op writes (folded into a pair) */
   size_t esize;
   const struct av_box_params *box; /* BOX: box over the output, row-major dstride */
 } av_fused_reg;

@@ -12,16 +12,44 @@
 enum {
   FUSED_TILE = 1024,            /* at most this many elements per tile: 4 KiB per f32 register */
   FUSED_TILE_MIN = 256,
-  FUSED_TILE_BYTES = 16 * 1024, /* all registers' tiles together stay this small (L1) */
-  FUSED_MIN_CHUNK = 32 * 1024, /* elements worth handing to another thread */
+  FUSED_TILE_BYTES = 32 * 1024, /* the tiles one pass touches together stay this small (L1) */
+  FUSED_MIN_CHUNK = 32 * 1024,  /* elements worth handing to another thread */
+  FUSED_LOCAL_REGS = 64,        /* chains with more registers keep their tables on the heap */
 };
 
-/* Elements per tile: as many as keep every register's tile of the chain within
- * FUSED_TILE_BYTES (long chains have many registers), a multiple of 64. Tiling never changes
- * results: every op is elementwise. */
-static int64_t fused_tile(const av_fused_params *p) {
+/* Whether register r is read as a tile (not only as the one value of a broadcast). */
+static bool needs_tile(const av_fused_params *p, uint32_t r) {
+  for (uint32_t o = 0; o < p->nops; o++)
+    for (int i = 0; i < p->ops[o].nin; i++)
+      if (p->ops[o].in[i] == r && (!p->ops[o].with_scalar || i != p->ops[o].scalar_side)) return true;
+  return false;
+}
+
+/* Bytes per element of the tiles one pass touches: inputs and outputs (slices of the arrays),
+ * temporaries (registers share a tile when their lifetimes do not overlap: the index the
+ * compiler gave them), broadcasts, and scalars that some op reads as a tile. */
+static size_t bytes_per_element(const av_fused_params *p) {
   size_t per_elem = 0;
-  for (uint32_t r = 0; r < p->nregs; r++) per_elem += p->regs[r].esize;
+  uint32_t ntemp = 0;
+  for (uint32_t r = 0; r < p->nregs; r++) {
+    const av_fused_reg *g = &p->regs[r];
+    if (g->kind == AV_FUSED_TEMP) {
+      if (g->index != AV_FUSED_NO_TILE && g->index >= ntemp) { /* numbered in order of first use */
+        ntemp = g->index + 1;
+        per_elem += g->esize;
+      }
+    } else if (g->kind != AV_FUSED_SCALAR || needs_tile(p, r)) {
+      per_elem += g->esize;
+    }
+  }
+  return per_elem;
+}
+
+/* Elements per tile: as many as keep the tiles of one pass within FUSED_TILE_BYTES (long
+ * chains have many registers), a multiple of 64. Tiling never changes results: every op is
+ * elementwise. */
+static int64_t fused_tile(const av_fused_params *p) {
+  size_t per_elem = bytes_per_element(p);
   int64_t t = per_elem ? (int64_t)(FUSED_TILE_BYTES / per_elem) & ~(int64_t)63 : FUSED_TILE;
   return t < FUSED_TILE_MIN ? FUSED_TILE_MIN : t > FUSED_TILE ? FUSED_TILE : t;
 }
@@ -104,6 +132,18 @@ static const char *box_constant(const av_box_params *bp, const char *src, int64_
   return m <= b->dims[r - 1] - inner ? src + (size_t)soff * bp->esize : NULL;
 }
 
+/* The period P of a box that broadcasts along leading axes (output element i reads the same
+ * input element as i mod P: every axis before the first one it reads along has source stride
+ * 0), or 0. NHWC's bias and batch-norm vectors repeat every C elements: a tile that starts at
+ * a multiple of P and whose length is one holds the same elements in every tile, so they are
+ * gathered once per worker instead of once per tile. */
+static int64_t box_period(const av_box_params *bp) {
+  const av_box *b = &bp->box;
+  int k = 0;
+  while (k < b->rank && b->sstride[k] == 0) k++;
+  return k == 0 ? 0 : b->dstride[k - 1];
+}
+
 /* One worker's share: tiles of elements [begin, end) with its own scratch registers. */
 typedef struct fused_run {
   const av_step *s;
@@ -127,55 +167,83 @@ static void fused_range(void *ctx, int64_t begin, int64_t end) {
   const av_frame *f = fr->f;
   const av_fused_params *p = fr->p;
   int64_t tile = fr->tile;
-  /* scratch: one tile per scalar/temporary register (on the stack when small: loop bodies
-   * over small arrays run this step many times) */
-  size_t scratch = 0;
-  for (uint32_t r = 0; r < p->nregs; r++)
-    if (p->regs[r].kind == AV_FUSED_SCALAR || p->regs[r].kind == AV_FUSED_TEMP ||
-        p->regs[r].kind == AV_FUSED_BOX)
-      scratch += (p->regs[r].esize * (size_t)tile + 15) & ~(size_t)15;
-  /* room for every scratch tile fused_tile allows (up to 16-byte padding per register), so
-   * the heap is only for chains so long that the smallest tile exceeds the budget */
-  _Alignas(16) char local_buf[FUSED_TILE_BYTES + 16 * 32];
-  char *local_base[32];
-  const char *local_one[32];
-  bool local_needs[32];
-  char *buf = scratch <= sizeof local_buf ? local_buf : malloc(scratch);
-  bool small = p->nregs <= 32;
+  /* Per register: where its tile is, its value when it is one over the current tile
+   * (scalars and row broadcasts; else NULL), whether some op reads it as a tile, and (boxes)
+   * whether its tile is the same in every tile. On the stack for all but huge chains: loop
+   * bodies over small arrays run this step many times. */
+  char *local_base[FUSED_LOCAL_REGS];
+  const char *local_one[FUSED_LOCAL_REGS];
+  bool local_needs[FUSED_LOCAL_REGS], local_fixed[FUSED_LOCAL_REGS];
+  char *local_temp[FUSED_LOCAL_REGS];
+  bool small = p->nregs <= FUSED_LOCAL_REGS;
   char **base = small ? local_base : malloc(sizeof *base * p->nregs);
-  /* per scalar / box register: its value when it is one over the current tile, else NULL;
-   * and whether some reader needs it as a tile all the same */
   const char **one = small ? local_one : malloc(sizeof *one * p->nregs);
-  bool *needs_tile = small ? local_needs : malloc(sizeof *needs_tile * p->nregs);
-  if (!buf || !base || !one || !needs_tile) {
+  bool *needs = small ? local_needs : malloc(sizeof *needs * p->nregs);
+  bool *fixed = small ? local_fixed : malloc(sizeof *fixed * p->nregs);
+  char **temp = small ? local_temp : malloc(sizeof *temp * p->nregs); /* per temp index */
+  /* scratch: a tile per temporary index, per box, per scalar read as a tile */
+  _Alignas(64) char local_buf[FUSED_TILE_BYTES + 64 * 16];
+  size_t scratch = 0;
+  uint32_t ntemp = 0;
+  for (uint32_t r = 0; r < p->nregs; r++) {
+    const av_fused_reg *g = &p->regs[r];
+    size_t bytes = (g->esize * (size_t)tile + 63) & ~(size_t)63;
+    if (g->kind == AV_FUSED_TEMP) {
+      if (g->index != AV_FUSED_NO_TILE && g->index >= ntemp) {
+        ntemp = g->index + 1;
+        scratch += bytes;
+      }
+    } else if (g->kind == AV_FUSED_BOX || g->kind == AV_FUSED_SCALAR) {
+      scratch += bytes;
+    }
+  }
+  char *buf = scratch <= sizeof local_buf ? local_buf : malloc(scratch);
+  if (!buf || !base || !one || !needs || !fixed || !temp) {
     if (buf != local_buf) free(buf);
     if (!small) {
       free(base);
       free(one);
-      free(needs_tile);
+      free(needs);
+      free(fixed);
+      free(temp);
     }
     atomic_store(&fr->failed, true);
     return;
   }
-  for (uint32_t r = 0; r < p->nregs; r++) {
-    one[r] = NULL;
-    needs_tile[r] = false;
-  }
-  for (uint32_t o = 0; o < p->nops; o++)
-    for (int i = 0; i < p->ops[o].nin; i++)
-      if (!p->ops[o].with_scalar || i != p->ops[o].scalar_side) needs_tile[p->ops[o].in[i]] = true;
   size_t at = 0;
+  ntemp = 0;
   for (uint32_t r = 0; r < p->nregs; r++) {
     const av_fused_reg *g = &p->regs[r];
+    one[r] = NULL;
+    needs[r] = needs_tile(p, r);
+    fixed[r] = false;
+    size_t bytes = (g->esize * (size_t)tile + 63) & ~(size_t)63;
     switch (g->kind) {
       case AV_FUSED_IN: base[r] = av_in(s, f, g->index); break;
       case AV_FUSED_OUT: base[r] = av_out(s, f, g->index); break;
+      case AV_FUSED_TEMP:
+        if (g->index == AV_FUSED_NO_TILE) {
+          base[r] = NULL;
+          break;
+        }
+        if (g->index >= ntemp) { /* a new temporary tile */
+          temp[ntemp++] = buf + at;
+          at += bytes;
+        }
+        base[r] = temp[g->index];
+        break;
       default: {
         base[r] = buf + at;
-        at += (g->esize * (size_t)tile + 15) & ~(size_t)15;
+        at += bytes;
         if (g->kind == AV_FUSED_SCALAR) {
           one[r] = av_in(s, f, g->index); /* the same one value for every tile */
-          if (needs_tile[r]) fill_elements(base[r], one[r], g->esize, tile);
+          if (needs[r]) fill_elements(base[r], one[r], g->esize, tile);
+        } else if (g->kind == AV_FUSED_BOX) {
+          int64_t period = box_period(g->box);
+          if (period > 0 && tile % period == 0 && begin % period == 0) {
+            fixed[r] = true; /* elements [0, tile) are those of every tile of this range */
+            gather_box(g->box, av_in(s, f, g->index), base[r], 0, tile);
+          }
         }
       }
     }
@@ -184,10 +252,10 @@ static void fused_range(void *ctx, int64_t begin, int64_t end) {
     int64_t m = end - t < tile ? end - t : tile;
     for (uint32_t r = 0; r < p->nregs; r++) {
       const av_fused_reg *g = &p->regs[r];
-      if (g->kind != AV_FUSED_BOX) continue;
+      if (g->kind != AV_FUSED_BOX || fixed[r]) continue;
       const char *src = av_in(s, f, g->index);
       one[r] = box_constant(g->box, src, t, m);
-      if (!one[r] || needs_tile[r]) gather_box(g->box, src, base[r], t, m);
+      if (!one[r] || needs[r]) gather_box(g->box, src, base[r], t, m);
     }
     for (uint32_t o = 0; o < p->nops; o++) {
       const av_fused_op *op = &p->ops[o];
@@ -205,7 +273,9 @@ static void fused_range(void *ctx, int64_t begin, int64_t end) {
   if (!small) {
     free(base);
     free(one);
-    free(needs_tile);
+    free(needs);
+    free(fixed);
+    free(temp);
   }
   if (buf != local_buf) free(buf);
 }

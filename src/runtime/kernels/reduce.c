@@ -260,6 +260,13 @@ static inline double sum_run_f64(const double *restrict src, int64_t n) {
     for (int i = 0; i < r; i++) total *= s->dims[i];                                          \
     int64_t ioff = 0, ooff = 0;                                                               \
     bool inner_red = s->reduced[r - 1];                                                       \
+    if (r == 2 && !inner_red) { /* [rows reduced, row kept]: NHWC's per-channel sums */      \
+      for (int64_t i = 0; i < s->dims[0]; i++) {                                              \
+        const T *restrict src = in + i * s->istride[0];                                       \
+        for (int64_t j = 0; j < inner; j++) acc[j] += (double)src[j];                         \
+      }                                                                                       \
+      total = 0;                                                                              \
+    }                                                                                         \
     for (int64_t done = 0; done < total; done += inner) {                                     \
       const T *restrict src = in + ioff;                                                      \
       if (inner_red) {                                                                        \

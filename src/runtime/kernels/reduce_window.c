@@ -85,6 +85,7 @@ enum {
   RW_MIN_WORK = 64 * 1024, /* window elements worth another thread */
   RW_ROW_MIN = 8,          /* innermost extent worth the row path */
   RW_ROW_BLOCK = 512,      /* row elements folded at a time (accumulators stay in L1) */
+  RW_TABLE_MAX = 1 << 20,  /* coordinate table entries worth building */
 };
 
 typedef struct rw_job {
@@ -99,6 +100,11 @@ typedef struct rw_job {
   size_t es[AV_KMAX_VARIADIC];
   av_code code; /* first error of a region call (serial runs only) */
   av_diag *d;
+  /* row path: per outer dimension, the input index of each padded coordinate (-1: padding
+   * or a dilation hole), so no division runs per window position; and whether the init value
+   * is the op's identity, so folding it in changes nothing and padding is skipped */
+  const int64_t *to_in[AV_KMAX_RANK];
+  bool skip_pad;
 } rw_job;
 
 /* Results [o0, o1) (row-major). */
@@ -269,12 +275,15 @@ static void rw_range(void *ctx, int64_t o0, int64_t o1) {
           bool pad = false;                                                                   \
           for (int i = 0; i < outer && !pad; i++) {                                           \
             int64_t pc = oidx[i] * p->window_strides[i] + widx[i] * p->window_dilations[i];   \
-            int64_t x = to_input(pc, p->padding_lo[i], p->base_dilations[i], in->dims[i]);    \
+            int64_t x = j->to_in[i] ? j->to_in[i][pc]                                         \
+                                    : to_input(pc, p->padding_lo[i], p->base_dilations[i], in->dims[i]); \
             pad = x < 0;                                                                      \
             off += x * j->istr[i];                                                            \
           }                                                                                   \
-          const T *src = pad ? pads : (const T *)in->data + off + c0;                         \
-          FOLD_ROW(T, op, acc, src, nc)                                                       \
+          if (!pad || !j->skip_pad) {                                                         \
+            const T *src = pad ? pads : (const T *)in->data + off + c0;                       \
+            FOLD_ROW(T, op, acc, src, nc)                                                     \
+          }                                                                                   \
           for (int i = outer - 1; i >= 0; i--) {                                              \
             if (++widx[i] < p->window_dimensions[i]) break;                                   \
             widx[i] = 0;                                                                      \
@@ -290,6 +299,27 @@ static void rw_range(void *ctx, int64_t o0, int64_t o1) {
   }
 DEFINE_ROWS(rows_f32, float)
 DEFINE_ROWS(rows_f64, double)
+
+/* Whether folding the init value into any accumulator the fold can produce leaves it as it
+ * is: +0 for add (a sum that starts at +0 is never -0), 1 for multiply, -inf for max, +inf
+ * for min (NaNs stay NaNs). Then window positions on padding can be skipped. */
+static bool init_is_identity(fast_op op, av_dtype dt, const void *init) {
+  double v;
+  if (dt == AV_DT_F32) {
+    float f;
+    memcpy(&f, init, 4);
+    v = f;
+  } else {
+    memcpy(&v, init, 8);
+  }
+  switch (op) {
+    case F_ADD: return v == 0 && !signbit(v);
+    case F_MUL: return v == 1;
+    case F_MAX: return isinf(v) && v < 0;
+    case F_MIN: return isinf(v) && v > 0;
+    default: return false;
+  }
+}
 
 /* Result rows [r0, r1) (rows of the innermost dimension, row-major). */
 static void rw_rows(void *ctx, int64_t r0, int64_t r1) {
@@ -361,9 +391,26 @@ av_code av_kernel_reduce_window(const av_reduce_window_params *p, const av_view 
       }
     }
   }
-  rw_job job = {p, inputs, inits, outputs, r, n, wn, fop, dt, woff, {0}, {0}, AV_OK, d};
+  rw_job job = {p, inputs, inits, outputs, r, n, wn, fop, dt, woff, {0}, {0}, AV_OK, d, {0}, false};
   memcpy(job.istr, istr, sizeof istr);
   memcpy(job.es, es, sizeof es);
+  int64_t *tables = NULL;
+  if (rows) { /* coordinate tables of the outer dimensions: every window position lands in one */
+    int64_t total = 0, ext[AV_KMAX_RANK];
+    for (int i = 0; i < r - 1; i++) {
+      ext[i] = (outputs[0].dims[i] - 1) * p->window_strides[i] +
+               (p->window_dimensions[i] - 1) * p->window_dilations[i] + 1;
+      total += ext[i];
+    }
+    /* huge paddings: no tables (nor when they cannot be had), the divisions instead */
+    tables = total <= RW_TABLE_MAX ? malloc((size_t)(total > 0 ? total : 1) * sizeof *tables) : NULL;
+    for (int64_t i = 0, at = 0; tables && i < r - 1; at += ext[i], i++) {
+      for (int64_t pc = 0; pc < ext[i]; pc++)
+        tables[at + pc] = to_input(pc, p->padding_lo[i], p->base_dilations[i], inputs[0].dims[i]);
+      job.to_in[i] = tables + at;
+    }
+    job.skip_pad = init_is_identity(fop, dt, inits[0].data);
+  }
   if (rows) {
     int64_t C = outputs[0].dims[r - 1], per_row = C * (wn > 0 ? wn : 1);
     av_parallel_for(p->pool, on / C, 1, (RW_MIN_WORK + per_row - 1) / per_row, rw_rows, &job);
@@ -372,5 +419,6 @@ av_code av_kernel_reduce_window(const av_reduce_window_params *p, const av_view 
   else
     rw_range(&job, 0, on);
   free(woff);
+  free(tables);
   return job.code;
 }

@@ -1,0 +1,202 @@
+/* Rewrites before lowering that spare the program a materialised intermediate.
+ *
+ * A pad folds into the reduce_window that reads it: reduce_window(pad(x, v, lo, hi, interior),
+ * init) with v the init value is reduce_window(x, init) with padding lo (+ its own) and base
+ * dilation interior + 1, since the window reads the init value at padding and at dilation
+ * holes exactly where the pad put v. JAX writes the gradient of sum and average pooling this
+ * way (the cotangent padded with interior zeros, then summed over stride-1 windows): the
+ * padded array, 4x the cotangent for 2x2 pooling, is never materialised then. The pad stays
+ * for its other users; with none left, the lowering drops it as dead code.
+ *
+ * A transpose of a matrix product folds into the product: transpose(dot_general(a, b)) with
+ * no batch dimensions and permutation [1, 0] is dot_general(b, a) with the operands' roles
+ * swapped (JAX writes every weight gradient x^T g of a dense layer as the transpose of
+ * g^T x). The GEMM writes the result in the wanted order instead of a second pass copying
+ * it. Only when the product has no other use (it would be computed twice). */
+#include "compiler/fold.h"
+
+#include <string.h>
+
+#include "compiler/attrs.h"
+#include "ir/dtype.h"
+
+enum { FOLD_MAX_RANK = 8 };
+
+/* The value v stands for when it is a scalar broadcast or reshaped to a scalar. */
+static const av_value *scalar_source(const av_value *v) {
+  for (int hops = 0; hops < 4 && v && v->def; hops++) {
+    const av_op *d = v->def;
+    if ((d->code != AV_OP_BROADCAST_IN_DIM && d->code != AV_OP_RESHAPE) || d->noperands != 1)
+      break;
+    const av_type *a = d->operands[0]->type, *b = v->type;
+    if (!a || !b || a->kind != AV_TYPE_TENSOR || b->kind != AV_TYPE_TENSOR || a->rank != 0 ||
+        b->rank != 0 || a->dtype != b->dtype || a->quant || b->quant)
+      break;
+    v = d->operands[0];
+  }
+  return v;
+}
+
+static bool all_ones(const int64_t *v, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (v[i] != 1) return false;
+  return true;
+}
+
+/* Puts `value` under `name` in attrs (n entries, room for one more): replaced or added. */
+static void put_attr(av_named_attr *attrs, uint32_t *n, const char *name, const av_attr *value) {
+  for (uint32_t i = 0; i < *n; i++)
+    if (strcmp(attrs[i].name, name) == 0) {
+      attrs[i].value = value;
+      return;
+    }
+  attrs[(*n)++] = (av_named_attr){name, value};
+}
+
+static void fold_pad(av_module *m, av_op *rw) {
+  if (rw->noperands != 2 || rw->nresults != 1 || rw->nregions != 1) return;
+  const av_value *x = rw->operands[0];
+  av_op *pad = x->def;
+  if (!pad || pad->code != AV_OP_PAD || pad->noperands != 2 || pad->nresults != 1) return;
+  const av_type *pt = x->type, *it = pad->operands[0]->type;
+  if (!pt || !it || pt->kind != AV_TYPE_TENSOR || it->kind != AV_TYPE_TENSOR || pt->quant ||
+      it->quant || pt->rank != it->rank || pt->dtype != it->dtype || pt->rank < 1 ||
+      pt->rank > FOLD_MAX_RANK)
+    return;
+  if (scalar_source(pad->operands[1]) != scalar_source(rw->operands[1])) return;
+  size_t r = (size_t)pt->rank, n;
+  int64_t lo[FOLD_MAX_RANK], hi[FOLD_MAX_RANK], in[FOLD_MAX_RANK];
+  if (!av_attr_get_ints(pad, "edge_padding_low", lo, r, &n) || n != r ||
+      !av_attr_get_ints(pad, "edge_padding_high", hi, r, &n) || n != r ||
+      !av_attr_get_ints(pad, "interior_padding", in, r, &n) || n != r)
+    return;
+  int64_t bdil[FOLD_MAX_RANK], wpad[2 * FOLD_MAX_RANK];
+  if (av_op_attr(rw, "base_dilations") &&
+      (!av_attr_get_ints(rw, "base_dilations", bdil, r, &n) || n != r || !all_ones(bdil, r)))
+    return;
+  if (!av_op_attr(rw, "padding")) {
+    memset(wpad, 0, sizeof wpad);
+  } else if (!av_attr_get_ints(rw, "padding", wpad, 2 * r, &n) || n != 2 * r) {
+    return;
+  }
+  /* only growing pads (a negative one crops); amounts the lowering accepts stay in range */
+  for (size_t k = 0; k < r; k++) {
+    if (lo[k] < 0 || hi[k] < 0 || in[k] < 0 || lo[k] > INT32_MAX / 4 || hi[k] > INT32_MAX / 4 ||
+        in[k] > INT32_MAX / 4 || wpad[2 * k] < -INT32_MAX / 4 || wpad[2 * k] > INT32_MAX / 4 ||
+        wpad[2 * k + 1] < -INT32_MAX / 4 || wpad[2 * k + 1] > INT32_MAX / 4)
+      return;
+    bdil[k] = in[k] + 1;
+    wpad[2 * k] += lo[k];
+    wpad[2 * k + 1] += hi[k];
+  }
+  /* dense i64 tensors, as StableHLO writes them (dumps print the folded program) */
+  int64_t bdims[1] = {(int64_t)r}, pdims[2] = {(int64_t)r, 2};
+  const av_type *bt = av_type_tensor(m, AV_DT_S64, 1, bdims), *ptt = av_type_tensor(m, AV_DT_S64, 2, pdims);
+  const av_attr *b = bt ? av_attr_dense(m, bt, bdil, sizeof *bdil * r, false, false) : NULL;
+  const av_attr *p = ptt ? av_attr_dense(m, ptt, wpad, sizeof *wpad * 2 * r, false, false) : NULL;
+  av_named_attr *attrs = av_arena_calloc(&m->arena, rw->nattrs + 2, sizeof *attrs);
+  if (!b || !p || !attrs) return; /* out of memory: the op stays as it was */
+  uint32_t nattrs = rw->nattrs;
+  if (nattrs) memcpy(attrs, rw->attrs, sizeof *attrs * nattrs);
+  put_attr(attrs, &nattrs, "base_dilations", b);
+  put_attr(attrs, &nattrs, "padding", p);
+  rw->attrs = attrs;
+  rw->nattrs = nattrs;
+  rw->operands[0] = pad->operands[0];
+}
+
+/* Uses of v as an operand anywhere under region rg (nested regions included), counting up
+ * to `cap`. */
+static int count_uses(const av_region *rg, const av_value *v, int cap, int depth) {
+  int n = 0;
+  if (depth > 64) return cap; /* hostile nesting: assume used */
+  for (uint32_t b = 0; b < rg->nblocks && n < cap; b++)
+    for (const av_op *op = rg->blocks[b].first; op && n < cap; op = op->next) {
+      for (uint32_t i = 0; i < op->noperands; i++) n += op->operands[i] == v;
+      for (uint32_t i = 0; i < op->nregions && n < cap; i++)
+        n += count_uses(&op->regions[i], v, cap - n, depth + 1);
+    }
+  return n;
+}
+
+/* "lhs_X" <-> "rhs_X" */
+static const char *swap_side(const char *name) {
+  static const char *const pairs[][2] = {
+      {"lhs_batching_dimensions", "rhs_batching_dimensions"},
+      {"lhs_contracting_dimensions", "rhs_contracting_dimensions"},
+      {"lhs_precision_type", "rhs_precision_type"},
+      {"lhs_component_count", "rhs_component_count"},
+  };
+  for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
+    if (strcmp(name, pairs[i][0]) == 0) return pairs[i][1];
+    if (strcmp(name, pairs[i][1]) == 0) return pairs[i][0];
+  }
+  return name;
+}
+
+static void fold_transpose_dot(av_module *m, const av_region *fn_body, av_op *tr) {
+  if (tr->noperands != 1 || tr->nresults != 1 || tr->nregions != 0) return;
+  const av_value *x = tr->operands[0];
+  av_op *dot = x->def;
+  if (!dot || dot->code != AV_OP_DOT_GENERAL || dot->noperands != 2 || dot->nresults != 1 ||
+      dot->nregions != 0)
+    return;
+  const av_type *rt = x->type, *a = dot->operands[0]->type, *b = dot->operands[1]->type;
+  if (!rt || !a || !b || rt->kind != AV_TYPE_TENSOR || a->kind != AV_TYPE_TENSOR ||
+      b->kind != AV_TYPE_TENSOR || rt->rank != 2 || rt->quant || a->quant || b->quant)
+    return;
+  int64_t perm[2], batch[1];
+  size_t n;
+  if (!av_attr_get_ints(tr, "permutation", perm, 2, &n) || n != 2 || perm[0] != 1 || perm[1] != 0)
+    return;
+  for (uint32_t i = 0; i < dot->nattrs; i++) { /* no batch dimensions; every attribute known */
+    const char *nm = dot->attrs[i].name;
+    if (strcmp(nm, "lhs_batching_dimensions") == 0 || strcmp(nm, "rhs_batching_dimensions") == 0) {
+      if (!av_attr_get_ints(dot, nm, batch, 1, &n) || n != 0) return;
+    } else if (strcmp(nm, "precision_config") == 0) {
+      const av_attr *pc = dot->attrs[i].value;
+      if (pc && (pc->kind != AV_ATTR_ARRAY || (pc->u.array.n != 0 && pc->u.array.n != 2))) return;
+    } else if (swap_side(nm) == nm && strcmp(nm, "accumulation_type") != 0 &&
+               strcmp(nm, "allow_imprecise_accumulation") != 0 &&
+               strcmp(nm, "num_primitive_operations") != 0) {
+      return; /* an attribute this rewrite does not know how to carry over */
+    }
+  }
+  if (count_uses(fn_body, x, 2, 0) != 1) return;
+  av_value **ops = av_arena_calloc(&m->arena, 2, sizeof *ops);
+  av_named_attr *attrs = av_arena_calloc(&m->arena, dot->nattrs + 1, sizeof *attrs);
+  if (!ops || !attrs) return;
+  for (uint32_t i = 0; i < dot->nattrs; i++) {
+    attrs[i] = (av_named_attr){swap_side(dot->attrs[i].name), dot->attrs[i].value};
+    const av_attr *pc = dot->attrs[i].value;
+    if (strcmp(attrs[i].name, "precision_config") == 0 && pc && pc->u.array.n == 2) {
+      const av_attr *items[2] = {pc->u.array.items[1], pc->u.array.items[0]};
+      attrs[i].value = av_attr_array(m, 2, items);
+      if (!attrs[i].value) return;
+    }
+  }
+  ops[0] = dot->operands[1];
+  ops[1] = dot->operands[0];
+  /* the transpose becomes the swapped product; the original product is left unused */
+  tr->code = AV_OP_DOT_GENERAL;
+  tr->name = dot->name;
+  tr->operands = ops;
+  tr->noperands = 2;
+  tr->attrs = attrs;
+  tr->nattrs = dot->nattrs;
+}
+
+static void fold_region(av_module *m, const av_region *fn_body, av_region *rg, int depth) {
+  if (depth > 64) return; /* hostile nesting: leave the rest alone */
+  for (uint32_t b = 0; b < rg->nblocks; b++)
+    for (av_op *op = rg->blocks[b].first; op; op = op->next) {
+      if (op->code == AV_OP_REDUCE_WINDOW) fold_pad(m, op);
+      if (op->code == AV_OP_TRANSPOSE) fold_transpose_dot(m, fn_body, op);
+      for (uint32_t i = 0; i < op->nregions; i++) fold_region(m, fn_body, &op->regions[i], depth + 1);
+    }
+}
+
+void av_fold_module(av_module *m) {
+  for (uint32_t f = 0; f < m->nfuncs; f++)
+    if (m->funcs[f]) fold_region(m, &m->funcs[f]->body, &m->funcs[f]->body, 0);
+}

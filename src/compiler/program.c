@@ -276,6 +276,12 @@ void av_program_set_host_callback(av_program *p, av_host_callback_fn fn) {
   p->plan->host_callback = fn;
 }
 
+void av_program_use_collective_timeout(av_program *p, int64_t ms) {
+  if (!p || !p->plan || ms <= 0) return;
+  int64_t none = 0;
+  atomic_compare_exchange_strong(&p->plan->collective_timeout_ms, &none, ms);
+}
+
 bool av_program_calls_host(const av_program *p) { return p->plan->calls_host; }
 
 void av_program_set_lapack(av_program *p, const av_lapack_fns *fns) {

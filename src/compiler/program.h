@@ -119,6 +119,9 @@ void av_program_set_lapack(av_program *p, const struct av_lapack_fns *fns);
 /* How executions treat subnormal floats (runtime/fp_env.h): flush (FTZ + DAZ, as XLA:CPU; the
  * default) or exact IEEE. Call before the first execution. */
 void av_program_set_denormals(av_program *p, av_denormals mode);
+/* How long the program's in-process collectives wait for the other devices of their group
+ * (ms > 0; set once, by the first client that loads it; unset: 120 s). */
+void av_program_use_collective_timeout(av_program *p, int64_t ms);
 /* Whether running the program calls the host callback dispatcher. */
 bool av_program_calls_host(const av_program *p);
 

@@ -228,6 +228,7 @@ PJRT_Error *av_PJRT_Client_Create(PJRT_Client_Create_Args *args) {
       }
     }
   }
+  if (dist.timeout_given) c->collective_timeout_ms = dist.timeout_s * 1000;
   const char *dump = getenv("ANVIL_DUMP_DIR");
   if (dump && *dump) c->dump_dir = strdup(dump);
   err = profiler_create(c);

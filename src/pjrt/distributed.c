@@ -96,6 +96,7 @@ static PJRT_Error *parse_options(const char *fn, const PJRT_NamedValue *opts, si
                "[1, 604800])",
                fn, t);
     o->timeout_s = v;
+    o->timeout_given = true;
   }
   PJRT_Error *err = env_string(fn, "ANVIL_COLLECTIVES", o->collectives, sizeof o->collectives);
   if (!err) err = env_string(fn, "ANVIL_GLOO_HOSTNAME", o->gloo_hostname, sizeof o->gloo_hostname);
@@ -107,9 +108,10 @@ static PJRT_Error *parse_options(const char *fn, const PJRT_NamedValue *opts, si
     else if (name_is(v, "partition_index")) {
       int64_t ignored; /* a slice index for TPU pods: nothing to do on CPUs */
       err = int_option(fn, v, 0, INT32_MAX, &ignored);
-    } else if (name_is(v, "collective_timeout_s"))
+    } else if (name_is(v, "collective_timeout_s")) {
       err = int_option(fn, v, 1, 86400 * 7, &o->timeout_s);
-    else if (name_is(v, "collectives"))
+      o->timeout_given = true;
+    } else if (name_is(v, "collectives"))
       err = string_option(fn, v, o->collectives, sizeof o->collectives);
     else if (name_is(v, "gloo_hostname"))
       err = string_option(fn, v, o->gloo_hostname, sizeof o->gloo_hostname);

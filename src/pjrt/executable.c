@@ -294,6 +294,7 @@ static PJRT_Error *load_core(PJRT_Client *client, av_exec_core *core, const av_c
   av_program_set_denormals(core->program, client->denormals);
   av_program_set_host_callback(core->program, client->host_callback);
   av_program_set_lapack(core->program, client->lapack);
+  av_program_use_collective_timeout(core->program, client->collective_timeout_ms);
   *out = le;
   return NULL;
 }

@@ -232,6 +232,9 @@ struct PJRT_Client {
   struct av_profiler *profiler; /* step timings (ANVIL_PROFILE, PJRT profiling sessions) */
   struct av_lapack_fns *lapack;      /* create option lapack_functions, or NULL */
   av_denormals denormals; /* ANVIL_DENORMALS / create option `denormals` (runtime/fp_env.h) */
+  /* collective_timeout_s / ANVIL_COLLECTIVE_TIMEOUT_S in ms when given (then in-process
+   * collectives wait that long too), else 0 (they wait 120 s) */
+  int64_t collective_timeout_ms;
 };
 
 /* This process's n devices (global ids from c->first_global_id), then every process's. */
@@ -246,6 +249,7 @@ PJRT_Device *av_client_lookup_global(PJRT_Client *c, int64_t id);
 typedef struct av_distributed_options {
   int64_t node_id, num_nodes; /* 0 and 1: a single process */
   int64_t timeout_s;          /* collective_timeout_s / ANVIL_COLLECTIVE_TIMEOUT_S */
+  bool timeout_given;         /* ... set by the option or the variable (not the default) */
   char collectives[16];       /* collectives / ANVIL_COLLECTIVES: "gloo" */
   char gloo_hostname[256];    /* gloo_hostname / ANVIL_GLOO_HOSTNAME */
   char gloo_interface[64];    /* gloo_interface / ANVIL_GLOO_INTERFACE */

@@ -9,8 +9,6 @@
 
 #include "runtime/kernels/shape.h"
 
-enum { RV_TIMEOUT_S = 120 };
-
 struct av_rv_entry {
   int op_id;
   int64_t key;
@@ -117,12 +115,14 @@ av_rv_entry *av_rv_arrive(av_rendezvous *r, int op_id, int64_t key, int size, in
     return NULL;
   }
   if (rc == ETIMEDOUT && !(e->ready && e->gen == *gen)) {
+    int missing = size - e->arrived;
     e->slots[rank] = NULL;
     e->arrived--;
     pthread_mutex_unlock(&r->mu);
     av_diag_set(d, AV_DEADLINE_EXCEEDED,
-                "collective: timed out after %.3g s waiting for %d of %d participants",
-                (double)timeout_ms / 1000.0, size - e->arrived, size);
+                "collective: timed out after %.3g s waiting for %d more of its %d participants "
+                "(every device of the group must execute the program)",
+                (double)timeout_ms / 1000.0, missing, size);
     return NULL;
   }
   pthread_mutex_unlock(&r->mu);
@@ -395,7 +395,7 @@ av_code av_step_collective(const av_step *s, av_frame *f, av_diag *d) {
   uint64_t gen = 0;
   av_rv_entry *e = me.size == 1 ? NULL
                                 : av_rv_arrive(r, p->op_id, me.key, me.size, me.rank, mine, &gen,
-                                               (int64_t)RV_TIMEOUT_S * 1000, d);
+                                               av_plan_collective_timeout_ms(plan), d);
   if (me.size != 1 && !e) {
     if (mine != small) free(mine);
     return d->code;

@@ -134,7 +134,18 @@ typedef struct av_plan {
   /* Nanoseconds all runs spent in cross-process collectives (mostly waiting for the network
    * and the other processes): the PJRT layer leaves them out when it judges a run short. */
   _Atomic int64_t net_wait_ns;
+  /* How long an in-process collective (or a sharded program's rendezvous) waits for the other
+   * devices of its group, in ms: the client's collective timeout, set like `pool`; 0: the
+   * default, AV_COLLECTIVE_TIMEOUT_DEFAULT_S. */
+  _Atomic int64_t collective_timeout_ms;
 } av_plan;
+
+enum { AV_COLLECTIVE_TIMEOUT_DEFAULT_S = 120 };
+
+static inline int64_t av_plan_collective_timeout_ms(const av_plan *p) {
+  int64_t ms = atomic_load_explicit(&((av_plan *)p)->collective_timeout_ms, memory_order_relaxed);
+  return ms > 0 ? ms : (int64_t)AV_COLLECTIVE_TIMEOUT_DEFAULT_S * 1000;
+}
 
 /* Region bodies that kernels call per element (reduce, sort, scatter...). */
 typedef struct av_region_params {

@@ -7,8 +7,6 @@
 #include "runtime/net.h"
 #include "runtime/spmd.h"
 
-enum { SPMD_TIMEOUT_S = 120 };
-
 void av_spmd_program_free(av_spmd_program *sp) {
   if (!sp) return;
   for (uint32_t i = 0; sp->in_proto && i < sp->nin; i++) free(sp->in_proto[i]);
@@ -157,10 +155,15 @@ av_code av_spmd_execute_device(av_spmd_program *sp, const av_plan *plan, int dev
   /* in a job of several processes only this process's devices come here */
   const av_plan_net *pn = atomic_load_explicit(&plan->net, memory_order_acquire);
   int expected = pn && pn->global_run && pn->ndev == sp->ndev ? pn->nlocal : sp->ndev;
-  int64_t timeout_s = pn ? pn->net->timeout_ms / 1000 + 1 : SPMD_TIMEOUT_S;
+  int64_t timeout_ms = pn ? pn->net->timeout_ms + 1000 : av_plan_collective_timeout_ms(plan);
   struct timespec deadline;
   clock_gettime(CLOCK_REALTIME, &deadline);
-  deadline.tv_sec += (time_t)timeout_s;
+  deadline.tv_sec += (time_t)(timeout_ms / 1000);
+  deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+  if (deadline.tv_nsec >= 1000000000L) {
+    deadline.tv_sec++;
+    deadline.tv_nsec -= 1000000000L;
+  }
   int rc = 0;
   pthread_mutex_lock(&sp->mu);
   /* our seat may still be taken by a round that has not finished */
@@ -204,9 +207,9 @@ av_code av_spmd_execute_device(av_spmd_program *sp, const av_plan *plan, int dev
         return av_diag_set(d, AV_ABORTED,
                            "sharded program: abandoned because another device failed");
       return av_diag_set(d, AV_DEADLINE_EXCEEDED,
-                         "sharded program: timed out after %lld s waiting for %d more of its %d "
+                         "sharded program: timed out after %.3g s waiting for %d more of its %d "
                          "devices (every device of the assignment must execute it)",
-                         (long long)timeout_s, missing, expected);
+                         (double)timeout_ms / 1000.0, missing, expected);
     }
   }
   av_code c = sp->result;

@@ -379,15 +379,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   f.p = data;
   f.end = data + size;
   for (size_t i = 0; i < sizeof host_in; i++) host_in[i] = (unsigned char)(i * 37 + 11);
-  PJRT_NamedValue opt = {.struct_size = PJRT_NamedValue_STRUCT_SIZE,
-                         .name = "device_count",
-                         .name_size = 12,
-                         .type = PJRT_NamedValue_kInt64,
-                         .int64_value = 1 + next(&f) % 4,
-                         .value_size = 1};
+  /* A part of the 2-replica program launched alone (execute_device) waits in its
+   * all_reduce for the other part: for 1 s here, then fails with DEADLINE_EXCEEDED. */
+  PJRT_NamedValue opts[2] = {{.struct_size = PJRT_NamedValue_STRUCT_SIZE,
+                              .name = "device_count",
+                              .name_size = 12,
+                              .type = PJRT_NamedValue_kInt64,
+                              .int64_value = 1 + next(&f) % 4,
+                              .value_size = 1},
+                             {.struct_size = PJRT_NamedValue_STRUCT_SIZE,
+                              .name = "collective_timeout_s",
+                              .name_size = 20,
+                              .type = PJRT_NamedValue_kInt64,
+                              .int64_value = 1,
+                              .value_size = 1}};
   PJRT_Client_Create_Args ca = {.struct_size = PJRT_Client_Create_Args_STRUCT_SIZE,
-                                .create_options = &opt,
-                                .num_options = 1};
+                                .create_options = opts,
+                                .num_options = 2};
   check(&f, api->PJRT_Client_Create(&ca));
   if (!ca.client) return 0;
   f.client = ca.client;

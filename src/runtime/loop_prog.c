@@ -96,27 +96,68 @@ static av_code bind_registers(const av_loop_prog *p, const av_frame *f, av_slot 
   return AV_OK;
 }
 
-/* Makes the body's results the carried values of the next iteration (all but carried value
- * `skip`): first every copy (reading the current buffers, writing each value's other
- * buffer, which nothing else reads), then the pointer changes. */
-static inline __attribute__((always_inline)) void advance(const av_loop_prog *p, char *scratch,
-                                                          void **r, uint8_t *side, uint32_t skip) {
-  for (uint32_t i = 0; i < p->ncarried; i++) {
-    uint16_t c = p->carried_reg[i], res = p->result_reg[i];
-    if (res == c || p->swap[i] || i == skip) continue;
-    side[i] ^= 1;
-    memcpy(scratch + p->regs[c].offset + (side[i] ? p->regs[c].bytes : 0), r[res], p->regs[c].bytes);
-  }
+/* How one carried value changes between iterations. A loop prepares the list once per run,
+ * leaving out the values the body passes through unchanged (and a dropped counter), so an
+ * iteration touches only the values that move. */
+typedef struct carry_move {
+  uint16_t c, res; /* the carried register and the register the body returns for it */
+  uint32_t bytes;
+  void *next;      /* copies: the value's other buffer, which nothing reads this iteration */
+} carry_move;
+
+typedef struct carry_moves {
+  carry_move *copy, *swap; /* copied into the other buffer; swapped with the body's output */
+  uint32_t ncopy, nswap;
+} carry_moves;
+
+/* The moves of every carried value but `skip` (UINT32_MAX: none), from registers bound by
+ * bind_registers (r[c] is buffer 0 of a copied value; buffer 1 follows it). */
+static void plan_moves(const av_loop_prog *p, char *scratch, void *const *r, uint32_t skip,
+                       carry_moves *m) {
+  m->ncopy = m->nswap = 0;
   for (uint32_t i = 0; i < p->ncarried; i++) {
     uint16_t c = p->carried_reg[i], res = p->result_reg[i];
     if (res == c || i == skip) continue; /* passed through unchanged, or set elsewhere */
-    if (p->swap[i]) { /* the body's output becomes current; the old buffer is its next one */
-      void *t = r[c];
-      r[c] = r[res];
-      r[res] = t;
+    if (p->swap[i]) {
+      m->swap[m->nswap++] = (carry_move){c, res, 0, NULL};
     } else {
-      r[c] = scratch + p->regs[c].offset + (side[i] ? p->regs[c].bytes : 0);
+      const av_lreg *g = &p->regs[c];
+      char *buf0 = scratch + g->offset;
+      m->copy[m->ncopy++] = (carry_move){c, res, g->bytes, (char *)r[c] == buf0 ? buf0 + g->bytes : buf0};
     }
+  }
+}
+
+/* Scalars are the common case of a copied value: a fixed-size copy, not a call. */
+static inline __attribute__((always_inline)) void copy_value(void *dst, const void *src,
+                                                             uint32_t bytes) {
+  switch (bytes) {
+    case 4: memcpy(dst, src, 4); break;
+    case 8: memcpy(dst, src, 8); break;
+    default: memcpy(dst, src, bytes); break;
+  }
+}
+
+/* Makes the body's results the carried values of the next iteration: first every copy
+ * (reading the current buffers, writing each value's other buffer), then the pointer
+ * changes, so a body returning one carried value as another reads it before it moves. */
+static inline __attribute__((always_inline)) void advance(const carry_moves *m, void **r) {
+  for (uint32_t i = 0; i < m->ncopy; i++) {
+    const carry_move *v = &m->copy[i];
+    copy_value(v->next, r[v->res], v->bytes);
+  }
+  for (uint32_t i = 0; i < m->ncopy; i++) {
+    carry_move *v = &m->copy[i];
+    void *t = r[v->c];
+    r[v->c] = v->next;
+    v->next = t;
+  }
+  for (uint32_t i = 0; i < m->nswap; i++) { /* the body's output becomes current; the old
+                                               buffer is its next one */
+    const carry_move *v = &m->swap[i];
+    void *t = r[v->c];
+    r[v->c] = r[v->res];
+    r[v->res] = t;
   }
 }
 
@@ -149,15 +190,17 @@ static bool trip_count(const av_lcount *k, void *const *r, uint16_t counter, int
 }
 
 /* Runs iterations until the condition is false. */
-static av_code iterate(const av_loop_prog *p, char *scratch, void **r, uint8_t *side, av_diag *d) {
+static av_code iterate(const av_loop_prog *p, char *scratch, void **r, carry_moves *m,
+                       av_diag *d) {
   av_code code = exec(p->pre, p->npre, r, d);
   const av_lcount *k = p->count;
   int64_t trips, final;
   if (code == AV_OK && k && trip_count(k, r, p->carried_reg[k->carried], &trips, &final)) {
     uint32_t nbody = p->nbody - k->drop_increment, skip = k->drop_increment ? k->carried : UINT32_MAX;
+    plan_moves(p, scratch, r, skip, m);
     for (int64_t t = 0; t < trips; t++) {
       if ((code = exec(p->body, nbody, r, d)) != AV_OK) return code;
-      advance(p, scratch, r, side, skip);
+      advance(m, r);
     }
     if (k->drop_increment) { /* the counter's own buffer, which the loop never swapped */
       void *counter = r[p->carried_reg[k->carried]];
@@ -168,12 +211,13 @@ static av_code iterate(const av_loop_prog *p, char *scratch, void **r, uint8_t *
     }
     return code;
   }
+  plan_moves(p, scratch, r, UINT32_MAX, m);
   while (code == AV_OK) {
     code = exec(p->cond, p->ncond, r, d);
     if (code != AV_OK || !*(const uint8_t *)r[p->cond_reg]) break;
     code = exec(p->body, p->nbody, r, d);
     if (code != AV_OK) break;
-    advance(p, scratch, r, side, UINT32_MAX);
+    advance(m, r);
   }
   return code;
 }
@@ -183,12 +227,13 @@ av_code av_loop_prog_run(const av_loop_prog *p, const av_frame *f, av_slot *vals
   char *block = malloc(p->scratch_bytes + 64);
   char *scratch = block ? (char *)(((uintptr_t)block + 63) & ~(uintptr_t)63) : NULL;
   void **r = malloc(sizeof *r * (p->nregs ? p->nregs : 1));
-  /* which of its two buffers carried value i currently uses */
-  uint8_t *side = calloc(p->ncarried ? p->ncarried : 1, 1);
-  av_code code = scratch && r && side
+  /* copies in the first ncarried entries, swaps in the next ones */
+  carry_move *moves = malloc(sizeof *moves * 2 * (p->ncarried ? p->ncarried : 1));
+  carry_moves m = {moves, moves + p->ncarried, 0, 0};
+  av_code code = scratch && r && moves
                      ? bind_registers(p, f, vals, scratch, r, d)
                      : av_diag_set(d, AV_RESOURCE_EXHAUSTED, "out of memory for a loop's registers");
-  if (code == AV_OK) code = iterate(p, scratch, r, side, d);
+  if (code == AV_OK) code = iterate(p, scratch, r, &m, d);
   /* the final carried values become owned results (in place ones already are) */
   for (uint32_t i = 0; i < p->ncarried && code == AV_OK; i++) {
     const av_lreg *g = &p->regs[p->carried_reg[i]];
@@ -199,6 +244,6 @@ av_code av_loop_prog_run(const av_loop_prog *p, const av_frame *f, av_slot *vals
   }
   free(block);
   free(r);
-  free(side);
+  free(moves);
   return code;
 }

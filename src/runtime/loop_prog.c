@@ -96,68 +96,55 @@ static av_code bind_registers(const av_loop_prog *p, const av_frame *f, av_slot 
   return AV_OK;
 }
 
-/* How one carried value changes between iterations. A loop prepares the list once per run,
- * leaving out the values the body passes through unchanged (and a dropped counter), so an
- * iteration touches only the values that move. */
-typedef struct carry_move {
+/* Carried values move between iterations without pointer updates: the loop keeps two
+ * register maps, and iteration t runs on map t % 2. The maps differ only in the carried
+ * values that change: a value the body recomputes into a register of its own (a swap) has
+ * that register and its own exchanged in the other map; any other value has its two buffers,
+ * one per map, and the body's result is copied into the buffer of the next map. Values the
+ * body passes through unchanged (and a dropped counter) are in the same place in both maps.
+ * Compared with swapping pointers each iteration, the per-iteration work is the copies alone
+ * and no iteration waits on the register stores of the one before. */
+typedef struct carry_copy {
   uint16_t c, res; /* the carried register and the register the body returns for it */
   uint32_t bytes;
-  void *next;      /* copies: the value's other buffer, which nothing reads this iteration */
-} carry_move;
+} carry_copy;
 
-typedef struct carry_moves {
-  carry_move *copy, *swap; /* copied into the other buffer; swapped with the body's output */
-  uint32_t ncopy, nswap;
-} carry_moves;
-
-/* The moves of every carried value but `skip` (UINT32_MAX: none), from registers bound by
- * bind_registers (r[c] is buffer 0 of a copied value; buffer 1 follows it). */
-static void plan_moves(const av_loop_prog *p, char *scratch, void *const *r, uint32_t skip,
-                       carry_moves *m) {
-  m->ncopy = m->nswap = 0;
+/* Fills map 1 from map 0 (bound, with the invariant ops run) and lists the copies, leaving
+ * out carried value `skip` (UINT32_MAX: none). */
+static uint32_t pair_maps(const av_loop_prog *p, char *scratch, void *const *r0, void **r1,
+                          uint32_t skip, carry_copy *copies) {
+  uint32_t ncopy = 0;
+  memcpy(r1, r0, sizeof *r1 * p->nregs);
   for (uint32_t i = 0; i < p->ncarried; i++) {
     uint16_t c = p->carried_reg[i], res = p->result_reg[i];
     if (res == c || i == skip) continue; /* passed through unchanged, or set elsewhere */
-    if (p->swap[i]) {
-      m->swap[m->nswap++] = (carry_move){c, res, 0, NULL};
-    } else {
-      const av_lreg *g = &p->regs[c];
-      char *buf0 = scratch + g->offset;
-      m->copy[m->ncopy++] = (carry_move){c, res, g->bytes, (char *)r[c] == buf0 ? buf0 + g->bytes : buf0};
+    if (p->swap[i]) { /* the body's output becomes current; the old buffer is its next one */
+      r1[c] = r0[res];
+      r1[res] = r0[c];
+    } else { /* bind_registers put the value in the first of its two buffers */
+      r1[c] = scratch + p->regs[c].offset + p->regs[c].bytes;
+      copies[ncopy++] = (carry_copy){c, res, p->regs[c].bytes};
     }
   }
+  return ncopy;
 }
 
-/* Scalars are the common case of a copied value: a fixed-size copy, not a call. */
-static inline __attribute__((always_inline)) void copy_value(void *dst, const void *src,
-                                                             uint32_t bytes) {
-  switch (bytes) {
-    case 4: memcpy(dst, src, 4); break;
-    case 8: memcpy(dst, src, 8); break;
-    default: memcpy(dst, src, bytes); break;
-  }
-}
-
-/* Makes the body's results the carried values of the next iteration: first every copy
- * (reading the current buffers, writing each value's other buffer), then the pointer
- * changes, so a body returning one carried value as another reads it before it moves. */
-static inline __attribute__((always_inline)) void advance(const carry_moves *m, void **r) {
-  for (uint32_t i = 0; i < m->ncopy; i++) {
-    const carry_move *v = &m->copy[i];
-    copy_value(v->next, r[v->res], v->bytes);
-  }
-  for (uint32_t i = 0; i < m->ncopy; i++) {
-    carry_move *v = &m->copy[i];
-    void *t = r[v->c];
-    r[v->c] = v->next;
-    v->next = t;
-  }
-  for (uint32_t i = 0; i < m->nswap; i++) { /* the body's output becomes current; the old
-                                               buffer is its next one */
-    const carry_move *v = &m->swap[i];
-    void *t = r[v->c];
-    r[v->c] = r[v->res];
-    r[v->res] = t;
+/* Makes the body's results (in map `cur`) the carried values of map `next`. Every copy
+ * reads a buffer of `cur` and writes one only `next` has, so a body returning one carried
+ * value as another reads it before anything changes. Scalars, the common case, are
+ * fixed-size stores, not calls. */
+static inline __attribute__((always_inline)) void advance(const carry_copy *copies,
+                                                          uint32_t ncopy, void *const *cur,
+                                                          void *const *next) {
+  for (uint32_t i = 0; i < ncopy; i++) {
+    const carry_copy *v = &copies[i];
+    void *dst = next[v->c];
+    const void *src = cur[v->res];
+    switch (v->bytes) {
+      case 4: memcpy(dst, src, 4); break;
+      case 8: memcpy(dst, src, 8); break;
+      default: memcpy(dst, src, v->bytes); break;
+    }
   }
 }
 
@@ -189,20 +176,25 @@ static bool trip_count(const av_lcount *k, void *const *r, uint16_t counter, int
   return true;
 }
 
-/* Runs iterations until the condition is false. */
-static av_code iterate(const av_loop_prog *p, char *scratch, void **r, carry_moves *m,
+/* Runs iterations until the condition is false, on the maps r (map 0, bound) and
+ * r + nregs; the final registers end in map 0. */
+static av_code iterate(const av_loop_prog *p, char *scratch, void **r, carry_copy *copies,
                        av_diag *d) {
   av_code code = exec(p->pre, p->npre, r, d);
+  if (code != AV_OK) return code;
+  void **maps[2] = {r, r + p->nregs};
   const av_lcount *k = p->count;
   int64_t trips, final;
-  if (code == AV_OK && k && trip_count(k, r, p->carried_reg[k->carried], &trips, &final)) {
+  if (k && trip_count(k, r, p->carried_reg[k->carried], &trips, &final)) {
     uint32_t nbody = p->nbody - k->drop_increment, skip = k->drop_increment ? k->carried : UINT32_MAX;
-    plan_moves(p, scratch, r, skip, m);
+    uint32_t ncopy = pair_maps(p, scratch, maps[0], maps[1], skip, copies);
     for (int64_t t = 0; t < trips; t++) {
-      if ((code = exec(p->body, nbody, r, d)) != AV_OK) return code;
-      advance(m, r);
+      void *const *cur = maps[t & 1];
+      if ((code = exec(p->body, nbody, cur, d)) != AV_OK) return code;
+      advance(copies, ncopy, cur, maps[(t + 1) & 1]);
     }
-    if (k->drop_increment) { /* the counter's own buffer, which the loop never swapped */
+    if (trips & 1) memcpy(maps[0], maps[1], sizeof *r * p->nregs);
+    if (k->drop_increment) { /* the counter's own buffer, the same in both maps */
       void *counter = r[p->carried_reg[k->carried]];
       if (k->dtype == AV_DT_S32)
         *(int32_t *)counter = (int32_t)final;
@@ -211,14 +203,17 @@ static av_code iterate(const av_loop_prog *p, char *scratch, void **r, carry_mov
     }
     return code;
   }
-  plan_moves(p, scratch, r, UINT32_MAX, m);
-  while (code == AV_OK) {
-    code = exec(p->cond, p->ncond, r, d);
-    if (code != AV_OK || !*(const uint8_t *)r[p->cond_reg]) break;
-    code = exec(p->body, p->nbody, r, d);
-    if (code != AV_OK) break;
-    advance(m, r);
+  uint32_t ncopy = pair_maps(p, scratch, maps[0], maps[1], UINT32_MAX, copies);
+  unsigned t = 0;
+  for (;;) {
+    void *const *cur = maps[t];
+    code = exec(p->cond, p->ncond, cur, d);
+    if (code != AV_OK || !*(const uint8_t *)cur[p->cond_reg]) break;
+    if ((code = exec(p->body, p->nbody, cur, d)) != AV_OK) break;
+    advance(copies, ncopy, cur, maps[t ^ 1]);
+    t ^= 1;
   }
+  if (t) memcpy(maps[0], maps[1], sizeof *r * p->nregs);
   return code;
 }
 
@@ -226,14 +221,12 @@ av_code av_loop_prog_run(const av_loop_prog *p, const av_frame *f, av_slot *vals
   /* 64-byte aligned like every other tensor: split-line vector stores cost several times more */
   char *block = malloc(p->scratch_bytes + 64);
   char *scratch = block ? (char *)(((uintptr_t)block + 63) & ~(uintptr_t)63) : NULL;
-  void **r = malloc(sizeof *r * (p->nregs ? p->nregs : 1));
-  /* copies in the first ncarried entries, swaps in the next ones */
-  carry_move *moves = malloc(sizeof *moves * 2 * (p->ncarried ? p->ncarried : 1));
-  carry_moves m = {moves, moves + p->ncarried, 0, 0};
-  av_code code = scratch && r && moves
+  void **r = malloc(sizeof *r * 2 * (p->nregs ? p->nregs : 1)); /* two register maps */
+  carry_copy *copies = malloc(sizeof *copies * (p->ncarried ? p->ncarried : 1));
+  av_code code = scratch && r && copies
                      ? bind_registers(p, f, vals, scratch, r, d)
                      : av_diag_set(d, AV_RESOURCE_EXHAUSTED, "out of memory for a loop's registers");
-  if (code == AV_OK) code = iterate(p, scratch, r, &m, d);
+  if (code == AV_OK) code = iterate(p, scratch, r, copies, d);
   /* the final carried values become owned results (in place ones already are) */
   for (uint32_t i = 0; i < p->ncarried && code == AV_OK; i++) {
     const av_lreg *g = &p->regs[p->carried_reg[i]];
@@ -244,6 +237,6 @@ av_code av_loop_prog_run(const av_loop_prog *p, const av_frame *f, av_slot *vals
   }
   free(block);
   free(r);
-  free(moves);
+  free(copies);
   return code;
 }

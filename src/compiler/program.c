@@ -10,6 +10,7 @@
 #include "compiler/fold.h"
 #include "compiler/gspmd.h"
 #include "compiler/lower.h"
+#include "compiler/layout_mode.h"
 #include "compiler/program_module.h"
 #include "compiler/quant_legalize.h"
 #include "compiler/sharding_lower.h"
@@ -342,6 +343,21 @@ const char *av_program_memory_kind(const av_program *p, bool output, int i) {
   const av_attr **attrs = output ? ef->res_attrs : ef->arg_attrs;
   const av_attr *a = attrs ? av_dict_get(attrs[i], "mhlo.memory_kind") : NULL;
   return a && a->kind == AV_ATTR_STRING ? a->u.str.s : NULL;
+}
+
+av_layout_kind av_program_layout(const av_program *p, bool output, int i, int64_t *minor_to_major,
+                                 char *why, size_t why_size) {
+  int rank = 0;
+  if (output) {
+    if (i < 0 || i >= p->noutputs) return AV_LAYOUT_DEFAULT;
+    rank = p->outs[i].token ? 0 : p->outs[i].rank;
+  } else {
+    av_dtype dt;
+    const int64_t *dims;
+    if (av_program_input_is_token(p, i) || !av_program_input_type(p, i, &dt, &rank, &dims))
+      rank = 0;
+  }
+  return av_layout_of(av_module_entry(p->module), output, i, rank, minor_to_major, why, why_size);
 }
 
 int av_program_output_alias(const av_program *p, int i) {

@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "compiler/layout_mode.h"
 #include "ir/dtype.h"
 #include "runtime/fp_env.h"
 #include "runtime/host_callback.h"
@@ -64,6 +65,10 @@ int av_program_output_alias(const av_program *p, int i);
 /* The memory kind main's argument (output == false) or result i asks for
  * (mhlo.memory_kind: "device", "pinned_host", "unpinned_host"), or NULL when it names none. */
 const char *av_program_memory_kind(const av_program *p, bool output, int i);
+/* The memory layout main's argument (output == false) or result i is to have (mhlo.layout_mode,
+ * see layout_mode.h): minor_to_major gets `rank` entries. */
+av_layout_kind av_program_layout(const av_program *p, bool output, int i, int64_t *minor_to_major,
+                                 char *why, size_t why_size);
 /* Output i is a token (its dtype reads as pred, one byte). */
 bool av_program_output_is_token(const av_program *p, int i);
 /* Input i is a token. */

@@ -189,7 +189,7 @@ static PJRT_Error *check_shape(PJRT_Buffer_Type type, const int64_t *dims, size_
   return NULL;
 }
 
-/* anvil stores only the default (descending, untiled) layout. */
+/* anvil stores only the default (descending, untiled) layout here. */
 static PJRT_Error *check_device_layout(const PJRT_Buffer_MemoryLayout *l, size_t rank,
                                        const char *fn) {
   if (!l) return NULL;
@@ -203,6 +203,28 @@ static PJRT_Error *check_device_layout(const PJRT_Buffer_MemoryLayout *l, size_t
   }
   return av_error_new(AV_UNIMPLEMENTED,
                       "%s: only the default row-major device layout is supported", fn);
+}
+
+/* A device layout for BufferFromHostBuffer: row-major (none given) or any order of the
+ * dimensions (untiled), into m2m. */
+static PJRT_Error *device_permutation(const PJRT_Buffer_MemoryLayout *l, int rank,
+                                      const char *fn, int64_t *m2m) {
+  for (int k = 0; k < rank; k++) m2m[k] = rank - 1 - k;
+  if (!l) return NULL;
+  AV_REQUIRE(l->type == PJRT_Buffer_MemoryLayout_Type_Tiled && l->tiled.num_tiles == 0,
+             AV_UNIMPLEMENTED, "%s: only untiled device layouts are supported", fn);
+  AV_REQUIRE(l->tiled.minor_to_major_size == (size_t)rank && (rank == 0 || l->tiled.minor_to_major),
+             AV_INVALID_ARGUMENT, "%s: device layout minor_to_major has %zu entries for rank %d",
+             fn, l->tiled.minor_to_major_size, rank);
+  bool seen[AV_MAX_RANK] = {false};
+  for (int k = 0; k < rank; k++) {
+    int64_t d = l->tiled.minor_to_major[k];
+    AV_REQUIRE(d >= 0 && d < rank && !seen[d], AV_INVALID_ARGUMENT,
+               "%s: device layout minor_to_major is not a permutation of 0..%d", fn, rank - 1);
+    seen[d] = true;
+    m2m[k] = d;
+  }
+  return NULL;
 }
 
 /* ---------------------------------------------------- BufferFromHostBuffer */
@@ -224,8 +246,10 @@ PJRT_Error *av_PJRT_Client_BufferFromHostBuffer(PJRT_Client_BufferFromHostBuffer
   PJRT_Error *err = check_shape(args->type, args->dims, args->num_dims, fn, &dt, &nbytes);
   if (err) return err;
   int rank = (int)args->num_dims;
-  err = check_device_layout(args->device_layout, args->num_dims, fn);
+  int64_t m2m[AV_MAX_RANK];
+  err = device_permutation(args->device_layout, rank, fn, m2m);
   if (err) return err;
+  bool custom = !av_layout_is_default(rank, m2m);
   AV_REQUIRE(args->data || nbytes == 0, AV_INVALID_ARGUMENT, "%s: data is NULL for %zu bytes",
              fn, nbytes);
   size_t elem = av_dtype_size(dt);
@@ -264,7 +288,7 @@ PJRT_Error *av_PJRT_Client_BufferFromHostBuffer(PJRT_Client_BufferFromHostBuffer
   av_storage *st = NULL;
   /* Zero-copy only when the host array is dense and aligned like our own storage (kernels
    * may rely on the alignment); otherwise copy now and report the host buffer free. */
-  bool zero_copy = sem == PJRT_HostBufferSemantics_kImmutableZeroCopy && dense && nbytes > 0 &&
+  bool zero_copy = sem == PJRT_HostBufferSemantics_kImmutableZeroCopy && dense && !custom && nbytes > 0 &&
                    ((uintptr_t)args->data % AV_STORAGE_ALIGN) == 0 && !av_dtype_host_differs(dt);
   if (zero_copy) {
     st = av_storage_wrap((void *)(uintptr_t)args->data, nbytes, fire_done_event,
@@ -273,11 +297,11 @@ PJRT_Error *av_PJRT_Client_BufferFromHostBuffer(PJRT_Client_BufferFromHostBuffer
   } else {
     st = av_storage_alloc_cached_for(args->client->cache, dev->index, nbytes);
     if (st) {
-      if (dense)
+      if (dense && !custom)
         memcpy(st->data, args->data ? args->data : st->data, nbytes);
       else {
         int64_t dst_strides[AV_MAX_RANK];
-        av_dense_strides(elem, rank, args->dims, dst_strides);
+        av_layout_strides(elem, rank, args->dims, m2m, dst_strides);
         av_copy_strided(st->data, dst_strides, args->data, strides, args->dims, rank, elem);
       }
       av_subbyte_host_to_storage(dt, st->data, elem ? nbytes / elem : 0);
@@ -289,6 +313,7 @@ PJRT_Error *av_PJRT_Client_BufferFromHostBuffer(PJRT_Client_BufferFromHostBuffer
     av_event_release(done);
     return av_error_new(AV_RESOURCE_EXHAUSTED, "anvil: out of memory (%zu-byte buffer)", nbytes);
   }
+  memcpy(b->minor_to_major, m2m, (size_t)rank * sizeof *m2m);
   av_buffer_fulfill(b, st, NULL);
   args->buffer = b;
   args->done_with_host_buffer = done;
@@ -532,6 +557,7 @@ static PJRT_Error *copy_buffer(PJRT_Buffer *src, PJRT_Device *dev, av_memory *me
   PJRT_Error *err = acquire_storage(src, fn, &st);
   if (err) return err;
   PJRT_Buffer *b = av_buffer_new_pending(dev, mem, src->dtype, src->rank, src->dims);
+  if (b) memcpy(b->minor_to_major, src->minor_to_major, sizeof b->minor_to_major);
   av_storage *copy = b ? av_storage_alloc_cached_for(dev->client->cache, dev->index, src->nbytes) : NULL;
   if (!copy) {
     av_storage_release(st);

@@ -25,6 +25,22 @@ void av_dense_strides(size_t elem, int rank, const int64_t *dims, int64_t *strid
   }
 }
 
+void av_layout_strides(size_t elem, int rank, const int64_t *dims, const int64_t *minor_to_major,
+                       int64_t *strides) {
+  int64_t s = (int64_t)elem;
+  for (int k = 0; k < rank; k++) {
+    int64_t d = minor_to_major[k];
+    strides[d] = s;
+    s *= dims[d] > 0 ? dims[d] : 1;
+  }
+}
+
+bool av_layout_is_default(int rank, const int64_t *minor_to_major) {
+  for (int k = 0; k < rank; k++)
+    if (minor_to_major[k] != rank - 1 - k) return false;
+  return true;
+}
+
 bool av_strides_are_dense(size_t elem, int rank, const int64_t *dims, const int64_t *strides) {
   int64_t dense[AV_MAX_RANK];
   av_dense_strides(elem, rank, dims, dense);

@@ -36,7 +36,7 @@ static void run_copy(void *ctx, const PJRT_Error *ready_error) {
       } else {
         int64_t src_strides[AV_MAX_RANK];
         size_t elem = av_dtype_size(b->dtype);
-        av_dense_strides(elem, b->rank, b->dims, src_strides);
+        av_layout_strides(elem, b->rank, b->dims, b->minor_to_major, src_strides);
         const void *src = st->data;
         void *host_form = NULL; /* signed sub-byte ints: the host keeps only the low bits */
         if (av_dtype_host_differs(b->dtype) && (host_form = malloc(st->size ? st->size : 1))) {
@@ -83,8 +83,8 @@ static PJRT_Error *host_strides(const PJRT_Buffer *b, const PJRT_Buffer_MemoryLa
   const char *fn = "PJRT_Buffer_ToHostBuffer";
   size_t elem = av_dtype_size(b->dtype);
   int rank = b->rank;
-  if (!l) {
-    av_dense_strides(elem, rank, b->dims, strides);
+  if (!l) { /* the buffer's own layout (as PJRT specifies) */
+    av_layout_strides(elem, rank, b->dims, b->minor_to_major, strides);
     *span = b->nbytes;
     return NULL;
   }

@@ -10,6 +10,7 @@
 #include "frontend/hlo_config.h"
 #include "frontend/hlo_view.h"
 #include "pjrt/buffer_copy.h"
+#include "pjrt/layouts_extension.h"
 #include "pjrt/pjrt_internal.h"
 #include "util/proto_writer.h"
 
@@ -53,8 +54,12 @@ void av_exec_core_release(av_exec_core *c) {
   free(c->source_format);
   free(c->source_options);
   free(c->optimized);
-  free(c->parameter_layouts);
-  free(c->output_layouts);
+  av_layouts_list_free(c->parameter_layouts, c->num_inputs);
+  av_layouts_list_free(c->output_layouts, c->num_outputs);
+  free(c->input_m2m);
+  free(c->input_custom_layout);
+  free(c->output_m2m);
+  free(c->output_custom_layout);
   pthread_mutex_destroy(&c->mu);
   free(c);
 }
@@ -130,6 +135,33 @@ static PJRT_Error *core_new(av_program *p, av_compile_options *opts, av_exec_cor
         c->input_memory_kinds[i] = kind;
         c->input_memory_kind_sizes[i] = strlen(kind);
       }
+    }
+  }
+  /* Layouts the program asks for on its arguments and results (JAX's Format / Layout). */
+  c->input_m2m = calloc(nin, sizeof *c->input_m2m);
+  c->input_custom_layout = calloc(nin, sizeof *c->input_custom_layout);
+  c->output_m2m = calloc(nn, sizeof *c->output_m2m);
+  c->output_custom_layout = calloc(nn, sizeof *c->output_custom_layout);
+  if (!c->input_m2m || !c->input_custom_layout || !c->output_m2m || !c->output_custom_layout) {
+    c->program = NULL;
+    av_exec_core_release(c);
+    return av_error_new(AV_RESOURCE_EXHAUSTED, "anvil: out of memory (executable)");
+  }
+  for (int io = 0; io < 2; io++) {
+    bool output = io == 1;
+    int count = output ? c->num_outputs : c->num_inputs;
+    for (int i = 0; i < count; i++) {
+      char why[200] = "";
+      int64_t *m2m = output ? c->output_m2m[i] : c->input_m2m[i];
+      av_layout_kind lk = av_program_layout(p, output, i, m2m, why, sizeof why);
+      if (lk == AV_LAYOUT_ERROR) {
+        c->program = NULL; /* the caller still owns p on failure */
+        PJRT_Error *e = av_error_new(AV_UNIMPLEMENTED, "anvil: %s %d of '%s': %s",
+                                     output ? "result" : "argument", i, c->name, why);
+        av_exec_core_release(c);
+        return e;
+      }
+      (output ? c->output_custom_layout : c->input_custom_layout)[i] = lk == AV_LAYOUT_CUSTOM;
     }
   }
   snprintf(c->fingerprint, sizeof c->fingerprint, "%016" PRIx64, av_program_fingerprint(p));

@@ -97,6 +97,20 @@ static void job_fail(av_job *j, PJRT_Error *err) {
   av_event_set(j->complete, err);
 }
 
+/* A copy of `st` (an array of `b`'s type) with its bytes moved from layout `from` to `to`;
+ * NULL when out of memory. */
+static av_storage *relayout(const PJRT_Buffer *b, const av_storage *st, const int64_t *from,
+                            const int64_t *to) {
+  av_storage *out = av_storage_alloc_uninit(st->size ? st->size : 1);
+  if (!out) return NULL;
+  size_t elem = av_dtype_size(b->dtype);
+  int64_t src_strides[AV_MAX_RANK], dst_strides[AV_MAX_RANK];
+  av_layout_strides(elem, b->rank, b->dims, from, src_strides);
+  av_layout_strides(elem, b->rank, b->dims, to, dst_strides);
+  av_copy_strided(out->data, dst_strides, st->data, src_strides, b->dims, b->rank, elem);
+  return out;
+}
+
 static void job_run(av_job *j) {
   size_t ni = j->num_inputs, no = j->num_outputs;
   av_tensor *in = calloc(ni ? ni : 1, sizeof *in);
@@ -128,6 +142,19 @@ static void job_run(av_job *j) {
     in[i].dtype = b->dtype;
     in[i].rank = b->rank;
     memcpy(in[i].dims, b->dims, sizeof in[i].dims);
+    /* programs compute on row-major arrays: a buffer kept in another layout is read through
+     * a row-major copy (which, when donated, is the program's to write) */
+    if (!av_layout_is_default(b->rank, b->minor_to_major)) {
+      int64_t row_major[AV_MAX_RANK];
+      for (int k = 0; k < b->rank; k++) row_major[k] = b->rank - 1 - k;
+      av_storage *copy = relayout(b, in[i].storage, b->minor_to_major, row_major);
+      if (!copy) {
+        err = av_error_new(AV_RESOURCE_EXHAUSTED, "anvil: out of memory re-laying out argument %zu", i);
+        break;
+      }
+      av_storage_release(in[i].storage);
+      in[i].storage = copy;
+    }
   }
   if (!err) {
     av_diag d;
@@ -174,6 +201,20 @@ static void job_run(av_job *j) {
       out[i].storage = copy;
       break;
     }
+  /* results asked for in another layout than row-major are stored in it */
+  for (size_t i = 0; !err && i < no; i++) {
+    PJRT_Buffer *b = j->outputs[i];
+    if (av_layout_is_default(b->rank, b->minor_to_major)) continue;
+    int64_t row_major[AV_MAX_RANK];
+    for (int k = 0; k < b->rank; k++) row_major[k] = b->rank - 1 - k;
+    av_storage *moved = relayout(b, out[i].storage, row_major, b->minor_to_major);
+    if (!moved) {
+      err = av_error_new(AV_RESOURCE_EXHAUSTED, "anvil: out of memory re-laying out output %zu", i);
+      break;
+    }
+    av_storage_release(out[i].storage);
+    out[i].storage = moved;
+  }
   if (err) {
     job_fail(j, err);
     for (size_t i = 0; out && i < no; i++) av_storage_release(out[i].storage);
@@ -488,6 +529,8 @@ PJRT_Error *av_PJRT_LoadedExecutable_Execute(PJRT_LoadedExecutable_Execute_Args 
         break;
       }
       if (token) b->type = PJRT_Buffer_Type_TOKEN;
+      if (core->output_custom_layout[i]) /* made in the layout the result asks for */
+        memcpy(b->minor_to_major, core->output_m2m[i], sizeof b->minor_to_major);
       j->outputs[i] = b;
       j->num_outputs = i + 1;
     }

@@ -1,8 +1,9 @@
-/* The PJRT Layouts extension (see layouts_extension.h). A layout here is only a rank: anvil
- * stores every array dense and row-major, which XLA writes as the minor-to-major list
- * "{rank-1,...,1,0}" (the serialized form the framework parses back). Layout objects are
- * immutable and shared (one per rank), so destroying one does nothing; an executable's lists
- * of them are made on first use and live as long as the executable.
+/* The PJRT Layouts extension (see layouts_extension.h). anvil stores arrays dense: row-major,
+ * which XLA writes as the minor-to-major list "{rank-1,...,1,0}" (the serialized form the
+ * framework parses back), or in another order of dimensions when a program's result asks for
+ * one (JAX's Layout(major_to_minor=...)). The row-major layouts are immutable and shared (one
+ * per rank), so destroying one does nothing; others are made for the executable's lists (which
+ * live as long as the executable) or for the caller (a buffer's layout; Destroy frees it).
  *
  * The argument structs follow the extension's published layout
  * (xla/pjrt/c/pjrt_c_api_layouts_extension.h); our pjrt_c_api.h does not carry them. */
@@ -14,11 +15,18 @@
 #include <stdlib.h>
 
 #include "compiler/program_module.h"
+#include "pjrt/buffer_copy.h"
 #include "pjrt/pjrt_internal.h"
 #include "pjrt/shardings_extension.h"
 
+enum { AV_LAYOUT_MAGIC = 0x4c61794f };
+
 struct PJRT_Layouts_MemoryLayout {
   int rank;
+  bool custom;       /* minor_to_major is not row-major */
+  bool caller_owns;  /* made for the caller: Destroy frees it */
+  uint32_t magic;    /* AV_LAYOUT_MAGIC on the made ones */
+  int64_t minor_to_major[AV_MAX_RANK];
 };
 
 typedef struct PJRT_Layouts_SerializedLayout {
@@ -80,7 +88,9 @@ typedef struct av_executable_layouts_args {
 #define AV_ARGS_SIZE(Type, last) (offsetof(Type, last) + sizeof(((Type *)0)->last))
 
 static const PJRT_Layouts_MemoryLayout k_layouts[AV_MAX_RANK + 1] = {
-    {0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11}, {12}, {13}, {14}, {15}, {16}};
+    {.rank = 0},  {.rank = 1},  {.rank = 2},  {.rank = 3},  {.rank = 4},  {.rank = 5},
+    {.rank = 6},  {.rank = 7},  {.rank = 8},  {.rank = 9},  {.rank = 10}, {.rank = 11},
+    {.rank = 12}, {.rank = 13}, {.rank = 14}, {.rank = 15}, {.rank = 16}};
 _Static_assert(AV_MAX_RANK == 16, "k_layouts lists one layout per rank 0..AV_MAX_RANK");
 
 static PJRT_Layouts_MemoryLayout *layout_of_rank(int rank) {
@@ -88,9 +98,33 @@ static PJRT_Layouts_MemoryLayout *layout_of_rank(int rank) {
   return (PJRT_Layouts_MemoryLayout *)(uintptr_t)&k_layouts[rank];
 }
 
-static bool is_our_layout(const PJRT_Layouts_MemoryLayout *l) {
+static bool is_shared_layout(const PJRT_Layouts_MemoryLayout *l) {
   uintptr_t p = (uintptr_t)l, lo = (uintptr_t)&k_layouts[0], hi = (uintptr_t)&k_layouts[AV_MAX_RANK];
   return p >= lo && p <= hi && (p - lo) % sizeof k_layouts[0] == 0;
+}
+
+static bool is_our_layout(const PJRT_Layouts_MemoryLayout *l) {
+  return is_shared_layout(l) || l->magic == AV_LAYOUT_MAGIC;
+}
+
+/* The layout with minor_to_major m2m: the shared row-major one, or a new one (NULL: out of
+ * memory). */
+static PJRT_Layouts_MemoryLayout *layout_new(int rank, const int64_t *m2m, bool caller_owns) {
+  if (av_layout_is_default(rank, m2m)) return layout_of_rank(rank);
+  PJRT_Layouts_MemoryLayout *l = calloc(1, sizeof *l);
+  if (!l) return NULL;
+  l->rank = rank;
+  l->custom = true;
+  l->caller_owns = caller_owns;
+  l->magic = AV_LAYOUT_MAGIC;
+  for (int k = 0; k < rank; k++) l->minor_to_major[k] = m2m[k];
+  return l;
+}
+
+void av_layouts_list_free(PJRT_Layouts_MemoryLayout **list, int n) {
+  for (int i = 0; list && i < n; i++)
+    if (list[i] && !is_shared_layout(list[i])) free(list[i]);
+  free(list);
 }
 
 static PJRT_Error *check(const void *args, size_t struct_size, size_t min, const char *fn) {
@@ -108,7 +142,12 @@ static PJRT_Error *memory_layout_destroy(av_layout_destroy_args *args) {
   if (e) return e;
   AV_REQUIRE(!args->layout || is_our_layout(args->layout), AV_INVALID_ARGUMENT,
              "%s: not a layout made by anvil", fn);
-  return NULL; /* shared immutable object: nothing to free */
+  /* shared row-major layouts and the executable's own stay; a buffer's is the caller's */
+  if (args->layout && !is_shared_layout(args->layout) && args->layout->caller_owns) {
+    args->layout->magic = 0;
+    free(args->layout);
+  }
+  return NULL;
 }
 
 static void serialized_free(PJRT_Layouts_SerializedLayout *s) { free(s); }
@@ -124,8 +163,11 @@ static PJRT_Error *memory_layout_serialize(av_layout_serialize_args *args) {
   AV_REQUIRE(s, AV_RESOURCE_EXHAUSTED, "%s: out of memory", fn);
   size_t len = 0;
   s->text[len++] = '{';
-  for (int d = args->layout->rank - 1; d >= 0; d--)
-    len += (size_t)snprintf(s->text + len, sizeof s->text - len, d ? "%d," : "%d", d);
+  const PJRT_Layouts_MemoryLayout *l = args->layout;
+  for (int k = 0; k < l->rank; k++) {
+    int d = l->custom ? (int)l->minor_to_major[k] : l->rank - 1 - k;
+    len += (size_t)snprintf(s->text + len, sizeof s->text - len, k + 1 < l->rank ? "%d," : "%d", d);
+  }
   s->text[len++] = '}';
   s->text[len] = '\0';
   args->serialized_bytes = s->text;
@@ -169,7 +211,8 @@ static PJRT_Error *buffer_memory_layout(av_buffer_layout_args *args) {
   AV_REQUIRE(args->buffer, AV_INVALID_ARGUMENT, "%s: buffer is NULL", fn);
   int rank = args->buffer->rank;
   AV_REQUIRE(rank >= 0 && rank <= AV_MAX_RANK, AV_INTERNAL, "%s: buffer of rank %d", fn, rank);
-  args->layout = layout_of_rank(rank);
+  args->layout = layout_new(rank, args->buffer->minor_to_major, true);
+  AV_REQUIRE(args->layout, AV_RESOURCE_EXHAUSTED, "%s: out of memory", fn);
   return NULL;
 }
 
@@ -196,7 +239,14 @@ static PJRT_Error *executable_layouts(av_executable_layouts_args *args, bool out
         const int64_t *dims;
         if (!av_program_input_type(c->program, i, &dt, &rank, &dims)) rank = 0;
       }
-      v[i] = layout_of_rank(rank >= 0 && rank <= AV_MAX_RANK ? rank : 0);
+      if (rank < 0 || rank > AV_MAX_RANK) rank = 0;
+      bool custom = outputs ? c->output_custom_layout[i] : c->input_custom_layout[i];
+      const int64_t *m2m = outputs ? c->output_m2m[i] : c->input_m2m[i];
+      v[i] = custom ? layout_new(rank, m2m, false) : layout_of_rank(rank);
+      if (!v[i]) {
+        av_layouts_list_free(v, i);
+        v = NULL;
+      }
     }
     *list = v;
   }

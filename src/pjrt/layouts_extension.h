@@ -4,7 +4,8 @@
  * Why it exists: without it, the framework learns an executable's parameter and output
  * layouts by asking for the optimized program and converting it (StableHLO -> HLO) inside
  * the framework, several times per compile; for anvil that conversion costs 20-100x anvil's
- * own compile. Every anvil layout is the dense row-major one, so the answers are cheap. */
+ * own compile. A layout is dense: row-major, or the permutation of dimensions a program's
+ * mhlo.layout_mode asks for, so the answers are cheap. */
 #ifndef ANVIL_PJRT_LAYOUTS_EXTENSION_H
 #define ANVIL_PJRT_LAYOUTS_EXTENSION_H
 
@@ -31,5 +32,8 @@ typedef struct av_layouts_extension {
 } av_layouts_extension;
 
 extern const av_layouts_extension av_layouts_ext;
+
+/* Frees an executable's list of n layouts (made by GetParameterLayouts / GetOutputLayouts). */
+void av_layouts_list_free(PJRT_Layouts_MemoryLayout **list, int n);
 
 #endif

@@ -296,7 +296,9 @@ struct PJRT_Buffer {
   int external_refs;     /* each holds one reference to ext_storage */
   av_storage *ext_storage;
   av_mem_counter *mem_stats; /* counts nbytes while `storage` is set */
-  int64_t minor_to_major[AV_MAX_RANK]; /* descending: the only layout anvil uses */
+  /* how the storage is laid out: descending (row-major) unless an executable made the buffer
+   * in the layout its result asks for (a permutation; never tiled) */
+  int64_t minor_to_major[AV_MAX_RANK];
 };
 
 /* A buffer whose storage is not there yet; av_buffer_fulfill completes it. */
@@ -340,6 +342,12 @@ typedef struct av_exec_core {
   size_t *output_memory_kind_sizes;
   int *output_memory_kind_ids; /* AV_MEMORY_KIND_*: the device memory outputs are made in */
   int num_inputs;
+  /* Layouts (mhlo.layout_mode): minor_to_major per argument / result, and whether it is not
+   * the default row-major one. Execute converts at the boundary (execute.c). */
+  int64_t (*input_m2m)[AV_MAX_RANK];
+  bool *input_custom_layout;
+  int64_t (*output_m2m)[AV_MAX_RANK];
+  bool *output_custom_layout;
   const char **input_memory_kinds;
   size_t *input_memory_kind_sizes;
   char fingerprint[17];

@@ -904,8 +904,9 @@ static void test_bad_shapes_and_types(void **state) {
                          PJRT_HostBufferSemantics_kImmutableOnlyDuringCall, (PJRT_Device *)v, NULL,
                          &b, NULL),
                PJRT_Error_Code_INVALID_ARGUMENT, "does not belong to this client");
-  /* Device layouts: the default one is accepted, others are not implemented. */
-  int64_t dims2[2] = {2, 2}, desc[2] = {1, 0}, asc[2] = {0, 1};
+  /* Device layouts: any order of the dimensions (untiled) is kept as given; tiles are not
+   * implemented; a list that is no permutation is refused. */
+  int64_t dims2[2] = {2, 2}, desc[2] = {1, 0}, asc[2] = {0, 1}, twice[2] = {0, 0};
   PJRT_Buffer_MemoryLayout l = {.struct_size = PJRT_Buffer_MemoryLayout_STRUCT_SIZE,
                                 .type = PJRT_Buffer_MemoryLayout_Type_Tiled};
   l.tiled.struct_size = PJRT_Buffer_MemoryLayout_Tiled_STRUCT_SIZE;
@@ -923,8 +924,35 @@ static void test_bad_shapes_and_types(void **state) {
   CHECK_OK(api->PJRT_Client_BufferFromHostBuffer(&a));
   buffer_destroy(a.buffer);
   event_destroy(a.done_with_host_buffer);
+  /* column-major {0,1}: stored transposed, read back row-major when asked for row-major,
+   * as stored when no host layout is given (PJRT: the device layout) */
+  float m[4] = {1, 2, 3, 4}, got[4] = {0};
+  a.data = m;
   l.tiled.minor_to_major = asc;
-  EXPECT_ERROR(api->PJRT_Client_BufferFromHostBuffer(&a), PJRT_Error_Code_UNIMPLEMENTED, "layout");
+  CHECK_OK(api->PJRT_Client_BufferFromHostBuffer(&a));
+  PJRT_Buffer_GetMemoryLayout_Args ml = {.struct_size = PJRT_Buffer_GetMemoryLayout_Args_STRUCT_SIZE,
+                                         .buffer = a.buffer};
+  CHECK_OK(api->PJRT_Buffer_GetMemoryLayout(&ml));
+  assert_int_equal(ml.layout.tiled.minor_to_major_size, 2);
+  assert_int_equal(ml.layout.tiled.minor_to_major[0], 0);
+  assert_int_equal(ml.layout.tiled.minor_to_major[1], 1);
+  l.tiled.minor_to_major = desc;
+  CHECK_OK(to_host(a.buffer, got, sizeof got, &l));
+  for (int i = 0; i < 4; i++) assert_true(got[i] == m[i]);
+  CHECK_OK(to_host(a.buffer, got, sizeof got, NULL));
+  assert_true(got[0] == 1 && got[1] == 3 && got[2] == 2 && got[3] == 4);
+  buffer_destroy(a.buffer);
+  event_destroy(a.done_with_host_buffer);
+  l.tiled.minor_to_major = twice;
+  EXPECT_ERROR(api->PJRT_Client_BufferFromHostBuffer(&a), PJRT_Error_Code_INVALID_ARGUMENT,
+               "not a permutation");
+  int64_t tile[1] = {2};
+  size_t tile_sizes[1] = {1};
+  l.tiled.minor_to_major = asc;
+  l.tiled.tile_dims = tile;
+  l.tiled.tile_dim_sizes = tile_sizes;
+  l.tiled.num_tiles = 1;
+  EXPECT_ERROR(api->PJRT_Client_BufferFromHostBuffer(&a), PJRT_Error_Code_UNIMPLEMENTED, "untiled");
 }
 
 /* The 0.75 argument structs of the transfer calls are the same size as 0.114's. */

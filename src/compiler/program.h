@@ -32,6 +32,8 @@ typedef struct av_compile_options {
   /* DebugOptions.xla_dump_to, or the xla_dump_to compile option: where to dump what is
    * compiled ("-": stdout); malloc'd, NULL when unset */
   char *dump_to;
+  /* the xla_dump_hlo_as_proto compile option: xla_dump_to also gets the HLO view as a proto */
+  bool dump_hlo_as_proto;
 } av_compile_options;
 
 typedef struct av_program av_program;

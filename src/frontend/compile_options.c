@@ -215,7 +215,7 @@ static const char *const TYPE_NAMES[] = {"bool", "int32", "string"};
 
 /* One map entry: key (1) and OptionOverrideProto (2). An xla_dump_to string is copied to
  * *dump_to (malloc'd; replaces what it held). */
-static av_code check_option(const av_pb_field *entry, char **dump_to, av_diag *d) {
+static av_code check_option(const av_pb_field *entry, char **dump_to, bool *as_proto, av_diag *d) {
   av_pb_cursor c;
   av_pb_sub(&c, entry);
   av_pb_field g;
@@ -287,6 +287,8 @@ static av_code check_option(const av_pb_field *entry, char **dump_to, av_diag *d
                          name, text, TYPE_NAMES[t]);
     break;
   }
+  if (strcmp(name, "xla_dump_hlo_as_proto") == 0)
+    *as_proto = kind == 2 ? strcmp(text, "true") == 0 : strcmp(text, "True") == 0;
   if (kind == 1 && strcmp(name, "xla_dump_to") == 0) {
     av_compile_options tmp = {.dump_to = *dump_to};
     av_code code = set_dump_to(&tmp, str, str_len, d);
@@ -311,7 +313,8 @@ av_code av_compile_options_parse(const void *data, size_t size, av_compile_optio
   char *dump_override = NULL; /* compiler_options' xla_dump_to wins, wherever it comes */
   while (code == AV_OK && (r = av_pb_next(&c, &f, &err)) == 1) {
     if (f.num == 3 && f.wire == AV_PB_LEN) code = read_build_options(&f, out, d);
-    if (f.num == 7 && f.wire == AV_PB_LEN) code = check_option(&f, &dump_override, d);
+    if (f.num == 7 && f.wire == AV_PB_LEN)
+      code = check_option(&f, &dump_override, &out->dump_hlo_as_proto, d);
   }
   if (code == AV_OK && r < 0) code = bad(d, err);
   if (code == AV_OK && dump_override) {

@@ -562,7 +562,7 @@ PJRT_Error *av_PJRT_Executable_GetCompiledMemoryStats(
 /* The HLO view (frontend/hlo_view.h) of an MLIR program: its per-device signature, the
  * shardings of its arguments and results when it is partitioned over several devices, and its
  * StableHLO text. */
-static av_code hlo_view_of(const av_exec_core *c, uint8_t **out, size_t *size, av_diag *d) {
+av_code av_exec_core_hlo_view(const av_exec_core *c, uint8_t **out, size_t *size, av_diag *d) {
   const av_program *p = c->program;
   int np = av_program_num_inputs(p), nr = av_program_num_outputs(p);
   int n_in = 0, n_out = 0;
@@ -635,7 +635,7 @@ PJRT_Error *av_PJRT_Executable_OptimizedProgram(PJRT_Executable_OptimizedProgram
                                          av_program_num_replicas(c->program),
                                          av_program_num_partitions(c->program), &c->optimized,
                                          &c->optimized_size, &d)
-             : hlo_view_of(c, &c->optimized, &c->optimized_size, &d)) != AV_OK)
+             : av_exec_core_hlo_view(c, &c->optimized, &c->optimized_size, &d)) != AV_OK)
       c->optimized = NULL;
     pthread_mutex_unlock(&c->mu);
     if (!c->optimized) return av_error_from_diag(&d);

@@ -411,6 +411,8 @@ const char *av_pjrt_type_name(PJRT_Buffer_Type t);
 /* Writes the program's text into `dir` (created if missing; "-" is stdout); `why` names the
  * setting that asked for it in messages. */
 void av_dump_program(const char *dir, const char *why, const av_exec_core *core);
+/* Serialized HloModuleProtoWithConfig of the executable's HLO view (frontend/hlo_view.h). */
+av_code av_exec_core_hlo_view(const av_exec_core *c, uint8_t **out, size_t *size, av_diag *d);
 
 /* ------------------------------------------------------------------ trace */
 

@@ -2,7 +2,9 @@
 compiler_options={"xla_dump_to": DIR}) makes anvil write what it compiles there, as
 ANVIL_DUMP_DIR does, and both create a directory that does not exist yet (as XLA:CPU does
 for --xla_dump_to). A program loaded from JAX's persistent cache is dumped again, into the
-directory its current options name."""
+directory its current options name. xla_dump_to also gets the files tools look for by XLA's
+names: NAME.after_optimizations.txt (the program anvil compiles) and, with
+xla_dump_hlo_as_proto, NAME.after_optimizations.hlo.pb (an HloProto of the HLO view)."""
 
 import os
 import subprocess
@@ -19,6 +21,13 @@ print(int(jax.jit(lambda x: x + 41)(1)))
 print(int(jax.jit(lambda x: x * 7, compiler_options={"xla_dump_to": sys.argv[1]})(6)))
 """
 
+PROTO = r"""
+import sys
+import jax
+print(int(jax.jit(lambda x: x * 7, compiler_options={
+    "xla_dump_to": sys.argv[1], "xla_dump_hlo_as_proto": True})(6)))
+"""
+
 
 def run(platform, args, **env):
     e = {k: v for k, v in os.environ.items() if k not in ("ANVIL_DUMP_DIR", "XLA_FLAGS")}
@@ -30,9 +39,10 @@ def run(platform, args, **env):
     return r.stderr
 
 
-def files(d):
+def files(d, suffix=".mlir"):
     return sorted(os.path.relpath(os.path.join(r, f), d)
-                  for r, _, fs in os.walk(d) for f in fs) if os.path.isdir(d) else []
+                  for r, _, fs in os.walk(d) for f in fs
+                  if f.endswith(suffix)) if os.path.isdir(d) else []
 
 
 def test_xla_dump_to_and_anvil_dump_dir_create_missing_directories(tmp_path):
@@ -51,7 +61,7 @@ def test_xla_dump_to_and_anvil_dump_dir_create_missing_directories(tmp_path):
     assert "stablehlo.multiply" in (option_dir / option[0]).read_text()
     # XLA:CPU writes its dumps for the same settings (into the directories it creates)
     run("cpu", [tmp_path / "cpu_option"], XLA_FLAGS=f"--xla_dump_to={tmp_path / 'cpu_flag'}")
-    assert files(tmp_path / "cpu_flag") and files(tmp_path / "cpu_option")
+    assert files(tmp_path / "cpu_flag", "") and files(tmp_path / "cpu_option", "")
 
 
 def test_a_program_from_the_persistent_cache_is_dumped_again(tmp_path):
@@ -63,3 +73,25 @@ def test_a_program_from_the_persistent_cache_is_dumped_again(tmp_path):
     assert len(first) == 1 and first == second
     assert (tmp_path / "first" / first[0]).read_text() == \
         (tmp_path / "second" / second[0]).read_text()
+
+
+def test_xla_dump_to_writes_the_files_xla_names(tmp_path):
+    """The files XLA:CPU writes that tools glob for: one *after_optimizations.txt per program,
+    and an *after_optimizations.hlo.pb with xla_dump_hlo_as_proto (JAX's
+    compilation_cache_test compares them between a compile and a cache hit)."""
+    counts = {}
+    for p in ("anvil", "cpu"):
+        run(p, [tmp_path / p / "opt"])
+        e = {k: v for k, v in os.environ.items() if k not in ("ANVIL_DUMP_DIR", "XLA_FLAGS")}
+        r = subprocess.run([sys.executable, "-c", PROTO, str(tmp_path / p / "pb")],
+                           env=dict(e, JAX_PLATFORMS=p), capture_output=True, text=True,
+                           timeout=120)
+        assert r.returncode == 0 and r.stdout.split() == ["42"], r.stderr[-2000:]
+        counts[p] = (len(files(tmp_path / p / "opt", "after_optimizations.txt")),
+                     len(files(tmp_path / p / "pb", "after_optimizations.hlo.pb")))
+    assert counts["anvil"] == counts["cpu"] == (1, 1)
+    pb = tmp_path / "anvil" / "pb" / files(tmp_path / "anvil" / "pb", ".hlo.pb")[0]
+    data = pb.read_bytes()
+    assert data[0] == 0x0A and b"anvil_program" in data  # HloProto.hlo_module, the view
+    txt = files(tmp_path / "anvil" / "opt", "after_optimizations.txt")[0]
+    assert "stablehlo.multiply" in (tmp_path / "anvil" / "opt" / txt).read_text()

@@ -41,9 +41,14 @@ _DISPATCH_TYPE = ctypes.CFUNCTYPE(
     ctypes.c_void_p, ctypes.c_int64)   # error message buffer and its capacity
 
 
-def _register(fn, arg_avals, result_avals):
+PARTITIONED_TARGET = "anvil_partitioned_host_callback"
+
+
+def _register(fn, arg_avals, result_avals, shaped=False):
+    """`shaped`: a partitioned callback, called on each device's shards, whose shapes the
+    plugin passes before each argument (an int64 array: rank, dims)."""
     with _lock:
-        _callbacks.append((fn, tuple(arg_avals), tuple(result_avals)))
+        _callbacks.append((fn, tuple(arg_avals), tuple(result_avals), shaped))
         return len(_callbacks) - 1
 
 
@@ -54,19 +59,27 @@ def _nbytes(aval):
 def _run(cid, nargs, args, nres, results):
     if cid >= len(_callbacks):
         raise RuntimeError(f"unknown host callback id {cid}")
-    fn, arg_avals, result_avals = _callbacks[cid]
-    if nargs != len(arg_avals) or nres != len(result_avals):
+    fn, arg_avals, result_avals, shaped = _callbacks[cid]
+    per_arg = 2 if shaped else 1
+    if nargs != per_arg * len(arg_avals) or nres != len(result_avals):
         raise RuntimeError(f"host callback {cid} takes {len(arg_avals)} arguments and "
-                           f"{len(result_avals)} results, got {nargs} and {nres}")
+                           f"{len(result_avals)} results, got {nargs // per_arg} and {nres}")
     values = []
     for i, aval in enumerate(arg_avals):
-        n = _nbytes(aval)
+        shape = tuple(aval.shape)
+        if shaped:  # this device's shard: {rank, dims...} first
+            rank = ctypes.c_int64.from_address(args[2 * i]).value
+            if rank != len(shape):
+                raise RuntimeError(f"host callback {cid}: argument {i} has rank {rank}")
+            shape = tuple((ctypes.c_int64 * (rank + 1)).from_address(args[2 * i])[1:])
+        data = args[per_arg * i + per_arg - 1]
+        n = int(np.prod(shape, dtype=np.int64)) * np.dtype(aval.dtype).itemsize
         if n == 0:
-            values.append(np.zeros(aval.shape, aval.dtype))
+            values.append(np.zeros(shape, aval.dtype))
             continue
-        raw = (ctypes.c_char * n).from_address(args[i])
+        raw = (ctypes.c_char * n).from_address(data)
         # copied: the callback may keep its arguments after the buffers are gone
-        values.append(np.frombuffer(raw, dtype=aval.dtype).reshape(aval.shape).copy())
+        values.append(np.frombuffer(raw, dtype=aval.dtype).reshape(shape).copy())
     outs = fn(*values)
     for i, (out, aval) in enumerate(zip(_converted_results(outs, result_avals), result_avals)):
         n = _nbytes(aval)
@@ -125,10 +138,15 @@ def _emit(ctx, callback, token, operands, operand_avals, result_avals, *, has_si
     `sharding` (set under SPMD lowering: a maximal sharding naming the device that runs the
     callback, or a manual one inside shard_map) is put on the op as on JAX's CPU backend,
     with the token's entry first when the op returns a token and results."""
-    del returns_token, partitioned
+    del returns_token
     from jax._src.interpreters import mlir
 
-    cid = _register(callback, operand_avals, result_avals)
+    # partitioned=True (JAX allows it without results only): every device calls back with its
+    # own shards, as XLA:CPU's partitioned callback does; no maximal sharding pins it
+    shaped = bool(partitioned) and not result_avals
+    if shaped:
+        sharding = None
+    cid = _register(callback, operand_avals, result_avals, shaped)
     # Tells JAX the program calls back into this process, as its CPU lowering does: among
     # other things, JAX then never stores the executable in the persistent compilation cache,
     # where another process would find callback ids that mean nothing (or something else) to
@@ -140,7 +158,7 @@ def _emit(ctx, callback, token, operands, operand_avals, result_avals, *, has_si
         ops = [token, *ops]
         types = [mlir.token_type(), *types]
         sharding = _with_token_sharding(sharding, len(result_avals))
-    op = mlir.custom_call(TARGET, result_types=types, operands=ops,
+    op = mlir.custom_call(PARTITIONED_TARGET if shaped else TARGET, result_types=types, operands=ops,
                           backend_config=str(cid), has_side_effect=has_side_effect)
     if sharding is not None:
         mlir.set_sharding(ctx.module_context, op, sharding)

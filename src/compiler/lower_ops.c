@@ -390,8 +390,10 @@ static bool lower_manual_computation(av_lower *c, const av_op *op) {
   return av_emit_op(c, av_step_region, p) != NULL;
 }
 
-/* custom_call @anvil_host_callback, backend_config = the callback's decimal id */
-static bool lower_host_callback(av_lower *c, const av_op *op) {
+/* custom_call @anvil_host_callback, backend_config = the callback's decimal id;
+ * @anvil_partitioned_host_callback (shaped) runs on whatever shard the device holds, so each
+ * argument is preceded by its shape (see host_callback.h) */
+static bool lower_host_callback(av_lower *c, const av_op *op, bool shaped) {
   const char *cfg = av_attr_get_str(op, "backend_config");
   if (!cfg || !*cfg) return AV_INVALID(c, "host callback without an id in backend_config");
   uint64_t id = 0;
@@ -400,9 +402,10 @@ static bool lower_host_callback(av_lower *c, const av_op *op) {
       return AV_INVALID(c, "host callback id '%.40s' is not a decimal integer", cfg);
     id = id * 10 + (uint64_t)(*q - '0');
   }
-  uint64_t *p = av_lower_alloc(c, sizeof *p);
+  av_host_callback_params *p = av_lower_alloc(c, sizeof *p);
   if (!p) return false;
-  *p = id;
+  p->id = id;
+  p->shaped = shaped;
   c->plan->calls_host = true;
   return av_emit_op(c, av_step_host_callback, p) != NULL;
 }
@@ -421,7 +424,8 @@ static bool lower_custom_call(av_lower *c, const av_op *op) {
   if (strcmp(target, "Qr") == 0 || strcmp(target, "ProductOfElementaryHouseholderReflectors") == 0)
     return av_lower_qr_custom_call(c, op, target);
   if (av_is_lapack_target(target)) return av_lower_lapack(c, op, target);
-  if (strcmp(target, "anvil_host_callback") == 0) return lower_host_callback(c, op);
+  if (strcmp(target, "anvil_host_callback") == 0) return lower_host_callback(c, op, false);
+  if (strcmp(target, "anvil_partitioned_host_callback") == 0) return lower_host_callback(c, op, true);
   if (strcmp(target, "ApproxTopK") == 0) return av_lower_approx_topk(c, op);
   return AV_UNSUPPORTED(c, "custom_call target @%s is not supported", target);
 }

@@ -630,16 +630,18 @@ static bool partition_case(av_part *P, av_op *op) {
 static int maximal_device(av_part *P, const av_op *op) {
   const av_attr *a = av_op_attr(op, "sdy.sharding");
   const char *t = a && (a->kind == AV_ATTR_OPAQUE || a->kind == AV_ATTR_STRING) ? a->u.str.s : NULL;
-  if (!t || op->nresults == 0) return -1;
-  int *ranks = calloc(op->nresults + 1, sizeof *ranks);
-  av_sharding *sh = calloc(op->nresults + 1, sizeof *sh);
+  if (!t) return -1;
+  /* an op without results (a host callback returning nothing) still names one value */
+  uint32_t nvalues = op->nresults ? op->nresults : 1;
+  int *ranks = calloc(nvalues + 1, sizeof *ranks);
+  av_sharding *sh = calloc(nvalues + 1, sizeof *sh);
   av_diag ignored;
   av_diag_init(&ignored);
   int dev = -1;
   for (uint32_t i = 0; ranks && i < op->nresults; i++)
     ranks[i] = op->results[i].type && op->results[i].type->kind == AV_TYPE_TENSOR ? op->results[i].type->rank : 0;
   if (ranks && sh &&
-      av_sharding_per_value_parse(t, (int)op->nresults, ranks, (av_mesh_table *)&P->S->meshes, sh, &ignored) == AV_OK &&
+      av_sharding_per_value_parse(t, (int)nvalues, ranks, (av_mesh_table *)&P->S->meshes, sh, &ignored) == AV_OK &&
       sh[0].mesh && sh[0].mesh->ndevices == 1 && sh[0].mesh->device_ids)
     dev = (int)sh[0].mesh->device_ids[0];
   free(ranks);
@@ -729,6 +731,21 @@ static bool maximal_op(av_part *P, av_op *op, int dev) {
   return !P->failed;
 }
 
+/* A host callback JAX asks to run on every device's shards (jax.debug.print(...,
+ * partitioned=True), lowered by the anvil package to @anvil_partitioned_host_callback): its
+ * operands stay as each device holds them, and each device calls back with its own. */
+static bool partitioned_callback(av_part *P, av_op *op) {
+  const char *t = op->code == AV_OP_CUSTOM_CALL ? av_attr_get_str(op, "call_target_name") : NULL;
+  if (!t || strcmp(t, "anvil_partitioned_host_callback") != 0) return false;
+  for (uint32_t i = 0; i < op->noperands; i++) {
+    const av_sharding *ignored;
+    op->operands[i] = av_part_get(P, op->operands[i], &ignored);
+  }
+  for (uint32_t i = 0; i < op->nresults; i++) av_part_set(P, &op->results[i], &op->results[i], NULL);
+  settle_results(P, op);
+  return true;
+}
+
 static void process_op(av_part *P, av_op *op, int depth) {
   P->before = op;
   P->loc = op->loc;
@@ -736,6 +753,7 @@ static void process_op(av_part *P, av_op *op, int depth) {
     process_body_op(P, op, depth);
     return;
   }
+  if (partitioned_callback(P, op)) return;
   switch (op->code) {
     case AV_OP_SDY_MANUAL_COMPUTATION:
       inline_manual(P, op, 0);

@@ -10,7 +10,8 @@ a JAX version that moved things still gets a working (if less capable) backend.
 
 import logging
 
-from . import _jax_callbacks, _jax_compat, _jax_export, _jax_lowerings, _lapack_provider
+from . import (_jax_callbacks, _jax_compat, _jax_export, _jax_inspect_sharding, _jax_lowerings,
+               _lapack_provider)
 
 logger = logging.getLogger(__name__)
 
@@ -23,6 +24,7 @@ def register(library_path, options):
     def options_with_callbacks():
         opts = dict(options() if callable(options) else (options or {}))
         opts["host_callback_dispatcher"] = _jax_callbacks.dispatcher_address()
+        opts["inspect_sharding_dispatcher"] = _jax_inspect_sharding.dispatcher_address()
         lapack = _lapack_provider.table_address()
         if lapack:  # scipy's LAPACK, the one XLA:CPU runs: the same answers
             opts["lapack_functions"] = lapack
@@ -36,6 +38,7 @@ def register(library_path, options):
     _enable_persistent_cache()
     _jax_lowerings.register(PLATFORM)
     _jax_callbacks.register(PLATFORM)
+    _jax_inspect_sharding.register(PLATFORM)
     _jax_export.register(PLATFORM)
 
 

@@ -360,7 +360,9 @@ static bool is_identity_target(const char *t) {
                                       "SPMDFullToShardShape", "SPMDShardToFullShape",
                                       "MoveToHost", "MoveToDevice", "LayoutConstraint",
                                       "xla.sdy.GlobalToLocalShape", "xla.sdy.LocalToGlobalShape",
-                                      "xla.sdy.FuncResultSharding"};
+                                      "xla.sdy.FuncResultSharding",
+                                      /* told its sharding at compile time (program.c) */
+                                      "InspectSharding"};
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
     if (strcmp(t, names[i]) == 0) return true;
   return false;

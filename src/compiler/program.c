@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "compiler/attrs.h"
 #include "compiler/cost.h"
 #include "compiler/fold.h"
 #include "compiler/gspmd.h"
@@ -197,6 +198,55 @@ static void pair_buffer_donors(av_program *p, const av_func *ef, const av_func_p
   free(donees);
 }
 
+/* custom_call @InspectSharding (jax.debug.inspect_array_sharding): the dispatcher is told the
+ * propagated sharding of its operand, as XLA's partitioner tells JAX's callback; inside a
+ * manual computation the value is manual. */
+static av_code inspect_region(av_program *p, const av_region *r, bool manual,
+                              av_inspect_sharding_fn fn, int depth, av_diag *d) {
+  for (uint32_t b = 0; b < r->nblocks; b++)
+    for (const av_op *op = r->blocks[b].first; op; op = op->next) {
+      const char *t = op->code == AV_OP_CUSTOM_CALL ? av_attr_get_str(op, "call_target_name") : NULL;
+      if (t && strcmp(t, "InspectSharding") == 0 && op->noperands == 1) {
+        const char *cfg = av_attr_get_str(op, "backend_config");
+        uint64_t id = 0;
+        bool ok = cfg && strncmp(cfg, "anvil:", 6) == 0 && cfg[6];
+        for (const char *q = ok ? cfg + 6 : ""; ok && *q; q++) {
+          ok = *q >= '0' && *q <= '9' && id <= (UINT64_MAX - 9) / 10;
+          id = id * 10 + (uint64_t)(*q - '0');
+        }
+        if (!ok) continue; /* not ours to call: an identity at run time */
+        uint8_t small[256], *buf = small;
+        size_t n = 0;
+        if (manual) {
+          small[0] = 0x08, small[1] = 0x04; /* OpSharding.type = MANUAL */
+          n = 2;
+        } else {
+          const av_value *v = op->operands[0];
+          const av_sharding *s = v->id < p->shardings.nvalues ? p->shardings.of[v->id] : NULL;
+          n = s ? av_sharding_to_op_sharding(s, small, sizeof small) : 0;
+          if (n == (size_t)-1) return av_diag_set(d, AV_RESOURCE_EXHAUSTED, "out of memory");
+          if (n > sizeof small) {
+            if (!(buf = malloc(n))) return av_diag_set(d, AV_RESOURCE_EXHAUSTED, "out of memory");
+            av_sharding_to_op_sharding(s, buf, n);
+          }
+        }
+        char err[1024] = "";
+        int32_t rc = fn(id, buf, (int64_t)n, err, (int64_t)sizeof err);
+        if (buf != small) free(buf);
+        err[sizeof err - 1] = '\0';
+        if (rc != 0)
+          return av_diag_set(d, AV_INTERNAL, "InspectSharding callback %llu failed: %s (at %s)",
+                             (unsigned long long)id, err[0] ? err : "(no message)", op->loc);
+      }
+      bool inner = manual || op->code == AV_OP_SDY_MANUAL_COMPUTATION;
+      for (uint32_t k = 0; depth < 64 && k < op->nregions; k++) {
+        av_code c = inspect_region(p, &op->regions[k], inner, fn, depth + 1, d);
+        if (c != AV_OK) return c;
+      }
+    }
+  return AV_OK;
+}
+
 static av_program *finish(av_program *p, const av_compile_options *options, av_diag *d) {
   int partitions = options && options->num_partitions >= 1
                        ? options->num_partitions
@@ -212,6 +262,11 @@ static av_program *finish(av_program *p, const av_compile_options *options, av_d
   }
   /* several partitions: every value's sharding, as XLA's Shardy pipeline would give it */
   if (p->num_partitions > 1 && av_spmd_propagate(p->module, &p->shardings, d) != AV_OK) goto fail;
+  if (p->num_partitions > 1 && options && options->inspect_sharding) {
+    const av_func *entry = av_module_entry(p->module);
+    if (entry && inspect_region(p, &entry->body, false, options->inspect_sharding, 0, d) != AV_OK)
+      goto fail;
+  }
   /* ... and main rewritten into the program each device runs on its shards */
   if (p->num_partitions > 1 &&
       av_spmd_partition(p->module, &p->shardings, p->num_replicas, p->num_partitions,

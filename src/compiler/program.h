@@ -22,6 +22,12 @@
 
 
 /* What the compile options (xla.CompileOptionsProto) say that matters to us. */
+/* Told the serialized xla.OpSharding of the value custom_call @InspectSharding `id` inspects
+ * (backend_config "anvil:ID", from the anvil Python package). Returns 0, or writes a
+ * NUL-terminated message of at most errcap bytes into err. */
+typedef int32_t (*av_inspect_sharding_fn)(uint64_t id, const void *op_sharding, int64_t size,
+                                          char *err, int64_t errcap);
+
 typedef struct av_compile_options {
   int num_replicas;   /* >= 1 */
   int num_partitions; /* >= 1 */
@@ -34,6 +40,10 @@ typedef struct av_compile_options {
   char *dump_to;
   /* the xla_dump_hlo_as_proto compile option: xla_dump_to also gets the HLO view as a proto */
   bool dump_hlo_as_proto;
+  /* Not from the options' bytes: the client's InspectSharding dispatcher (create option
+   * inspect_sharding_dispatcher), told the propagated sharding of each custom_call
+   * @InspectSharding's operand at compile time (jax.debug.inspect_array_sharding). */
+  av_inspect_sharding_fn inspect_sharding;
 } av_compile_options;
 
 typedef struct av_program av_program;

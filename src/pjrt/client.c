@@ -95,7 +95,8 @@ PJRT_Error *av_parse_device_count(const char *fn, const PJRT_NamedValue *opts, s
       buf[v->value_size] = '\0';
       AV_REQUIRE(av_parse_denormals(buf, &mode), AV_INVALID_ARGUMENT,
                  "%s: create option 'denormals' = '%s' is neither 'flush' nor 'ieee'", fn, buf);
-    } else if (name_is(v, "host_callback_dispatcher") || name_is(v, "lapack_functions")) {
+    } else if (name_is(v, "host_callback_dispatcher") || name_is(v, "lapack_functions") ||
+               name_is(v, "inspect_sharding_dispatcher")) {
       /* read by the client (av_PJRT_Client_Create); a topology has no use for them */
       AV_REQUIRE(v->type == PJRT_NamedValue_kInt64 && v->int64_value != 0, AV_INVALID_ARGUMENT,
                  "%s: create option '%.*s' must be a non-zero int64 (an address: of the "
@@ -104,7 +105,8 @@ PJRT_Error *av_parse_device_count(const char *fn, const PJRT_NamedValue *opts, s
       return av_error_new(AV_INVALID_ARGUMENT,
                           "%s: unknown create option '%.*s' (anvil accepts "
                           "'device_count', 'cpu_device_count', 'denormals', "
-                          "'host_callback_dispatcher', 'lapack_functions', "
+                          "'host_callback_dispatcher', 'inspect_sharding_dispatcher', "
+                          "'lapack_functions', "
                           "'node_id', 'num_nodes', 'partition_index', 'collective_timeout_s', "
                           "'collectives', 'gloo_hostname' and 'gloo_interface')",
                           fn, nlen, v->name ? v->name : "");
@@ -217,6 +219,8 @@ PJRT_Error *av_PJRT_Client_Create(PJRT_Client_Create_Args *args) {
     const PJRT_NamedValue *v = &args->create_options[i];
     if (name_is(v, "host_callback_dispatcher"))
       c->host_callback = (av_host_callback_fn)(uintptr_t)v->int64_value;
+    if (name_is(v, "inspect_sharding_dispatcher"))
+      c->inspect_sharding = (av_inspect_sharding_fn)(uintptr_t)v->int64_value;
     if (name_is(v, "lapack_functions") && !c->lapack) {
       char why[160];
       c->lapack = av_lapack_table_new((const av_lapack_fn_entry *)(uintptr_t)v->int64_value, why,

@@ -250,7 +250,8 @@ static void loaded_free(PJRT_LoadedExecutable *le) {
  * is pointless. */
 static PJRT_Error *compile_core(const char *fn, size_t num_devices, const char *format,
                                 size_t format_size, const char *code, size_t code_size,
-                                const char *options, size_t options_size, av_exec_core **out) {
+                                const char *options, size_t options_size,
+                                av_inspect_sharding_fn inspect, av_exec_core **out) {
   *out = NULL;
   AV_REQUIRE(format || format_size == 0, AV_INVALID_ARGUMENT, "%s: program format is NULL", fn);
   AV_REQUIRE(code || code_size == 0, AV_INVALID_ARGUMENT, "%s: program code is NULL", fn);
@@ -269,6 +270,7 @@ static PJRT_Error *compile_core(const char *fn, size_t num_devices, const char *
     return av_error_new(AV_INVALID_ARGUMENT, "%s: failed to deserialize CompileOptionsProto: %s",
                         fn, d.msg);
   }
+  opts.inspect_sharding = inspect;
   PJRT_Error *err = check_assignment(fn, num_devices, &opts);
   if (err) {
     av_compile_options_free(&opts);
@@ -338,7 +340,7 @@ PJRT_Error *av_compile_loaded(PJRT_Client *client, const char *fn, const char *f
   *out = NULL;
   av_exec_core *core;
   PJRT_Error *err = compile_core(fn, client->num_all_devices, format, format_size, code, code_size,
-                                 options, options_size, &core);
+                                 options, options_size, client->inspect_sharding, &core);
   if (err) return err;
   if (client->dump_dir) av_dump_program(client->dump_dir, "ANVIL_DUMP_DIR", core);
   const char *xla_dir = core->options.dump_to;
@@ -358,7 +360,7 @@ PJRT_Error *av_PJRT_Compile(PJRT_Compile_Args *args) {
   av_exec_core *core;
   PJRT_Error *err = compile_core(fn, args->topology->num_devices, prog->format, prog->format_size,
                                  prog->code, prog->code_size, args->compile_options,
-                                 args->compile_options_size, &core);
+                                 args->compile_options_size, NULL, &core);
   if (err) return err;
   if (core->options.dump_to) av_dump_program(core->options.dump_to, "xla_dump_to", core);
   PJRT_Executable *e = calloc(1, sizeof *e);

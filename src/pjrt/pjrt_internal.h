@@ -229,6 +229,7 @@ struct PJRT_Client {
   struct av_thread_pool *pool; /* kernels' worker threads (started on first use) */
   struct av_block_cache *cache; /* large blocks kept between runs (ANVIL_CACHE_MB), or NULL */
   av_host_callback_fn host_callback; /* create option host_callback_dispatcher, or NULL */
+  av_inspect_sharding_fn inspect_sharding; /* create option inspect_sharding_dispatcher */
   struct av_profiler *profiler; /* step timings (ANVIL_PROFILE, PJRT profiling sessions) */
   struct av_lapack_fns *lapack;      /* create option lapack_functions, or NULL */
   av_denormals denormals; /* ANVIL_DENORMALS / create option `denormals` (runtime/fp_env.h) */

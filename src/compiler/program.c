@@ -49,6 +49,12 @@ struct av_program {
   av_spmd_shardings shardings; /* propagated (programs with several partitions) */
   av_spmd_report partitioning; /* what partitioning did (several partitions) */
   bool shardy_ops; /* the program as given uses Shardy ops (before they are partitioned away) */
+  /* main's argument then result layouts (mhlo.layout_mode), decided on the program as given
+   * (before partitioning rewrites main): kinds, permutations, and why one failed */
+  int nlayouts, nlayout_inputs;
+  av_layout_kind *layout_kind;
+  int64_t (*layout_m2m)[AV_MAX_RANK];
+  char layout_why[200];
 };
 
 static uint64_t fnv1a(uint64_t h, const void *p, size_t n) {
@@ -69,6 +75,8 @@ static int module_int_attr(const av_module *m, const char *name, int dflt) {
 void av_program_free(av_program *p) {
   if (!p) return;
   av_spmd_program_free(p->spmd);
+  free(p->layout_kind);
+  free(p->layout_m2m);
   av_spmd_shardings_free(&p->shardings);
   av_spmd_report_free(&p->partitioning);
   if (p->plan) {
@@ -198,6 +206,30 @@ static void pair_buffer_donors(av_program *p, const av_func *ef, const av_func_p
   free(donees);
 }
 
+/* The layouts main's arguments and results ask for, on the program as given: Layout.AUTO on a
+ * result looks at what computes it, which partitioning may hide behind collectives. */
+static av_code decide_layouts(av_program *p, av_diag *d) {
+  const av_func *ef = av_module_entry(p->module);
+  if (!ef || !ef->type || ef->type->nelems < ef->type->ninputs) return AV_OK;
+  int n = ef->type->nelems;
+  p->layout_kind = calloc((size_t)n + 1, sizeof *p->layout_kind);
+  p->layout_m2m = calloc((size_t)n + 1, sizeof *p->layout_m2m);
+  if (!p->layout_kind || !p->layout_m2m) return av_diag_set(d, AV_RESOURCE_EXHAUSTED, "out of memory");
+  p->nlayouts = n;
+  p->nlayout_inputs = ef->type->ninputs;
+  for (int k = 0; k < n; k++) {
+    bool output = k >= p->nlayout_inputs;
+    int i = output ? k - p->nlayout_inputs : k;
+    const av_type *t = ef->type->elems[k];
+    int rank = t && t->kind == AV_TYPE_TENSOR ? t->rank : 0;
+    char why[200] = "";
+    p->layout_kind[k] = av_layout_of(ef, output, i, rank, p->layout_m2m[k], why, sizeof why);
+    if (p->layout_kind[k] == AV_LAYOUT_ERROR && !p->layout_why[0])
+      snprintf(p->layout_why, sizeof p->layout_why, "%s", why);
+  }
+  return AV_OK;
+}
+
 /* custom_call @InspectSharding (jax.debug.inspect_array_sharding): the dispatcher is told the
  * propagated sharding of its operand, as XLA's partitioner tells JAX's callback; inside a
  * manual computation the value is manual. */
@@ -267,6 +299,7 @@ static av_program *finish(av_program *p, const av_compile_options *options, av_d
     if (entry && inspect_region(p, &entry->body, false, options->inspect_sharding, 0, d) != AV_OK)
       goto fail;
   }
+  if (decide_layouts(p, d) != AV_OK) goto fail;
   /* ... and main rewritten into the program each device runs on its shards */
   if (p->num_partitions > 1 &&
       av_spmd_partition(p->module, &p->shardings, p->num_replicas, p->num_partitions,
@@ -402,6 +435,14 @@ const char *av_program_memory_kind(const av_program *p, bool output, int i) {
 
 av_layout_kind av_program_layout(const av_program *p, bool output, int i, int64_t *minor_to_major,
                                  char *why, size_t why_size) {
+  int k = output ? p->nlayout_inputs + i : i;
+  if (p->layout_kind && i >= 0 && k < p->nlayouts && (output || i < p->nlayout_inputs)) {
+    const av_type *t = av_module_entry(p->module)->type->elems[k];
+    int r = t && t->kind == AV_TYPE_TENSOR ? t->rank : 0;
+    memcpy(minor_to_major, p->layout_m2m[k], (size_t)r * sizeof *minor_to_major);
+    if (p->layout_kind[k] == AV_LAYOUT_ERROR) snprintf(why, why_size, "%s", p->layout_why);
+    return p->layout_kind[k];
+  }
   int rank = 0;
   if (output) {
     if (i < 0 || i >= p->noutputs) return AV_LAYOUT_DEFAULT;

@@ -103,6 +103,10 @@ print("auto", t.format.layout.major_to_minor, t.sharding.spec, (np.asarray(t) ==
 g = jax.jit(lambda v: v + 1, in_shardings=col, out_shardings=col, donate_argnums=0)
 r = g(a)
 print("donate", a.is_deleted(), r.format.layout.major_to_minor, (np.asarray(r) == x + 1).all())
+# AUTO on a transpose that partitioning reshards (the layout is decided before partitioning)
+h = jax.jit(lambda v: v.T, in_shardings=Format(Layout.AUTO, s),
+            out_shardings=Format(Layout.AUTO, s)).lower(x).compile()
+print("auto resharded", h.output_formats.layout.major_to_minor, (np.asarray(h(x)) == x.T).all())
 """
 
 
@@ -118,4 +122,5 @@ def run_sharded(platform):
 def test_sharded_layouts_match_cpu():
     anvil, cpu = run_sharded("anvil"), run_sharded("cpu")
     assert "put (1, 0)" in anvil and "donate True" in anvil
+    assert "auto resharded (1, 0) True" in anvil
     assert anvil == cpu

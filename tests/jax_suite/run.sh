@@ -11,7 +11,8 @@
 # env knobs (defaults in brackets):
 #   PLATFORMS  ["anvil cpu"]         which JAX_PLATFORMS to run ("anvil,cpu": anvil
 #                                    first, with JAX's CPU backend beside it)
-#   FILES      [the list below]      test files, without .py
+#   FILES      [the list below]      test files, without .py; "wider" for callbacks,
+#                                    export, layouts, memories, compilation cache
 #   JAX_NUM_GENERATED_CASES [2]      sampled cases per parameterized test
 #   TEST_TIMEOUT [60]                seconds per test (pytest-timeout)
 #   FILE_TIMEOUT [600]               seconds per file; pytest stops cleanly
@@ -32,6 +33,9 @@ OUT=${2:-/tmp/jax_suite_out}
 PY=${PYTHON:-/work/main/.venv/bin/python}
 PLATFORMS=${PLATFORMS:-"anvil cpu"}
 FILES=${FILES:-"lax_test lax_numpy_test lax_control_flow_test lax_autodiff_test random_test api_test pmap_test shard_map_test"}
+# FILES=wider: the files beyond the numeric core (host callbacks, export, layouts, memory kinds,
+# the compilation cache; issue 19)
+[ "$FILES" = wider ] && FILES="python_callback_test debugging_primitives_test export_test layout_test memories_test compilation_cache_test"
 export JAX_NUM_GENERATED_CASES=${JAX_NUM_GENERATED_CASES:-2}
 TEST_TIMEOUT=${TEST_TIMEOUT:-60}
 FILE_TIMEOUT=${FILE_TIMEOUT:-600}

@@ -5,7 +5,8 @@ Files are named PLATFORM.TESTFILE.xml. Prints a markdown report: per test file
 the pass/fail/error/skip counts and pass rate for each platform, then the top
 failure buckets of each non-cpu platform (failure first lines with numbers,
 shapes and addresses normalised), each with a count and one example test, and
-the tests that fail on the platform but pass on cpu.
+the tests that fail on the platform but pass on cpu, and per file the share of
+the tests passing on cpu that pass on each platform.
 
 Files PLATFORM.TESTFILE.partN.xml (run.sh RESUME=1) are merged into
 PLATFORM.TESTFILE.
@@ -152,6 +153,29 @@ def main():
         rate = 100.0 * c["pass"] / ran if ran else 0.0
         row += f" {c['pass']} | {c['fail']} | {c['error']} | {c['skip']} | **{rate:.1f}%** |"
     print(row)
+
+    if "cpu" in results:
+        # the measure: of the tests that pass on JAX's CPU backend, how many pass here
+        # (a test skipped here or not run counts as not passing)
+        others = [p for p in platforms if p != "cpu"]
+        print("\n## Against the tests that pass on cpu (pass here / pass on cpu)\n")
+        print("| file | cpu passes |" + "".join(f" {p} |" for p in others))
+        print("|---|---|" + "---|" * len(others))
+        tot_cpu, tot = 0, collections.Counter()
+        for f in files:
+            good = {t for t, (st, _) in results["cpu"].get(f, {}).items() if st == "pass"}
+            tot_cpu += len(good)
+            row = f"| {f} | {len(good)} |"
+            for p in others:
+                if f not in results[p]:
+                    row += " – |"
+                    continue
+                n = sum(1 for t in good if results[p][f].get(t, ("?",))[0] == "pass")
+                tot[p] += n
+                row += f" {n} ({100.0 * n / len(good) if good else 100.0:.1f}%) |"
+            print(row)
+        print(f"| **all** | {tot_cpu} |" + "".join(
+            f" **{tot[p]} ({100.0 * tot[p] / tot_cpu if tot_cpu else 100.0:.1f}%)** |" for p in others))
 
     for p in platforms:
         if p == "cpu":

@@ -22,10 +22,11 @@
 enum { AV_LAYOUT_MAGIC = 0x4c61794f };
 
 struct PJRT_Layouts_MemoryLayout {
+  /* First, so that checking a foreign pointer reads no further than its first 4 bytes */
+  uint32_t magic;    /* AV_LAYOUT_MAGIC on the made ones */
   int rank;
   bool custom;       /* minor_to_major is not row-major */
   bool caller_owns;  /* made for the caller: Destroy frees it */
-  uint32_t magic;    /* AV_LAYOUT_MAGIC on the made ones */
   int64_t minor_to_major[AV_MAX_RANK];
 };
 

@@ -111,15 +111,21 @@ def _converted_results(outs, result_avals):
     return converted
 
 
+def write_error(err, errcap, e):
+    """Writes exception e with its traceback, NUL-terminated and cut to fit, into the plugin's
+    error buffer err of errcap bytes (the message of the PJRT error it raises)."""
+    text = f"{type(e).__name__}: {e}\n{traceback.format_exc()}"
+    msg = text.encode("utf-8", "replace")[: max(errcap - 1, 0)]
+    if err and errcap > 0:
+        ctypes.memmove(err, msg + b"\0", len(msg) + 1)
+
+
 def _dispatch_py(cid, nargs, args, nres, results, err, errcap):
     try:
         _run(cid, nargs, args, nres, results)
         return 0
     except BaseException as e:  # reported to the plugin, which fails the execution with it
-        text = f"{type(e).__name__}: {e}\n{traceback.format_exc()}"
-        msg = text.encode("utf-8", "replace")[: max(errcap - 1, 0)]
-        if err and errcap > 0:
-            ctypes.memmove(err, msg + b"\0", len(msg) + 1)
+        write_error(err, errcap, e)
         return 1
 
 

@@ -10,7 +10,7 @@ anvil's propagation found for the value; the op itself does nothing when the pro
 import ctypes
 import logging
 import threading
-import traceback
+from ._jax_callbacks import write_error
 
 logger = logging.getLogger(__name__)
 
@@ -35,10 +35,7 @@ def _dispatch_py(cid, data, size, err, errcap):
         _callbacks[cid](xc.HloSharding.from_proto(proto))
         return 0
     except BaseException as e:  # reported to the plugin, which fails the compilation with it
-        text = f"{type(e).__name__}: {e}\n{traceback.format_exc()}"
-        msg = text.encode("utf-8", "replace")[: max(errcap - 1, 0)]
-        if err and errcap > 0:
-            ctypes.memmove(err, msg + b"\0", len(msg) + 1)
+        write_error(err, errcap, e)
         return 1
 
 

@@ -16,6 +16,7 @@
 #include "ir/dtype.h"
 #include "runtime/fp_env.h"
 #include "runtime/host_callback.h"
+#include "runtime/kernels/lapack_fns.h"
 #include "runtime/tensor.h"
 #include "util/diag.h"
 #include "util/storage.h"
@@ -121,17 +122,8 @@ void av_program_use_profiler(av_program *p, struct av_profiler *prof);
  * first execution. Without one such programs fail at run time with UNIMPLEMENTED. */
 void av_program_set_host_callback(av_program *p, av_host_callback_fn fn);
 /* LAPACK/BLAS routines the program's LAPACK custom calls use instead of the linked ones
- * (runtime/kernels/lapack_fns.h; copied); call before the first execution. A table comes
- * from a list of {routine name ("dgees"), address} ending with a NULL name; an unknown name
- * is refused (NULL, with why in err). */
-struct av_lapack_fns;
-typedef struct av_lapack_fn_entry {
-  const char *name;
-  void *fn;
-} av_lapack_fn_entry;
-struct av_lapack_fns *av_lapack_table_new(const av_lapack_fn_entry *entries, char *err,
-                                          size_t errcap);
-void av_lapack_table_free(struct av_lapack_fns *f);
+ * (runtime/kernels/lapack_fns.h: av_lapack_table_new; copied); call before the first
+ * execution. */
 void av_program_set_lapack(av_program *p, const struct av_lapack_fns *fns);
 /* How executions treat subnormal floats (runtime/fp_env.h): flush (FTZ + DAZ, as XLA:CPU; the
  * default) or exact IEEE. Call before the first execution. */

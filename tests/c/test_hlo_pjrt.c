@@ -72,7 +72,7 @@ static void download(PJRT_Buffer *b, float *dst, size_t n) {
 
 static void test_torch_xla_style_compile_and_execute(void **state) {
   (void)state;
-  size_t n;
+  size_t n = 0;
   unsigned char *hlo = read_hlo("tuple_out", &n); /* (x + y, x * y, max(x)) */
   if (!hlo) skip();
   PJRT_Client *c = make_client_opts(NULL, 0); /* PJRT_DEVICE=LIBRARY: no options */

@@ -29,21 +29,11 @@ static void (*oom_counts)(long long *allocations, long long *injected, long long
 
 static int load_oom_api(void **state) {
   (void)state;
-  const char *path = getenv("ANVIL_OOM_PLUGIN_PATH");
-  if (!path) {
-    fprintf(stderr, "ANVIL_OOM_PLUGIN_PATH is not set\n");
-    return -1;
-  }
-  void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-  if (!h) {
-    fprintf(stderr, "dlopen(%s): %s\n", path, dlerror());
-    return -1;
-  }
-  const PJRT_Api *(*get)(void) = (const PJRT_Api *(*)(void))dlsym(h, "GetPjrtApi");
+  void *h = load_api_from("ANVIL_OOM_PLUGIN_PATH");
+  if (!h) return -1;
   oom_arm = (void (*)(long long, int))dlsym(h, "anvil_oom_arm");
   oom_counts = (void (*)(long long *, long long *, long long *))dlsym(h, "anvil_oom_counts");
-  if (!get || !oom_arm || !oom_counts) return -1;
-  api = get();
+  if (!oom_arm || !oom_counts) return -1;
   /* One kernel thread: the allocation order, and so each point, is the same every run. */
   setenv("ANVIL_NUM_THREADS", "1", 1);
   return api ? 0 : -1;

@@ -17,22 +17,27 @@
 
 static const PJRT_Api *api;
 
-static inline int load_api(void **state) {
-  (void)state;
-  const char *path = getenv("ANVIL_PLUGIN_PATH");
+/* dlopens the plugin named by environment variable `env_var` and sets `api`; returns the
+ * library handle (NULL on failure, with why on stderr). */
+static inline void *load_api_from(const char *env_var) {
+  const char *path = getenv(env_var);
   if (!path) {
-    fprintf(stderr, "ANVIL_PLUGIN_PATH is not set\n");
-    return -1;
+    fprintf(stderr, "%s is not set\n", env_var);
+    return NULL;
   }
   void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (!h) {
     fprintf(stderr, "dlopen(%s): %s\n", path, dlerror());
-    return -1;
+    return NULL;
   }
   const PJRT_Api *(*get)(void) = (const PJRT_Api *(*)(void))dlsym(h, "GetPjrtApi");
-  if (!get) return -1;
-  api = get();
-  return api ? 0 : -1;
+  api = get ? get() : NULL;
+  return api ? h : NULL;
+}
+
+static inline int load_api(void **state) {
+  (void)state;
+  return load_api_from("ANVIL_PLUGIN_PATH") ? 0 : -1;
 }
 
 static inline PJRT_Error_Code err_code(PJRT_Error *e) {

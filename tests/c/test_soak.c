@@ -29,18 +29,10 @@ static void (*oom_counts)(long long *allocations, long long *injected, long long
 
 static int load_soak_api(void **state) {
   (void)state;
-  const char *path = getenv("ANVIL_OOM_PLUGIN_PATH");
-  if (!path) return -1;
-  void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-  if (!h) {
-    fprintf(stderr, "dlopen(%s): %s\n", path, dlerror());
-    return -1;
-  }
-  const PJRT_Api *(*get)(void) = (const PJRT_Api *(*)(void))dlsym(h, "GetPjrtApi");
+  void *h = load_api_from("ANVIL_OOM_PLUGIN_PATH");
+  if (!h) return -1;
   oom_counts = (void (*)(long long *, long long *, long long *))dlsym(h, "anvil_oom_counts");
-  if (!get || !oom_counts) return -1;
-  api = get();
-  return api ? 0 : -1;
+  return oom_counts ? 0 : -1;
 }
 
 static const char axpy_text[] =

@@ -341,7 +341,7 @@ CTS_CHECK(cts_device_descriptions) {
   PJRT_Client_Devices_Args a = {.struct_size = PJRT_Client_Devices_Args_STRUCT_SIZE, .client = c};
   CTS_TRY(cts_err(t, t->api->PJRT_Client_Devices(&a), "PJRT_Client_Devices"));
   for (size_t i = 0; i < a.num_devices; i++) {
-    PJRT_DeviceDescription *dd;
+    PJRT_DeviceDescription *dd = NULL;
     CTS_TRY(description(t, a.devices[i], &dd));
     PJRT_DeviceDescription_Kind_Args k = {
         .struct_size = PJRT_DeviceDescription_Kind_Args_STRUCT_SIZE, .device_description = dd};

@@ -9,8 +9,8 @@
 #define ANVIL_RUNTIME_KERNELS_LAPACK_FNS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
-#include "compiler/program.h"
 #include "runtime/kernels/lapack_fortran.h"
 
 #define AV_LAPACK_FN_NAMES(X)                                                                  \
@@ -28,6 +28,15 @@ typedef struct av_lapack_fns {
   AV_LAPACK_FN_NAMES(AV_LAPACK_FN_FIELD)
 #undef AV_LAPACK_FN_FIELD
 } av_lapack_fns;
+
+/* A table from a list of {routine name ("dgees"), address} ending with a NULL name; an
+ * unknown name is refused (NULL, with why in err). Free with av_lapack_table_free. */
+typedef struct av_lapack_fn_entry {
+  const char *name;
+  void *fn;
+} av_lapack_fn_entry;
+av_lapack_fns *av_lapack_table_new(const av_lapack_fn_entry *entries, char *err, size_t errcap);
+void av_lapack_table_free(av_lapack_fns *f);
 
 /* Sets entry `name` (e.g. "dgees"); false for a name not in the table. */
 bool av_lapack_fns_set(av_lapack_fns *f, const char *name, void *fn);

@@ -165,6 +165,10 @@ void av_kel_permute_copy(av_dtype dt, void *dst, av_dtype st, const void *src, i
   size_t ses = av_dtype_size(st), des = av_dtype_size(dt);
   int64_t sstride[64], odims[64], ostr[64], idx[64];
   if (rank > 64) return;
+  if (rank <= 0) {
+    av_kel_convert(dt, dst, st, src);
+    return;
+  }
   int64_t total = 1;
   for (int i = rank - 1, s = 1; i >= 0; i--) {
     sstride[i] = s;
@@ -177,10 +181,6 @@ void av_kel_permute_copy(av_dtype dt, void *dst, av_dtype st, const void *src, i
     idx[i] = 0;
   }
   if (total == 0) return;
-  if (rank == 0) {
-    av_kel_convert(dt, dst, st, src);
-    return;
-  }
   const char *s = src;
   char *o = dst;
   int64_t inner = odims[rank - 1], istr = ostr[rank - 1];

@@ -2,7 +2,8 @@
  * the framework's key-value store (PJRT_Client_Create's kv_get / kv_try_get / kv_put
  * callbacks) as the runtime's av_kv_store, the exchange of every process's device count
  * through it (global device ids: process 0's devices first, then process 1's, ...), and the
- * client's link to the other processes (runtime/net.h) over gloo.
+ * client's link to the other processes (runtime/net.h): shared memory between processes on
+ * one host and gloo between hosts (auto, the default), or gloo, shm or MPI alone.
  *
  * What the store answers comes from other processes: every value is size-checked and parsed
  * strictly, and a bad one is an error naming the key. */
@@ -85,7 +86,7 @@ static PJRT_Error *parse_options(const char *fn, const PJRT_NamedValue *opts, si
   memset(o, 0, sizeof *o);
   o->num_nodes = 1;
   o->timeout_s = AV_DEFAULT_COLLECTIVE_TIMEOUT_S;
-  snprintf(o->collectives, sizeof o->collectives, "gloo");
+  snprintf(o->collectives, sizeof o->collectives, "auto");
   const char *t = getenv("ANVIL_COLLECTIVE_TIMEOUT_S");
   if (t && *t) {
     char *end = NULL;
@@ -122,10 +123,12 @@ static PJRT_Error *parse_options(const char *fn, const PJRT_NamedValue *opts, si
   AV_REQUIRE(o->node_id < o->num_nodes, AV_INVALID_ARGUMENT,
              "%s: create option node_id = %lld is not below num_nodes = %lld", fn,
              (long long)o->node_id, (long long)o->num_nodes);
-  AV_REQUIRE(strcmp(o->collectives, "gloo") == 0 || strcmp(o->collectives, "mpi") == 0,
+  AV_REQUIRE(strcmp(o->collectives, "auto") == 0 || strcmp(o->collectives, "gloo") == 0 ||
+                 strcmp(o->collectives, "shm") == 0 || strcmp(o->collectives, "mpi") == 0,
              AV_INVALID_ARGUMENT,
              "%s: collectives '%s' (create option 'collectives' / ANVIL_COLLECTIVES) is not "
-             "available; anvil has 'gloo' and 'mpi'",
+             "available; anvil has 'auto' (shared memory on one host, gloo between hosts), "
+             "'gloo', 'shm' and 'mpi'",
              fn, o->collectives);
   return NULL;
 }
@@ -386,8 +389,13 @@ PJRT_Error *av_distributed_init(PJRT_Client *c, const PJRT_Client_Create_Args *a
                              o->gloo_hostname, o->gloo_interface, prefix};
   av_diag d;
   av_diag_init(&d);
-  av_transport *t = strcmp(o->collectives, "mpi") == 0 ? av_transport_mpi_new(&cfg, &d)
-                                                       : av_transport_gloo_new(&store, &cfg, &d);
+  av_transport *t = NULL;
+  if (strcmp(o->collectives, "mpi") == 0) t = av_transport_mpi_new(&cfg, &d);
+  else if (strcmp(o->collectives, "shm") == 0) t = av_transport_shm_new(&store, &cfg, NULL, &d);
+  else {
+    t = av_transport_gloo_new(&store, &cfg, &d);
+    if (t && strcmp(o->collectives, "auto") == 0) t = av_transport_shm_new(&store, &cfg, t, &d);
+  }
   if (!t) {
     free(kv);
     return av_error_new(d.code, "%s: process %d of %d: %s", fn, c->process_index,

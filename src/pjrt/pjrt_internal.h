@@ -251,7 +251,7 @@ typedef struct av_distributed_options {
   int64_t node_id, num_nodes; /* 0 and 1: a single process */
   int64_t timeout_s;          /* collective_timeout_s / ANVIL_COLLECTIVE_TIMEOUT_S */
   bool timeout_given;         /* ... set by the option or the variable (not the default) */
-  char collectives[16];       /* collectives / ANVIL_COLLECTIVES: "gloo" */
+  char collectives[16];       /* collectives / ANVIL_COLLECTIVES: auto, gloo, shm, mpi */
   char gloo_hostname[256];    /* gloo_hostname / ANVIL_GLOO_HOSTNAME */
   char gloo_interface[64];    /* gloo_interface / ANVIL_GLOO_INTERFACE */
 } av_distributed_options;

@@ -3,8 +3,9 @@
  * A collective whose participants live in several processes combines the inputs of each
  * process's own devices first (runtime/collectives.c, through the program's rendezvous), then
  * makes one exchange per process over a transport: the operations below, each over a set of
- * processes that every one of them names identically. A transport is an existing engine (gloo
- * over TCP: transport_gloo.cc; MPI: transport_mpi.c), never a protocol of our own.
+ * processes that every one of them names identically. Between hosts, a transport is an
+ * existing engine (gloo over TCP: transport_gloo.cc; MPI: transport_mpi.c), never a network
+ * protocol of our own; processes on one host may instead share memory (transport_shm.c).
  *
  * The processes find each other through a key-value store that all of them share (the
  * framework's, handed to PJRT_Client_Create as callbacks). Its answers are untrusted input. */
@@ -77,6 +78,14 @@ av_transport *av_transport_gloo_new(const av_kv_store *kv, const av_transport_co
                                     av_diag *d);
 /* Whether this build has gloo. */
 bool av_transport_gloo_available(void);
+
+/* Processes on one host exchange through shared memory (runtime/transport_shm.c); sets of
+ * processes on several hosts (or in several network namespaces) go to `between_hosts`, which
+ * it takes over (NULL: such sets fail with FAILED_PRECONDITION). Publishes this process's host
+ * in the store now; each set agrees on shared memory on its first operation. NULL with `d`
+ * set (between_hosts destroyed) when it cannot publish. */
+av_transport *av_transport_shm_new(const av_kv_store *kv, const av_transport_config *cfg,
+                                   av_transport *between_hosts, av_diag *d);
 
 /* Open MPI (runtime/transport_mpi.c), loaded now: for processes started by mpirun / srun,
  * whose MPI ranks are their process indices. NULL with `d` set otherwise. */

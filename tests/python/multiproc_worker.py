@@ -116,6 +116,53 @@ def collectives(pid, nproc, out):
         return "ok"
 
     record(out, "sync_global_devices", sync)
+    big_collectives(pid, nproc, out)
+    out["shm_segments"] = shm_segments()
+
+
+def big_collectives(pid, nproc, out):
+    """Collectives over several MiB (many chunks of the shared-memory transport, uneven parts)
+    with values that differ per device and element, checked here against numpy: True, or the
+    first mismatch."""
+    import jax
+
+    L, G = jax.local_device_count(), jax.device_count()
+    lax = jax.lax
+    pm = lambda f: jax.pmap(f, axis_name="i")
+    n = 700001  # odd: parts and chunks do not divide it
+    # small integers: float32 sums of them are exact in any order
+    every = np.stack([((np.arange(n) * (d + 3)) % 1001).astype(np.float32) for d in range(G)])
+    mine = every[pid * L:(pid + 1) * L]
+
+    def check(name, got, want):
+        got = np.asarray(got)
+        if got.shape != want.shape:
+            return "%s: shape %s, want %s" % (name, got.shape, want.shape)
+        bad = np.flatnonzero(got.reshape(-1) != want.reshape(-1))
+        return True if bad.size == 0 else "%s: %d elements differ, first at %d" % (
+            name, bad.size, bad[0])
+
+    record(out, "big_psum", lambda: check("psum", local_rows(pm(lambda v: lax.psum(v, "i"))(
+        mine)), np.tile(every.sum(0), (L, 1))))
+    record(out, "big_pmax_int", lambda: check("pmax", local_rows(pm(lambda v: lax.pmax(v, "i"))(
+        mine.astype(np.int32) - 500)), np.tile(every.max(0).astype(np.int32) - 500, (L, 1))))
+    m = 300001
+    record(out, "big_all_gather", lambda: check("all_gather", local_rows(pm(
+        lambda v: lax.all_gather(v, "i"))(mine[:, :m])), np.stack([every[:, :m]] * L)))
+    k = 150000  # each device sends a block of k to every device
+    blocks = np.stack([((np.arange(G * k) + 7 * d) % 997).astype(np.float32) for d in range(G)])
+    want = np.stack([blocks[:, j * k:(j + 1) * k].reshape(-1) for j in range(G)])
+    record(out, "big_all_to_all", lambda: check("all_to_all", local_rows(pm(
+        lambda v: lax.all_to_all(v, "i", 0, 0, tiled=True))(blocks[pid * L:(pid + 1) * L])),
+        want[pid * L:(pid + 1) * L]))
+
+
+def shm_segments():
+    """How many of anvil's shared-memory segments this process has mapped (the transport
+    unlinks them once every process mapped them, so they show as deleted)."""
+    with open("/proc/self/maps") as f:
+        return len({line.split()[-2] if line.rstrip().endswith("(deleted)") else line.split()[-1]
+                    for line in f if "/anvil-" in line and "/dev/shm" in line})
 
 
 def mlp(pid, nproc, out):

@@ -34,6 +34,7 @@ def job_env(devices, extra=None):
     env.setdefault("ANVIL_COLLECTIVE_TIMEOUT_S", "60")
     env["ANVIL_NUM_THREADS"] = "1"  # several processes share 2 cores in CI
     env.pop("XLA_FLAGS", None)
+    env.pop("ANVIL_COLLECTIVES", None)  # the default (auto) unless a test asks for one
     env.update(extra or {})
     return env
 
@@ -107,6 +108,8 @@ def expected_collectives(G, L, pid):
     nproc = G // L
     e["process_allgather"] = np.stack([np.arange(2.0) + q for q in range(nproc)])
     e["broadcast_one_to_all"] = np.arange(3.0)  # process 0's
+    for name in ("big_psum", "big_pmax_int", "big_all_gather", "big_all_to_all"):
+        e[name] = True  # checked against numpy in the worker (arrays of several MiB)
     return e
 
 
@@ -132,14 +135,31 @@ def check_collectives(outs, G, L):
         assert not bad, "process %d: %s" % (pid, json.dumps(bad, indent=1)[:6000])
 
 
+def shm_segments(outs):
+    return [parse(out, pid)["shm_segments"] for pid, (rc, out) in enumerate(outs)]
+
+
 def test_two_processes_two_devices_each():
     outs = run_job("collectives", 2, 2)
     check_collectives(outs, G=4, L=2)
+    # on one host the default (auto) exchanges through shared memory
+    assert all(n >= 1 for n in shm_segments(outs)), shm_segments(outs)
 
 
 def test_four_processes_one_device_each():
     outs = run_job("collectives", 4, 1)
     check_collectives(outs, G=4, L=1)
+    assert all(n >= 1 for n in shm_segments(outs)), shm_segments(outs)
+
+
+@pytest.mark.parametrize("transport", ["gloo", "shm"])
+def test_each_transport_alone(transport):
+    """ANVIL_COLLECTIVES=gloo keeps TCP on one host (no segment mapped); =shm insists on shared
+    memory. Both give numpy's results."""
+    outs = run_job("collectives", 2, 2, extra={"ANVIL_COLLECTIVES": transport})
+    check_collectives(outs, G=4, L=2)
+    segs = shm_segments(outs)
+    assert all(n == 0 for n in segs) if transport == "gloo" else all(n >= 1 for n in segs), segs
 
 
 def test_data_parallel_mlp_matches_single_process():
@@ -155,11 +175,12 @@ def test_data_parallel_mlp_matches_single_process():
         np.testing.assert_allclose(got, ref, rtol=1e-5, atol=0)
 
 
-def test_killed_process_gives_clear_error_within_timeout():
+@pytest.mark.parametrize("transport", ["auto", "gloo"])  # shared memory, TCP
+def test_killed_process_gives_clear_error_within_timeout(transport):
     timeout_s = 5
     t0 = time.monotonic()
-    outs = run_job("killed", 2, 1, extra={"ANVIL_COLLECTIVE_TIMEOUT_S": str(timeout_s)},
-                   timeout=120)
+    outs = run_job("killed", 2, 1, extra={"ANVIL_COLLECTIVE_TIMEOUT_S": str(timeout_s),
+                                          "ANVIL_COLLECTIVES": transport}, timeout=120)
     (rc0, out0), (rc1, out1) = outs
     assert rc1 == 17, out1[-2000:]  # the one that died
     r = parse(out0, 0)
@@ -220,6 +241,19 @@ def test_two_hosts_joined_by_a_veth_pair(two_hosts):
     check_collectives(outs, G=4, L=2)
     # each process reached the other from its own address (gloo listens there)
     assert [parse(out, pid)["address"] for pid, (rc, out) in enumerate(outs)] == addrs
+    # separate network namespaces count as separate hosts: no shared memory
+    assert shm_segments(outs) == [0, 0]
+
+
+def test_shm_refuses_processes_on_two_hosts(two_hosts):
+    """ANVIL_COLLECTIVES=shm between two network namespaces: a clear error, not TCP."""
+    ns, addrs = two_hosts
+    outs = run_job("collectives", 2, 2, host=addrs[0], extra={"ANVIL_COLLECTIVES": "shm"},
+                   commands=[["ip", "netns", "exec", n] for n in ns])
+    for pid, (rc, out) in enumerate(outs):
+        r = parse(out, pid)
+        assert "fatal" not in r, r["fatal"]
+        assert "ANVIL_COLLECTIVES=shm needs every process on one host" in str(r["seed"]), r["seed"]
 
 
 def test_mpirun_with_the_mpi_transport(tmp_path):

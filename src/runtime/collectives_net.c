@@ -165,8 +165,17 @@ static av_code exchange_reduce(const av_step *s, av_frame *f, const av_coll_para
     const av_slot_type *t = av_in_type(s, f, k);
     x->full[k] = x->full_borrowed ? av_out(s, f, k) : malloc(t->nbytes ? t->nbytes : 1);
     if (!x->full[k]) return av_diag_set(d, AV_RESOURCE_EXHAUSTED, "out of memory");
+    /* with one member here, its operand goes to the transport as it is (no copy first) */
+    const void *only = NULL;
+    int here = 0;
+    for (int i = 0; i < x->size; i++)
+      if (pn->proc[x->members[i]] == me) {
+        here++;
+        only = slots[pn->local_rank[x->members[i]]][k];
+      }
+    bool pass = here == 1 && nprocs > 1 && t->nelems > 0 && only != x->full[k];
     bool first = true;
-    for (int i = 0; i < x->size; i++) {
+    for (int i = 0; i < x->size && !pass; i++) {
       int pos = x->members[i];
       if (pn->proc[pos] != me) continue;
       const void *src = slots[pn->local_rank[pos]][k];
@@ -180,8 +189,8 @@ static av_code exchange_reduce(const av_step *s, av_frame *f, const av_coll_para
     }
     if (nprocs > 1 && t->nelems > 0) {
       av_code c = av_net_all_reduce(pn->net, what, procs, nprocs,
-                                    tag_of(p->op_id, g, k, p->kind, t->nbytes), x->full[k],
-                                    (size_t)t->nelems, av_dtype_size(t->dtype), reduce_cb,
+                                    tag_of(p->op_id, g, k, p->kind, t->nbytes),
+                                    pass ? only : x->full[k], x->full[k], (size_t)t->nelems, av_dtype_size(t->dtype), reduce_cb,
                                     (void *)&p->combine[k], d);
       if (c != AV_OK) return c;
     }

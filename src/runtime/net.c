@@ -198,15 +198,15 @@ static av_code usable(av_net *n, const char *what, av_diag *d) {
 }
 
 av_code av_net_all_reduce(av_net *n, const char *what, const int *procs, int nprocs, uint32_t tag,
-                          void *buf, size_t count, size_t elem_size, av_reduce_fn fn,
+                          const void *in, void *buf, size_t count, size_t elem_size, av_reduce_fn fn,
                           void *fn_ctx, av_diag *d) {
   pthread_mutex_lock(&n->op_mu);
   av_code c = usable(n, what, d);
   av_diag td;
   av_diag_init(&td);
   if (c == AV_OK)
-    c = n->transport->ops->all_reduce(n->transport, procs, nprocs, tag, buf, count, elem_size, fn,
-                                      fn_ctx, &td);
+    c = n->transport->ops->all_reduce(n->transport, procs, nprocs, tag, in, buf, count,
+                                      elem_size, fn, fn_ctx, &td);
   pthread_mutex_unlock(&n->op_mu);
   if (c != AV_OK && td.code != AV_OK) return fail(n, what, procs, nprocs, &td, d);
   return c;

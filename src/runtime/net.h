@@ -50,7 +50,7 @@ void av_net_set_process_down(av_net *n, int process, bool down, const char *why)
  * `what` names the collective and program. A failure names the processes that did not take
  * part (they died, hung, or run something else), found through the key-value store. */
 av_code av_net_all_reduce(av_net *n, const char *what, const int *procs, int nprocs, uint32_t tag,
-                          void *buf, size_t count, size_t elem_size, av_reduce_fn fn,
+                          const void *in, void *buf, size_t count, size_t elem_size, av_reduce_fn fn,
                           void *fn_ctx, av_diag *d);
 av_code av_net_all_gather(av_net *n, const char *what, const int *procs, int nprocs, uint32_t tag,
                           const void *in, const size_t *bytes, void *out, av_diag *d);

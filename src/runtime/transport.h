@@ -41,10 +41,12 @@ typedef struct av_transport av_transport;
  * keeps mismatched ones from pairing up). Each returns within the transport's timeout. */
 typedef struct av_transport_ops {
   const char *name;
-  /* buf (count elements of elem_size bytes: 1, 2, 4, 8 or 16) becomes the combination of
-   * every process's buf, by fn. */
-  av_code (*all_reduce)(av_transport *t, const int *procs, int nprocs, uint32_t tag, void *buf,
-                        size_t count, size_t elem_size, av_reduce_fn fn, void *fn_ctx, av_diag *d);
+  /* buf (count elements of elem_size bytes: 1, 2, 4, 8 or 16) receives the combination of
+   * every process's `in` (count elements), by fn. `in` may be buf; otherwise they do not
+   * overlap (a process passes its operand without copying it into buf first). */
+  av_code (*all_reduce)(av_transport *t, const int *procs, int nprocs, uint32_t tag,
+                        const void *in, void *buf, size_t count, size_t elem_size,
+                        av_reduce_fn fn, void *fn_ctx, av_diag *d);
   /* out receives every process's bytes in the order of procs: bytes[i] from procs[i] (ours is
    * `in`). */
   av_code (*all_gather)(av_transport *t, const int *procs, int nprocs, uint32_t tag,

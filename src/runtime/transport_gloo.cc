@@ -127,11 +127,12 @@ void set_output(gloo::AllreduceOptions& o, void* buf, size_t count) {
   o.setOutput<T>(static_cast<T*>(buf), count);
 }
 
-av_code gloo_all_reduce(av_transport* t, const int* procs, int nprocs, uint32_t tag, void* buf,
-                        size_t count, size_t elem_size, av_reduce_fn fn, void* fn_ctx,
-                        av_diag* d) {
+av_code gloo_all_reduce(av_transport* t, const int* procs, int nprocs, uint32_t tag,
+                        const void* in, void* buf, size_t count, size_t elem_size,
+                        av_reduce_fn fn, void* fn_ctx, av_diag* d) {
   GlooTransport* g = self(t);
   if (count == 0) return AV_OK;
+  if (in != buf) memcpy(buf, in, count * elem_size);  // gloo reduces in place
   try {
     auto ctx = context_for(g, procs, nprocs);
     gloo::AllreduceOptions o(ctx);

@@ -179,7 +179,7 @@ static av_code mpi_all_to_all(av_transport *base, const int *procs, int nprocs, 
 }
 
 static av_code mpi_all_reduce(av_transport *base, const int *procs, int nprocs, uint32_t tag,
-                              void *buf, size_t count, size_t elem_size, av_reduce_fn fn,
+                              const void *in, void *buf, size_t count, size_t elem_size, av_reduce_fn fn,
                               void *fn_ctx, av_diag *d) {
   size_t bytes = count * elem_size;
   char *all = malloc(bytes * (size_t)nprocs + 1);
@@ -190,7 +190,7 @@ static av_code mpi_all_reduce(av_transport *base, const int *procs, int nprocs, 
     return av_diag_set(d, AV_RESOURCE_EXHAUSTED, "out of memory");
   }
   for (int i = 0; i < nprocs; i++) sizes[i] = bytes;
-  av_code c = mpi_all_gather(base, procs, nprocs, tag, buf, sizes, all, d);
+  av_code c = mpi_all_gather(base, procs, nprocs, tag, in, sizes, all, d);
   if (c == AV_OK) { /* in process order, the same in every process */
     memcpy(buf, all, bytes);
     for (int i = 1; i < nprocs; i++) fn(fn_ctx, buf, buf, all + (size_t)i * bytes, count);

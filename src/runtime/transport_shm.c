@@ -681,27 +681,28 @@ static av_code failed(shm_set *s, av_diag *d) {
 /* ------------------------------------------------------------------ operations */
 
 static av_code shm_all_reduce(av_transport *tr, const int *procs, int nprocs, uint32_t tag,
-                              void *buf, size_t count, size_t elem_size, av_reduce_fn fn,
-                              void *fn_ctx, av_diag *d) {
+                              const void *in, void *buf, size_t count, size_t elem_size,
+                              av_reduce_fn fn, void *fn_ctx, av_diag *d) {
   shm_transport *t = self(tr);
   if (count == 0) return AV_OK;
   bool other;
   shm_set *s = shm_set_of(t, procs, nprocs, "all_reduce", &other, d);
   if (other)
-    return t->other->ops->all_reduce(t->other, procs, nprocs, tag, buf, count, elem_size, fn,
-                                     fn_ctx, d);
+    return t->other->ops->all_reduce(t->other, procs, nprocs, tag, in, buf, count, elem_size,
+                                     fn, fn_ctx, d);
   if (!s) return d->code;
   if (elem_size == 0 || elem_size > s->chunk)
     return av_diag_set(d, AV_INTERNAL, "shm all_reduce: elements of %zu bytes", elem_size);
   int64_t deadline = now_ms() + t->timeout_ms;
   unsigned char *out = buf;
+  const unsigned char *src = in;
   size_t per_chunk = s->chunk / elem_size, n = (size_t)s->n, r = (size_t)s->rank;
   bool direct = count * elem_size <= SHM_DIRECT_MAX;
   describe(s, OP_ALL_REDUCE, tag, count, elem_size, direct);
   for (size_t off = 0; off < count; off += per_chunk) {
     size_t e = count - off < per_chunk ? count - off : per_chunk;
     unsigned char *at = out + off * elem_size, *mine = buffer(s, s->rank);
-    memcpy(mine, at, e * elem_size);
+    memcpy(mine, src + off * elem_size, e * elem_size);
     if (step(t, s, deadline, "all_reduce", d) != AV_OK) return failed(s, d);
     if (off == 0 && check_same(s, "all_reduce", d) != AV_OK) return d->code;
     /* this member's part of the chunk (all of it when direct), over every member in order */

@@ -166,14 +166,17 @@ static void *run_operations(void *arg) {
   static const size_t counts[] = {1, 7, 1000, 40000, 300001, 1100000};
   for (size_t c = 0; c < sizeof counts / sizeof *counts; c++) {
     size_t n = counts[c];
-    int32_t *buf = malloc(n * sizeof *buf);
-    for (size_t i = 0; i < n; i++) buf[i] = value_of(j->me, i);
+    /* in place, and (odd cases) from a separate operand into a buffer of garbage */
+    int32_t *buf = malloc(n * sizeof *buf), *in = c % 2 ? malloc(n * sizeof *in) : buf;
+    for (size_t i = 0; i < n; i++) in[i] = value_of(j->me, i);
+    if (in != buf) memset(buf, 0x5a, n * sizeof *buf);
     av_diag d;
     av_diag_init(&d);
-    if (j->t->ops->all_reduce(j->t, all3, MEMBERS, 7, buf, n, 4, add_i32, NULL, &d) != AV_OK)
+    if (j->t->ops->all_reduce(j->t, all3, MEMBERS, 7, in, buf, n, 4, add_i32, NULL, &d) != AV_OK)
       fail_job(j, "all_reduce", &d);
     for (size_t i = 0; i < n && !j->failures; i++)
       if (buf[i] != value_of(0, i) + value_of(1, i) + value_of(2, i)) fail_job(j, "all_reduce", NULL);
+    if (in != buf) free(in);
     free(buf);
   }
   {
@@ -182,7 +185,7 @@ static void *run_operations(void *arg) {
     for (size_t i = 0; i < 2 * n; i++) buf[i] = i * 1000003u + (uint64_t)j->me;
     av_diag d;
     av_diag_init(&d);
-    if (j->t->ops->all_reduce(j->t, all3, MEMBERS, 8, buf, n, 16, add_pairs, NULL, &d) != AV_OK)
+    if (j->t->ops->all_reduce(j->t, all3, MEMBERS, 8, buf, buf, n, 16, add_pairs, NULL, &d) != AV_OK)
       fail_job(j, "all_reduce of 16-byte elements", &d);
     for (size_t i = 0; i < 2 * n && !j->failures; i++)
       if (buf[i] != 3 * (i * 1000003u) + 3) fail_job(j, "all_reduce of 16-byte elements", NULL);
@@ -274,7 +277,7 @@ static void *reduce_twice(void *arg) {
   int32_t buf[16] = {0};
   av_diag d;
   av_diag_init(&d);
-  a->first = a->t->ops->all_reduce(a->t, pair, 2, 1, buf, 4, 4, add_i32, NULL, &d);
+  a->first = a->t->ops->all_reduce(a->t, pair, 2, 1, buf, buf, 4, 4, add_i32, NULL, &d);
   if (a->close_instead) {
     struct timespec ts = {0, 100 * 1000000L};
     nanosleep(&ts, NULL);
@@ -285,7 +288,7 @@ static void *reduce_twice(void *arg) {
   if (!a->second) return NULL;
   av_diag_init(&d);
   int64_t t0 = now_ms();
-  a->code = a->t->ops->all_reduce(a->t, pair, 2, 2, buf, a->count, 4, add_i32, NULL, &d);
+  a->code = a->t->ops->all_reduce(a->t, pair, 2, 2, buf, buf, a->count, 4, add_i32, NULL, &d);
   a->ms = now_ms() - t0;
   snprintf(a->msg, sizeof a->msg, "%s", d.msg);
   return NULL;
@@ -316,7 +319,7 @@ static void test_mismatched_sizes_fail_in_both(void **state) {
   int32_t buf[4] = {0};
   av_diag d;
   av_diag_init(&d);
-  assert_int_not_equal(a.t->ops->all_reduce(a.t, pair, 2, 3, buf, 4, 4, add_i32, NULL, &d), AV_OK);
+  assert_int_not_equal(a.t->ops->all_reduce(a.t, pair, 2, 3, buf, buf, 4, 4, add_i32, NULL, &d), AV_OK);
   assert_non_null(strstr(d.msg, "earlier exchange"));
   a.t->ops->destroy(a.t);
   b.t->ops->destroy(b.t);
@@ -354,7 +357,7 @@ static av_code reduce_alone(const char *process0, const char *segment, av_transp
   av_transport *t = open_transport(1, 2, 300, other);
   int32_t buf[4] = {0};
   av_diag_init(d);
-  av_code c = t->ops->all_reduce(t, pair, 2, 1, buf, 4, 4, add_i32, NULL, d);
+  av_code c = t->ops->all_reduce(t, pair, 2, 1, buf, buf, 4, 4, add_i32, NULL, d);
   t->ops->destroy(t);
   return c;
 }
@@ -408,7 +411,7 @@ typedef struct recording {
 } recording;
 
 static av_code rec_all_reduce(av_transport *t, const int *procs, int nprocs, uint32_t tag,
-                              void *buf, size_t count, size_t elem_size, av_reduce_fn fn,
+                              const void *in, void *buf, size_t count, size_t elem_size, av_reduce_fn fn,
                               void *fn_ctx, av_diag *d) {
   ((recording *)t)->calls++;
   return AV_OK;
@@ -432,7 +435,7 @@ static void test_other_hosts_go_to_the_other_transport(void **state) {
   int32_t buf[4] = {0};
   for (int k = 0; k < 2; k++) {
     av_diag_init(&d);
-    assert_int_equal(t->ops->all_reduce(t, pair, 2, 1, buf, 4, 4, add_i32, NULL, &d), AV_OK);
+    assert_int_equal(t->ops->all_reduce(t, pair, 2, 1, buf, buf, 4, 4, add_i32, NULL, &d), AV_OK);
   }
   assert_int_equal(r->calls, 2);
   t->ops->destroy(t); /* destroys r too */

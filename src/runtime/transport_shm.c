@@ -61,7 +61,7 @@ enum {
   SHM_VERSION = 1,
   SHM_MAX_CHUNK = 1 << 20,
   SHM_MIN_CHUNK = 4 << 10,
-  SHM_SEGMENT_BUDGET = 64 << 20, /* data buffers of all members together, at most */
+  SHM_SEGMENT_BUDGET = 16 << 20, /* data buffers of all members together, at most */
   SHM_DIRECT_MAX = 128 << 10,    /* all-reduces up to this size skip the all-gather step */
   SHM_SPIN_NS = 5000,           /* spin this long before sleeping on the futex */
   SHM_SLEEP_MS = 50,             /* longest single sleep: deadlines and liveness are checked */
@@ -323,7 +323,11 @@ static bool create_segment(shm_set *s, char *name, size_t name_cap, char *nonce)
     snprintf(s->why, sizeof s->why, "shm_open(%s): %s", name, strerror(errno));
     return false;
   }
-  bool ok = ftruncate(fd, (off_t)s->bytes) == 0;
+  /* the pages are reserved now: a full /dev/shm (containers often have 64 MiB) fails here,
+   * and the set falls back, instead of a SIGBUS on first touch later */
+  int err = posix_fallocate(fd, 0, (off_t)s->bytes);
+  bool ok = err == 0;
+  if (!ok) errno = err;
   if (ok) {
     void *p = mmap(NULL, s->bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     ok = p != MAP_FAILED;
@@ -699,18 +703,31 @@ static av_code shm_all_reduce(av_transport *tr, const int *procs, int nprocs, ui
   size_t per_chunk = s->chunk / elem_size, n = (size_t)s->n, r = (size_t)s->rank;
   bool direct = count * elem_size <= SHM_DIRECT_MAX;
   describe(s, OP_ALL_REDUCE, tag, count, elem_size, direct);
+  /* with its operand apart from the result, a member reads its own part of each chunk from
+   * there: only the parts the others reduce are copied into its buffer */
+  bool own_from_src = src != out && !direct;
   for (size_t off = 0; off < count; off += per_chunk) {
     size_t e = count - off < per_chunk ? count - off : per_chunk;
     unsigned char *at = out + off * elem_size, *mine = buffer(s, s->rank);
-    memcpy(mine, src + off * elem_size, e * elem_size);
+    const unsigned char *from = src + off * elem_size;
+    /* this member's part of the chunk (all of it when direct) */
+    size_t lo = direct ? 0 : e * r / n, hi = direct ? e : e * (r + 1) / n;
+    if (own_from_src) {
+      memcpy(mine, from, lo * elem_size);
+      memcpy(mine + hi * elem_size, from + hi * elem_size, (e - hi) * elem_size);
+    } else {
+      memcpy(mine, from, e * elem_size);
+    }
     if (step(t, s, deadline, "all_reduce", d) != AV_OK) return failed(s, d);
     if (off == 0 && check_same(s, "all_reduce", d) != AV_OK) return d->code;
-    /* this member's part of the chunk (all of it when direct), over every member in order */
-    size_t lo = direct ? 0 : e * r / n, hi = direct ? e : e * (r + 1) / n;
-    if (hi > lo) {
+    if (hi > lo) { /* over every member's operand, in member order */
       size_t b = lo * elem_size;
-      fn(fn_ctx, at + b, buffer(s, 0) + b, buffer(s, 1) + b, hi - lo);
-      for (int q = 2; q < s->n; q++) fn(fn_ctx, at + b, at + b, buffer(s, q) + b, hi - lo);
+      const unsigned char *op0 = own_from_src && r == 0 ? from : buffer(s, 0);
+      const unsigned char *op1 = own_from_src && r == 1 ? from : buffer(s, 1);
+      fn(fn_ctx, at + b, op0 + b, op1 + b, hi - lo);
+      for (size_t q = 2; q < n; q++)
+        fn(fn_ctx, at + b, at + b, (own_from_src && r == q ? from : buffer(s, (int)q)) + b,
+           hi - lo);
     }
     if (!direct) {
       memcpy(mine + lo * elem_size, at + lo * elem_size, (hi - lo) * elem_size);

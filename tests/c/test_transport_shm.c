@@ -439,6 +439,21 @@ static void test_other_hosts_go_to_the_other_transport(void **state) {
   }
   assert_int_equal(r->calls, 2);
   t->ops->destroy(t); /* destroys r too */
+
+  /* one host, but process 0 could not make the segment (a full /dev/shm): the other transport */
+  char *mine = own_entry();
+  kv_clear();
+  put_text("t/shm/process/0", mine);
+  put_text("t/shm/set/0,1/segment", "anvil-shm-segment 1 - -");
+  put_text("t/shm/set/0,1/ok/0", "0");
+  free(mine);
+  r = calloc(1, sizeof *r);
+  r->base.ops = &rec_ops;
+  t = open_transport(1, 2, 300, &r->base);
+  av_diag_init(&d);
+  assert_int_equal(t->ops->all_reduce(t, pair, 2, 1, buf, buf, 4, 4, add_i32, NULL, &d), AV_OK);
+  assert_int_equal(r->calls, 1);
+  t->ops->destroy(t);
 }
 
 int main(void) {

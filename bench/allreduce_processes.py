@@ -1,8 +1,10 @@
-"""All-reduce latency and bandwidth between processes on loopback: anvil (gloo through its
-PJRT client) against XLA:CPU (JAX_CPU_COLLECTIVES_IMPLEMENTATION=gloo), same sizes, one
-script. A benchmark, not a test.
+"""All-reduce latency and bandwidth between processes on one host: anvil (its default
+transport, shared memory between processes on one host; --anvil-collectives gloo for TCP
+loopback) against XLA:CPU (JAX_CPU_COLLECTIVES_IMPLEMENTATION=gloo, TCP loopback), same sizes,
+one script. A benchmark, not a test.
 
     python bench/allreduce_processes.py [--processes 2] [--max-mib 64] [--seconds 1.0]
+                                        [--anvil-collectives auto|gloo|shm]
 
 One job of N processes (one device each, jax.distributed over 127.0.0.1) has both backends
 (JAX_PLATFORMS=anvil,cpu); every process times `pmap(psum)` of a float32 array of each size on
@@ -74,13 +76,14 @@ def worker(pid, nproc, coordinator, sizes, seconds):
     os._exit(0)
 
 
-def run_job(nproc, sizes, seconds, library):
+def run_job(nproc, sizes, seconds, library, collectives):
     env = dict(os.environ)
     env.pop("XLA_FLAGS", None)
     env.update({"JAX_PLATFORMS": "anvil,cpu", "ANVIL_DEVICE_COUNT": "1",
                 "JAX_CPU_COLLECTIVES_IMPLEMENTATION": "gloo", "JAX_NUM_CPU_DEVICES": "1"})
     if library:
         env["ANVIL_LIBRARY_PATH"] = library
+    env["ANVIL_COLLECTIVES"] = collectives
     coordinator = "127.0.0.1:%d" % free_port()
     args = [json.dumps(sizes), str(seconds)]
     procs = [subprocess.Popen([sys.executable, __file__, "--worker", str(pid), str(nproc),
@@ -121,14 +124,21 @@ def main():
     ap.add_argument("--max-mib", type=int, default=64)
     ap.add_argument("--seconds", type=float, default=1.0, help="time per size and backend")
     ap.add_argument("--library", help="anvil library (default: the package's / ANVIL_LIBRARY_PATH)")
+    ap.add_argument("--anvil-collectives", default="auto",
+                    help="anvil's transport (ANVIL_COLLECTIVES): auto (shared memory on one host), "
+                    "gloo (TCP loopback, as XLA:CPU) or shm")
     args = ap.parse_args()
     sizes, n = [], 4
     while n <= args.max_mib << 20:
         sizes.append(n)
         n *= 4 if n < (1 << 20) else 2
-    res = run_job(args.processes, sizes, args.seconds, args.library)
-    print("all-reduce (psum of float32) between %d processes on loopback, one device each; %s, "
-          "%d CPUs" % (args.processes, cpu_model(), os.cpu_count()))
+    load = os.getloadavg()[0]
+    res = run_job(args.processes, sizes, args.seconds, args.library, args.anvil_collectives)
+    print("all-reduce (psum of float32) between %d processes on one host, one device each; "
+          "anvil with ANVIL_COLLECTIVES=%s, XLA:CPU with gloo over TCP loopback; %s, %d CPUs, "
+          "load average %.2f before, %.2f after" % (
+              args.processes, args.anvil_collectives, cpu_model(), os.cpu_count(), load,
+              os.getloadavg()[0]))
     print("median and best time per all-reduce (us); GB/s = bytes / time (median, best); "
           "ratio = anvil/XLA time (median, best)")
     print("%9s | %21s %17s | %21s %17s | %s" % ("size", "anvil us", "anvil GB/s", "XLA:CPU us",

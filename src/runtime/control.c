@@ -209,7 +209,7 @@ av_code av_step_call(const av_step *s, av_frame *f, av_diag *d) {
   if (!buf) return d->code;
   av_slot *args = buf, *res = buf + s->nin;
   av_code c = take_inputs(s, f, args, 0, d); /* a callee sees only its arguments */
-  if (c == AV_OK) c = av_run_func(f->plan, callee, f->device_index, f->mem_device, f->depth + 1, args, res, d);
+  if (c == AV_OK) c = av_run_callee(f, callee, args, res, d);
   if (c == AV_OK) move_to_outputs(s, f, res);
   release_all(buf, s->nin + s->nout);
   free_slot_array(buf, small);

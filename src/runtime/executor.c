@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/net.h"
 #include "runtime/plan.h"
 #include "runtime/profiler.h"
 #include "runtime/thread_pool.h"
@@ -163,8 +164,43 @@ av_code av_run_block(const av_block_plan *b, av_frame *f, av_slot *args, av_slot
   return AV_OK;
 }
 
+/* The lane of the plan's pool that device `device_index`'s top-level runs use: the runs
+ * sharing the cores are the program's devices in this process (blas_share of them, or the
+ * process's own ones in a multi-process job). */
+static struct av_thread_pool *device_lane(const av_plan *plan, int device_index) {
+  struct av_thread_pool *pool = atomic_load_explicit(&((av_plan *)plan)->pool, memory_order_acquire);
+  int share = plan->blas_share > 0 ? plan->blas_share : 1, index = device_index;
+  const av_plan_net *pn = atomic_load_explicit(&((av_plan *)plan)->net, memory_order_acquire);
+  if (share > 1 && pn && !pn->global_run && device_index >= 0 && device_index < pn->ndev &&
+      pn->local_rank[device_index] >= 0) {
+    share = pn->nlocal;
+    index = pn->local_rank[device_index];
+  }
+  return av_thread_pool_lane(pool, share, index);
+}
+
+static av_code run_func(const av_plan *plan, const av_func_plan *fn, int device_index,
+                        int mem_device, int depth, struct av_thread_pool *pool, int blas_share,
+                        av_slot *args, av_slot *results, av_diag *d);
+
 av_code av_run_func(const av_plan *plan, const av_func_plan *fn, int device_index, int mem_device, int depth,
                     av_slot *args, av_slot *results, av_diag *d) {
+  struct av_thread_pool *pool =
+      depth == 0 ? device_lane(plan, device_index)
+                 : atomic_load_explicit(&((av_plan *)plan)->pool, memory_order_acquire);
+  return run_func(plan, fn, device_index, mem_device, depth, pool,
+                  plan->blas_share > 0 ? plan->blas_share : 1, args, results, d);
+}
+
+av_code av_run_callee(const av_frame *caller, const av_func_plan *fn, av_slot *args,
+                      av_slot *results, av_diag *d) {
+  return run_func(caller->plan, fn, caller->device_index, caller->mem_device, caller->depth + 1,
+                  caller->pool, caller->blas_share, args, results, d);
+}
+
+static av_code run_func(const av_plan *plan, const av_func_plan *fn, int device_index,
+                        int mem_device, int depth, struct av_thread_pool *pool, int blas_share,
+                        av_slot *args, av_slot *results, av_diag *d) {
   if (depth > AV_MAX_CALL_DEPTH) {
     for (uint32_t i = 0; i < fn->body.nargs; i++) av_slot_release(&args[i]);
     return av_diag_set(d, AV_FAILED_PRECONDITION, "call depth exceeds %d calling @%s",
@@ -181,12 +217,12 @@ av_code av_run_func(const av_plan *plan, const av_func_plan *fn, int device_inde
   }
   f.fn = fn;
   f.plan = plan;
-  f.pool = atomic_load_explicit(&((av_plan *)plan)->pool, memory_order_acquire);
+  f.pool = pool;
   f.cache = atomic_load_explicit(&((av_plan *)plan)->cache, memory_order_acquire);
   f.device_index = device_index;
   f.mem_device = mem_device;
   f.depth = depth;
-  f.blas_share = plan->blas_share > 0 ? plan->blas_share : 1;
+  f.blas_share = blas_share;
   f.prof = NULL;
   uint32_t fp_saved = 0;
   if (depth == 0) {

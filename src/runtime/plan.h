@@ -160,9 +160,14 @@ enum { AV_MAX_CALL_DEPTH = 64 };
 /* ---- executor (runtime/executor.c) */
 
 /* Runs a function in a fresh frame: consumes the `args` references, fills `results` with
- * owned references. */
+ * owned references. A top-level run (depth 0) of a program whose devices run at once
+ * computes on its device's lane of the plan's pool (thread_pool.h). */
 av_code av_run_func(const av_plan *plan, const av_func_plan *fn, int device_index, int mem_device, int depth,
                     av_slot *args, av_slot *results, av_diag *d);
+/* The same for a function called from frame `caller`: the callee inherits its pool and
+ * BLAS share. */
+av_code av_run_callee(const av_frame *caller, const av_func_plan *fn, av_slot *args,
+                      av_slot *results, av_diag *d);
 /* Runs a block inside frame `f` (see av_block_plan for the protocol): consumes `args`, fills
  * `results` with owned references (or borrowed ones when the value was borrowed). */
 av_code av_run_block(const av_block_plan *b, av_frame *f, av_slot *args, av_slot *results,

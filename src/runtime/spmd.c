@@ -8,6 +8,7 @@
 
 #include "runtime/collectives.h"
 #include "runtime/kernels/shape.h"
+#include "runtime/thread_pool.h"
 
 static void block_box(const av_spmd_value *v, int pos, bool to_local, av_box *b, int64_t *goff) {
   int64_t gs[AV_BOX_MAX_RANK], ls[AV_BOX_MAX_RANK];
@@ -108,14 +109,14 @@ static void *dev_main(void *arg) {
   av_frame f;
   f.fn = r->parent->fn;
   f.plan = r->parent->plan;
-  f.pool = r->parent->pool;
+  f.blas_share = r->parent->blas_share * p->npos; /* all positions run at once */
+  f.pool = av_thread_pool_lane(r->parent->pool, p->npos, r->pos);
   f.cache = r->parent->cache;
   f.prof = NULL; /* the device threads of a manual computation: one step of the caller's */
   av_fp_enter(f.plan->denormals); /* this thread only computes: no need to restore */
   f.device_index = p->device_index[r->pos];
   f.mem_device = -1;
   f.depth = r->parent->depth + 1;
-  f.blas_share = r->parent->blas_share * p->npos; /* all positions run at once */
   f.slots = calloc(f.fn->nslots ? f.fn->nslots : 1, sizeof *f.slots);
   if (!f.slots) {
     for (uint32_t i = 0; i < p->nin; i++) av_slot_release(&r->args[i]);

@@ -27,8 +27,16 @@ enum {
   CHUNKS_PER_THREAD = 4,
 };
 
+/* The lanes of one share count (av_thread_pool_lane). */
+typedef struct lane_set {
+  int share;
+  av_thread_pool **lanes; /* [share], made one by one on first use */
+  struct lane_set *next;
+} lane_set;
+
 struct av_thread_pool {
   int nthreads; /* counting the caller */
+  int root_threads; /* the client's pool's nthreads (BLAS thread counts derive from it) */
   av_denormals denormals; /* the workers' floating-point mode */
   int blas_max; /* OpenBLAS's own thread count when the pool was made */
   atomic_int refs;
@@ -48,6 +56,9 @@ struct av_thread_pool {
   atomic_llong next;  /* next chunk to take */
   atomic_uint gen;    /* bumped for every loop published */
   atomic_int active;  /* workers inside the current loop */
+
+  pthread_mutex_t lanes_mu; /* guards lane_sets */
+  lane_set *lane_sets;
 };
 
 bool av_parse_num_threads(const char *s, int *out) {
@@ -121,6 +132,7 @@ av_thread_pool *av_thread_pool_create(int nthreads) {
   av_thread_pool *p = calloc(1, sizeof *p);
   if (!p) return NULL;
   p->nthreads = nthreads;
+  p->root_threads = nthreads;
   p->blas_max = openblas_get_num_threads();
   if (p->blas_max < 1) p->blas_max = 1;
   atomic_init(&p->refs, 1);
@@ -131,6 +143,7 @@ av_thread_pool *av_thread_pool_create(int nthreads) {
   pthread_mutex_init(&p->mu, NULL);
   pthread_cond_init(&p->wake, NULL);
   pthread_cond_init(&p->left, NULL);
+  pthread_mutex_init(&p->lanes_mu, NULL);
   return p;
 }
 
@@ -147,6 +160,13 @@ void av_thread_pool_release(av_thread_pool *p) {
   pthread_mutex_unlock(&p->mu);
   for (int i = 0; i < p->nworkers; i++) pthread_join(p->workers[i], NULL);
   free(p->workers);
+  for (lane_set *ls = p->lane_sets, *next; ls; ls = next) {
+    next = ls->next;
+    for (int i = 0; i < ls->share; i++) av_thread_pool_release(ls->lanes[i]);
+    free(ls->lanes);
+    free(ls);
+  }
+  pthread_mutex_destroy(&p->lanes_mu);
   pthread_cond_destroy(&p->left);
   pthread_cond_destroy(&p->wake);
   pthread_mutex_destroy(&p->mu);
@@ -154,6 +174,39 @@ void av_thread_pool_release(av_thread_pool *p) {
 }
 
 int av_thread_pool_size(const av_thread_pool *p) { return p ? p->nthreads : 1; }
+
+av_thread_pool *av_thread_pool_lane(av_thread_pool *p, int share, int index) {
+  if (!p || share <= 1) return p;
+  if (share > AV_MAX_THREADS * 4) share = AV_MAX_THREADS * 4; /* bounds the lane arrays */
+  index = ((index % share) + share) % share;
+  av_thread_pool *lane = NULL;
+  pthread_mutex_lock(&p->lanes_mu);
+  lane_set *ls = p->lane_sets;
+  while (ls && ls->share != share) ls = ls->next;
+  if (!ls && (ls = calloc(1, sizeof *ls)) != NULL) {
+    ls->lanes = calloc((size_t)share, sizeof *ls->lanes);
+    if (!ls->lanes) {
+      free(ls);
+      ls = NULL;
+    } else {
+      ls->share = share;
+      ls->next = p->lane_sets;
+      p->lane_sets = ls;
+    }
+  }
+  if (ls && !ls->lanes[index]) {
+    int n = p->nthreads / share;
+    ls->lanes[index] = av_thread_pool_create(n < 1 ? 1 : n);
+    if (ls->lanes[index]) {
+      ls->lanes[index]->root_threads = p->root_threads;
+      ls->lanes[index]->blas_max = p->blas_max;
+      ls->lanes[index]->denormals = p->denormals;
+    }
+  }
+  if (ls) lane = ls->lanes[index];
+  pthread_mutex_unlock(&p->lanes_mu);
+  return lane;
+}
 
 /* Under mu: starts the workers on first use. Fewer (or none) when threads cannot be made. */
 static void start_workers(av_thread_pool *p) {
@@ -250,7 +303,7 @@ void av_fp_blas_threads_flush(void) { pthread_once(&blas_once, restart_blas_thre
 void av_thread_pool_prepare_blas(av_thread_pool *p, int share) {
   if (!p) return;
   if (share < 1) share = 1;
-  int want = p->nthreads / share;
+  int want = p->root_threads / share;
   if (want > p->blas_max) want = p->blas_max;
   /* BLAS threads that flush denormals must not compute for an exact-IEEE client */
   if (p->denormals == AV_DENORMALS_IEEE && atomic_load(&blas_threads_flush)) want = 1;

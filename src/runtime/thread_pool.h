@@ -8,7 +8,13 @@
  *
  * Safe for concurrent callers: the pool serves one loop at a time; a loop started while it
  * is busy (another device, or a nested loop inside a chunk) simply runs on its caller's
- * thread. A NULL pool runs everything inline. */
+ * thread. A NULL pool runs everything inline.
+ *
+ * Runs that use the cores at once by construction (the devices of a per-device program)
+ * each take a lane (av_thread_pool_lane): a pool of their share of the threads. Sharing one
+ * pool instead let one device's loop take every thread while the other device's loops ran
+ * inline beside them: more threads than cores, and a loop's last chunk waiting on a worker
+ * descheduled in favour of the other device (a 2-device step ran slower than 1 device). */
 #ifndef ANVIL_RUNTIME_THREAD_POOL_H
 #define ANVIL_RUNTIME_THREAD_POOL_H
 
@@ -45,6 +51,11 @@ void av_fp_blas_threads_flush(void);
  * the workers; no loop may be running then. NULL is ignored. */
 av_thread_pool *av_thread_pool_retain(av_thread_pool *pool);
 void av_thread_pool_release(av_thread_pool *pool);
+/* Lane `index` of `share` (share > 1): a pool of max(1, size / share) threads counting the
+ * caller, with its own workers, owned by `pool` (made on first use, freed with it; the
+ * same lane every time). `pool` itself when share <= 1 or pool is NULL; NULL only when out
+ * of memory (loops then run inline). Lanes of lanes are fine (nested device threads). */
+av_thread_pool *av_thread_pool_lane(av_thread_pool *pool, int share, int index);
 /* Threads a loop may use, counting the caller (1 for a NULL pool). */
 int av_thread_pool_size(const av_thread_pool *pool);
 
@@ -54,8 +65,9 @@ int av_thread_pool_size(const av_thread_pool *pool);
 void av_parallel_for(av_thread_pool *pool, int64_t n, int64_t grain, int64_t min_items,
                      av_parallel_fn fn, void *ctx);
 
-/* Threads one BLAS call uses: the pool's size divided by `share` (the runs of the program
- * that share the cores by construction, av_frame.blas_share; at least 1 thread). Sets
+/* Threads one BLAS call uses: the size of the pool's root (the client's pool, for a lane)
+ * divided by `share` (the runs of the program that share the cores by construction,
+ * av_frame.blas_share; at least 1 thread). Sets
  * OpenBLAS's thread count when that changed. A function of the program, not of what else
  * runs: OpenBLAS's results depend on its thread count, and a program's must not depend on
  * timing (an eager op and the same op under jit gave different sqrtm results). */

@@ -132,6 +132,49 @@ static void test_nested(void **state) {
   av_thread_pool_release(pool);
 }
 
+/* Lanes: each of `share` concurrent runs gets its own pool of its share of the threads, the
+ * same one every time; loops on different lanes at once each cover their items. */
+typedef struct lane_caller {
+  av_thread_pool *lane;
+  int failures;
+} lane_caller;
+static void *lane_main(void *arg) {
+  lane_caller *c = arg;
+  caller inner = {c->lane, 0};
+  concurrent_caller(&inner);
+  c->failures = inner.failures;
+  return NULL;
+}
+
+static void test_lanes(void **state) {
+  (void)state;
+  av_thread_pool *pool = av_thread_pool_create(8);
+  assert_ptr_equal(av_thread_pool_lane(pool, 1, 0), pool);
+  assert_null(av_thread_pool_lane(NULL, 2, 0));
+  av_thread_pool *a = av_thread_pool_lane(pool, 2, 0), *b = av_thread_pool_lane(pool, 2, 1);
+  assert_non_null(a);
+  assert_non_null(b);
+  assert_ptr_not_equal(a, b);
+  assert_ptr_not_equal(a, pool);
+  assert_ptr_equal(av_thread_pool_lane(pool, 2, 0), a);
+  assert_ptr_equal(av_thread_pool_lane(pool, 2, 3), b); /* index modulo share */
+  assert_int_equal(av_thread_pool_size(a), 4);
+  assert_int_equal(av_thread_pool_size(av_thread_pool_lane(pool, 3, 2)), 2);
+  assert_int_equal(av_thread_pool_size(av_thread_pool_lane(pool, 16, 15)), 1);
+  av_thread_pool *inner = av_thread_pool_lane(a, 2, 1); /* a lane of a lane */
+  assert_int_equal(av_thread_pool_size(inner), 2);
+  lane_caller c[2] = {{a, 0}, {b, 0}};
+  pthread_t t[2];
+  for (int i = 0; i < 2; i++) assert_int_equal(pthread_create(&t[i], NULL, lane_main, &c[i]), 0);
+  for (int i = 0; i < 2; i++) {
+    pthread_join(t[i], NULL);
+    assert_int_equal(c[i].failures, 0);
+  }
+  check_cover(inner, 1 << 18, 8, 64, 0);
+  check_cover(av_thread_pool_lane(pool, 16, 0), 1 << 16, 1, 1, 1); /* one thread: inline */
+  av_thread_pool_release(pool); /* frees the lanes with it */
+}
+
 static void test_parse_num_threads(void **state) {
   (void)state;
   int v = 0;
@@ -380,6 +423,7 @@ int main(void) {
       cmocka_unit_test(test_every_item_once),
       cmocka_unit_test(test_concurrent_callers),
       cmocka_unit_test(test_nested),
+      cmocka_unit_test(test_lanes),
       cmocka_unit_test(test_parse_num_threads),
       cmocka_unit_test(test_program_same_bytes),
       cmocka_unit_test(test_transposes),

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "compiler/all_reduce_opt.h"
 #include "compiler/attrs.h"
 #include "compiler/cost.h"
 #include "compiler/fold.h"
@@ -305,8 +306,12 @@ static av_program *finish(av_program *p, const av_compile_options *options, av_d
       av_spmd_partition(p->module, &p->shardings, p->num_replicas, p->num_partitions,
                         &p->partitioning, d) != AV_OK)
     goto fail;
-  /* single-partition programs only: the SPMD build reads the IR's shardings again later */
-  if (p->num_partitions == 1) av_fold_module(p->module);
+  /* a partitioned main: one all-reduce per group of gradients, transposes moved where they
+   * fold into the products */
+  if (p->num_partitions > 1 && p->partitioning.partitioned) av_optimize_all_reduces(p->module);
+  /* single-partition or partitioned programs: a global-view program's SPMD build reads the
+   * IR's shardings again later */
+  if (p->num_partitions == 1 || p->partitioning.partitioned) av_fold_module(p->module);
   p->plan = av_lower_module(p->module, d);
   if (!p->plan) goto fail;
   const av_func_plan *e = p->plan->entry;

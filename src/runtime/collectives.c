@@ -3,6 +3,7 @@
 #include "runtime/collectives_internal.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -359,6 +360,41 @@ av_code av_coll_compute(const av_step *s, av_frame *f, const av_coll_params *p,
   return AV_OK;
 }
 
+/* An all-reduce among the threads of one process, the work shared: rank r reduces its block
+ * of every operand's elements and writes it into every participant's output (their pointers
+ * follow the inputs in what each deposited), so each input is read once in all instead of
+ * once per participant, and each rank adds 1/size of the array instead of all of it. The
+ * operands are added in rank order, as reduce_into does: the same bytes. Outputs are fresh
+ * blocks (av_step_alloc_out), never an input's; the depart barrier that follows waits for
+ * every rank's writes. */
+static void all_reduce_shared(const av_step *s, av_frame *f, const av_coll_params *p,
+                              const void *const *const *slots, int size, int rank) {
+  for (uint32_t k = 0; k < s->nout; k++) {
+    const av_slot_type *t = av_in_type(s, f, k);
+    size_t es = av_dtype_size(t->dtype);
+    int64_t n = t->nelems;
+    if (es == 0 || t->nbytes != (size_t)n * es) { /* packed types: the whole array, as before */
+      reduce_into(p, k, t, slots, size, av_out(s, f, k));
+      continue;
+    }
+    int64_t align = es < 64 ? (int64_t)(64 / es) : 1; /* blocks of whole cache lines */
+    int64_t chunk = ((n + size - 1) / size + align - 1) / align * align;
+    int64_t b = (int64_t)rank * chunk, e = b + chunk < n ? b + chunk : n;
+    if (b >= e) continue;
+    size_t off = (size_t)b * es, bytes = (size_t)(e - b) * es;
+    char *mine = (char *)av_out(s, f, k) + off;
+    const void *ops[AV_EW_MAX_IN] = {(const char *)slots[0][k] + off, (const char *)slots[1][k] + off, NULL};
+    av_ew_run(&p->combine[k], ops, mine, e - b);
+    for (int m = 2; m < size; m++) {
+      ops[0] = mine;
+      ops[1] = (const char *)slots[m][k] + off;
+      av_ew_run(&p->combine[k], ops, mine, e - b);
+    }
+    for (int m = 0; m < size; m++)
+      if (m != rank) memcpy((char *)(uintptr_t)slots[m][s->nin + k] + off, mine, bytes);
+  }
+}
+
 av_code av_step_collective(const av_step *s, av_frame *f, av_diag *d) {
   const av_coll_params *p = s->params;
   const av_plan *plan = f->plan;
@@ -387,11 +423,14 @@ av_code av_step_collective(const av_step *s, av_frame *f, av_diag *d) {
   }
   av_rendezvous *r = plan->rv;
   if (!r) return av_diag_set(d, AV_INTERNAL, "collective without a rendezvous");
-  /* my inputs, visible to the group until we depart */
+  /* my inputs (and an all-reduce's outputs), visible to the group until we depart */
+  bool shared = p->kind == AV_COLL_ALL_REDUCE && me.size > 1 && s->nin == s->nout;
+  size_t ndep = s->nin + (shared ? s->nout : 0);
   const void *small[8];
-  const void **mine = s->nin <= 8 ? small : calloc(s->nin, sizeof *mine);
+  const void **mine = ndep <= 8 ? small : calloc(ndep, sizeof *mine);
   if (!mine) return av_diag_set(d, AV_RESOURCE_EXHAUSTED, "out of memory");
   for (uint32_t k = 0; k < s->nin; k++) mine[k] = av_in(s, f, k);
+  for (uint32_t k = 0; shared && k < s->nout; k++) mine[s->nin + k] = av_out(s, f, k);
   uint64_t gen = 0;
   av_rv_entry *e = me.size == 1 ? NULL
                                 : av_rv_arrive(r, p->op_id, me.key, me.size, me.rank, mine, &gen,
@@ -402,7 +441,9 @@ av_code av_step_collective(const av_step *s, av_frame *f, av_diag *d) {
   }
   const void *const *one[1] = {mine};
   const void *const *const *ins = e ? av_rv_slots(e) : one;
-  av_code c = av_coll_compute(s, f, p, ins, me.size, me.rank, me.my_id, d);
+  av_code c = AV_OK;
+  if (shared && e) all_reduce_shared(s, f, p, ins, me.size, me.rank);
+  else c = av_coll_compute(s, f, p, ins, me.size, me.rank, me.my_id, d);
   if (e) av_rv_depart(r, e, gen);
   if (mine != small) free(mine);
   return c;

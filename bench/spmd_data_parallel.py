@@ -4,7 +4,10 @@ device. A benchmark, not a test: run it with ANVIL_DEVICE_COUNT=2 on an idle mac
 
   ANVIL_DEVICE_COUNT=2 JAX_PLATFORMS=anvil .venv/bin/python bench/spmd_data_parallel.py
 
-Prints the median step time of each (interleaved rounds) and the speedup."""
+Prints the median step time of each (interleaved rounds) and the speedup, and what bounds it:
+the step's GFLOP/s against a large f32 matmul on one device (which already uses every core).
+Two devices cannot beat one by more than that ratio: on a 2-core machine the one-device step
+already runs its GEMMs on both cores."""
 
 import os
 import platform
@@ -73,15 +76,26 @@ def main():
     l2, _ = two(*args2)
     np.testing.assert_allclose(np.asarray(l1), np.asarray(l2), rtol=1e-4)
     t1, t2 = [], []
+    load0 = os.getloadavg()[0]
     for _ in range(ROUNDS):  # interleaved, so load from elsewhere hits both alike
         t1 += timed(one, args1, 3)
         t2 += timed(two, args2, 3)
     m1, m2 = statistics.median(t1), statistics.median(t2)
+    # the bound: the machine's matmul rate (one device, all its threads) over the step's
+    n = 2048
+    a = jax.device_put(np.ones((n, n), np.float32), devs[0])
+    mm = jax.jit(lambda a: a @ a)
+    tm = min(timed(mm, (a,), 10))
+    peak = 2 * n ** 3 / tm
+    flops = 2 * BATCH * WIDTH * WIDTH * (3 * DEPTH - 1)  # forward, weight and input gradients
     print(f"cpu: {platform.processor() or platform.machine()}, {os.cpu_count()} cpus; "
-          f"MLP {DEPTH}x{WIDTH}, batch {BATCH}")
+          f"MLP {DEPTH}x{WIDTH}, batch {BATCH}; load average {load0:.2f} -> {os.getloadavg()[0]:.2f}")
     print(f"1 device:  {m1 * 1e3:.2f} ms/step (min {min(t1) * 1e3:.2f})")
     print(f"2 devices: {m2 * 1e3:.2f} ms/step (min {min(t2) * 1e3:.2f})")
     print(f"speedup: {m1 / m2:.2f}x (median), {min(t1) / min(t2):.2f}x (min)")
+    print(f"bound: {flops / 1e9:.2f} GFLOP/step of matmuls; 1 device {flops / min(t1) / 1e9:.0f} "
+          f"GFLOP/s (min), {n}^3 matmul {peak / 1e9:.0f} GFLOP/s: no speedup over "
+          f"{peak * min(t1) / flops:.2f}x even with free collectives and elementwise ops")
 
 
 if __name__ == "__main__":

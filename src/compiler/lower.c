@@ -579,7 +579,10 @@ static void lower_block(av_lower *c, const av_block *b, av_block_plan *bp) {
       av_lower_fail(c, AV_INVALID_ARGUMENT, "a region returns a value outside its scope");
       break;
     }
-  if (c->nerrors == 0 && steps.n <= fence_cap) av_fuse_elementwise(c, &steps, fence);
+  if (c->nerrors == 0 && steps.n <= fence_cap) {
+    av_fuse_elementwise(c, &steps, fence);
+    av_fuse_rows(c, &steps);
+  }
   /* in_dies: which inputs are released right after their step */
   for (uint32_t i = 0; i < steps.n; i++) {
     av_step *s = &steps.v[i];

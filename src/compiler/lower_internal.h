@@ -144,6 +144,9 @@ const struct av_loop_prog *av_build_loop_prog(av_lower *c, const av_op *op);
 /* Fuses elementwise steps of one block (fuse_elementwise.c); call before in_dies. fence[i]:
  * step i came from an op with nested regions or side effects (no step moves past it). */
 void av_fuse_elementwise(av_lower *c, av_step_vec *steps, const uint8_t *fence);
+/* Groups row reductions with the elementwise steps around them (fuse_rows.c); call after
+ * av_fuse_elementwise, before in_dies. */
+void av_fuse_rows(av_lower *c, av_step_vec *steps);
 
 /* Whether an op must stay even when its results are unused. */
 bool av_op_has_side_effects(const av_op *op);

@@ -46,6 +46,16 @@ static bool lower_broadcast_in_dim(av_lower *c, const av_op *op, const int64_t *
                         i, (long long)t.in->dims[i], (long long)t.out->dims[dk]);
     if (t.in->dims[i] != 1) p->box.sstride[dk] = istr[i];
   }
+  /* only size-1 axes added, the others in order (keepdims' (b,t) -> (b,t,1)): the bytes are
+   * the same, so the result shares them (fusion passes see through it) */
+  bool same_order = t.in->nelems == t.out->nelems;
+  for (size_t i = 0, prev = 0, seen = 0; i < n && same_order; i++) {
+    if (t.in->dims[i] == 1) continue;
+    same_order = !seen || (size_t)dims[i] > prev;
+    prev = (size_t)dims[i];
+    seen = 1;
+  }
+  if (same_order) return av_emit_op(c, av_step_alias, NULL) != NULL;
   return av_emit_op(c, av_step_box, p) != NULL;
 }
 

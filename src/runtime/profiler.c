@@ -97,7 +97,7 @@ static const char *short_op(const char *op) {
 static void step_name(const av_step *s, char *buf, size_t cap) {
   char loc[NAME_MAX_LEN];
   size_t n = location_name(s->loc, loc, sizeof loc);
-  if (s->opname && strncmp(s->opname, "fused", 5) == 0)
+  if (s->opname && (strncmp(s->opname, "fused", 5) == 0 || strncmp(s->opname, "rows[", 5) == 0))
     snprintf(buf, cap, "%s%s%s", s->opname, n ? " " : "", n ? loc : "");
   else
     snprintf(buf, cap, "%s", n ? loc : short_op(s->opname));

@@ -60,6 +60,33 @@ typedef struct av_fused_params {
   const int32_t *reuse; /* per step output: a step input whose storage it may take, or -1 */
 } av_fused_params;
 av_code av_step_fused(const av_step *s, av_frame *f, av_diag *d);
+/* A fused step in pieces (row groups below): its outputs allocated (taking over a dying
+ * input's storage where the compiler allowed it), then elements [begin, end) computed on the
+ * calling thread (false: out of memory for scratch tiles). */
+av_code av_fused_alloc_outputs(const av_step *s, av_frame *f, av_diag *d);
+bool av_fused_run_range(const av_step *s, const av_frame *f, int64_t begin, int64_t end);
+
+/* ---- row groups (runtime/steps_rows.c, built by compiler/fuse_rows.c)
+ * Reductions over the innermost elements of rows, and the elementwise steps around them that
+ * read and write whole rows (layer-norm, softmax: a row's sum or maximum, then its elements
+ * shifted or scaled by it), run block of rows by block of rows: every member does its part
+ * for a few rows while they are in cache, instead of each member passing over all of memory.
+ * Members keep their own steps and kernels (results are bit-identical to running them one
+ * after the other); all their outputs are allocated before the first block, and their
+ * releases happen after the last (the group step's dead list). */
+enum { AV_ROWS_FUSED, AV_ROWS_EW, AV_ROWS_REDUCE, AV_ROWS_ALIAS };
+typedef struct av_rows_member {
+  av_step step; /* the member's own step (no dead list; in_dies as it had alone) */
+  uint8_t kind;
+  int64_t unit; /* elements of its output per row: 1 or the row length */
+  av_opcode reduce_op; /* REDUCE: add, maximum or minimum (f32); in[0] rows, in[1] init */
+} av_rows_member;
+typedef struct av_rows_params {
+  int64_t rows, row_len;
+  uint32_t nmembers;
+  const av_rows_member *m;
+} av_rows_params;
+av_code av_step_rows(const av_step *s, av_frame *f, av_diag *d);
 
 typedef struct av_reduce_precision_params {
   av_convert to_wide, from_wide; /* dtype <-> f32/f64 (COPY when native) */

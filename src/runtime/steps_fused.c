@@ -280,13 +280,28 @@ static void fused_range(void *ctx, int64_t begin, int64_t end) {
   if (buf != local_buf) free(buf);
 }
 
-av_code av_step_fused(const av_step *s, av_frame *f, av_diag *d) {
+av_code av_fused_alloc_outputs(const av_step *s, av_frame *f, av_diag *d) {
   const av_fused_params *p = s->params;
   for (uint32_t k = 0; k < s->nout; k++) {
     av_code c = p->reuse[k] >= 0 ? av_step_alloc_out_reuse(s, f, k, (uint32_t)p->reuse[k], d)
                                  : av_step_alloc_out(s, f, k, d);
     if (c != AV_OK) return c;
   }
+  return AV_OK;
+}
+
+bool av_fused_run_range(const av_step *s, const av_frame *f, int64_t begin, int64_t end) {
+  const av_fused_params *p = s->params;
+  int64_t tile = fused_tile(p);
+  fused_run fr = {s, f, p, p->n < tile ? p->n : tile, false};
+  if (begin < end) fused_range(&fr, begin, end);
+  return !atomic_load(&fr.failed);
+}
+
+av_code av_step_fused(const av_step *s, av_frame *f, av_diag *d) {
+  const av_fused_params *p = s->params;
+  av_code c = av_fused_alloc_outputs(s, f, d);
+  if (c != AV_OK) return c;
   int64_t tile = fused_tile(p);
   fused_run fr = {s, f, p, p->n < tile ? p->n : tile, false};
   /* Chunks are whole tiles, so every op sees exactly the calls of a serial run. */

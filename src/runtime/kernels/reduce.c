@@ -489,3 +489,28 @@ av_code av_kernel_reduce(const av_reduce_params *p, const av_view *inputs, const
   if (!p->body.call) return av_diag_set(d, AV_INVALID_ARGUMENT, "reduce: no body function");
   return fold_generic(p, &s, inputs, outputs, d);
 }
+
+/* sum_f32's order for rows reduced whole: a double accumulator from the init, one run each */
+AV_CLONES static void sum_rows_f32(const float *src, int64_t rows, int64_t len, float init,
+                                   float *dst) {
+  for (int64_t i = 0; i < rows; i++) dst[i] = (float)((double)init + sum_run_f32(src + i * len, len));
+}
+
+bool av_reduce_rows(av_opcode op, av_dtype t, const void *in, int64_t rows, int64_t len,
+                    const void *init, void *out) {
+  if (t != AV_DT_F32 || rows < 1 || len < 1) return false;
+  const float *src = in;
+  float *dst = out, start;
+  memcpy(&start, init, sizeof start);
+  if (op == AV_OP_ADD) {
+    sum_rows_f32(src, rows, len, start, dst);
+    return true;
+  }
+  fold_fn f = op == AV_OP_MAXIMUM || op == AV_OP_MINIMUM ? pick_fold(op, t) : NULL;
+  if (!f) return false;
+  red_shape s = {.rank = 2, .dims = {rows, len}, .istride = {len, 1}, .ostride = {1, 0},
+                 .reduced = {false, true}};
+  for (int64_t i = 0; i < rows; i++) dst[i] = start;
+  f(&s, in, out);
+  return true;
+}

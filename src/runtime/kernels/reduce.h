@@ -26,4 +26,11 @@ typedef struct av_reduce_params {
 av_code av_kernel_reduce(const av_reduce_params *p, const av_view *inputs, const av_view *inits,
                          av_view *outputs, av_diag *d);
 
+/* The rows of a reduce over the innermost `len` elements of each of `rows` contiguous rows
+ * into out[0..rows), folded from *init exactly as av_kernel_reduce folds them (same order,
+ * same bits): fused row groups (runtime/steps_rows.c) reduce a block of rows at a time. f32
+ * with an add, maximum or minimum body; false (nothing written) otherwise. */
+bool av_reduce_rows(av_opcode op, av_dtype t, const void *in, int64_t rows, int64_t len,
+                    const void *init, void *out);
+
 #endif

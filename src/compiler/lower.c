@@ -435,9 +435,18 @@ static void lower_block(av_lower *c, const av_block *b, av_block_plan *bp) {
   uint32_t k = 0;
   for (const av_op *op = b->first; op && k < n; op = op->next) ops[k++] = op;
   n = k;
-  /* block arguments */
+  /* block arguments (a spliced call's body reads the caller's operands in their slots; the
+   * caller releases them) */
+  bool splice = b == c->splice_block;
+  const int32_t *splice_args = c->splice_args;
+  c->splice_block = NULL;
   for (uint32_t i = 0; i < b->nargs && !c->out_of_memory; i++) {
-    assign_value(c, &b->args[i]);
+    if (splice) {
+      c->slot_of[b->args[i].id] = splice_args[i];
+      c->owner[b->args[i].id] = c->func_no;
+    } else {
+      assign_value(c, &b->args[i]);
+    }
     list_push_value(&args, c, &b->args[i]);
     c->last_use[b->args[i].id] = -1;
   }
@@ -457,7 +466,7 @@ static void lower_block(av_lower *c, const av_block *b, av_block_plan *bp) {
     for_each_operand_deep(c, ops[i], mark_last_use, &l);
   }
   /* where each value dies: after its last use, or right away if never used */
-  for (uint32_t i = 0; i < b->nargs; i++) {
+  for (uint32_t i = 0; i < b->nargs && !splice; i++) {
     int32_t lu = c->last_use[b->args[i].id];
     list_push_value(&dead[lu < 0 ? 0 : lu + 1], c, &b->args[i]);
   }
@@ -475,6 +484,7 @@ static void lower_block(av_lower *c, const av_block *b, av_block_plan *bp) {
     if (c->out_of_memory) break; /* values without slots: nothing below may run */
     uint32_t before = steps.n;
     int errors_before = c->nerrors;
+    c->spliced = false;
     if (!av_lower_op(c, op) && c->nerrors == errors_before)
       av_lower_fail(c, AV_INVALID_ARGUMENT, "could not be lowered");
     c->op = saved_op;
@@ -489,7 +499,8 @@ static void lower_block(av_lower *c, const av_block *b, av_block_plan *bp) {
       fence_cap = cap;
     }
     for (uint32_t j = before; j < steps.n; j++)
-      fence[j] = op->nregions > 0 || av_op_has_side_effects(op);
+      fence[j] = !c->spliced && (op->nregions > 0 || av_op_has_side_effects(op));
+    c->spliced = false;
     for (uint32_t r = 0; r < op->nresults; r++) {
       int32_t lu = c->last_use[op->results[r].id];
       list_push_value(&dead[lu < 0 ? i + 1 : (uint32_t)lu + 1], c, &op->results[r]);
@@ -579,12 +590,13 @@ static void lower_block(av_lower *c, const av_block *b, av_block_plan *bp) {
       av_lower_fail(c, AV_INVALID_ARGUMENT, "a region returns a value outside its scope");
       break;
     }
-  if (c->nerrors == 0 && steps.n <= fence_cap) {
+  if (c->nerrors == 0 && steps.n <= fence_cap && !splice) {
     av_fuse_elementwise(c, &steps, fence);
     av_fuse_rows(c, &steps);
   }
-  /* in_dies: which inputs are released right after their step */
-  for (uint32_t i = 0; i < steps.n; i++) {
+  /* in_dies: which inputs are released right after their step (a spliced body's steps get
+   * theirs in the caller's block, where releases may still move) */
+  for (uint32_t i = 0; i < steps.n && !splice; i++) {
     av_step *s = &steps.v[i];
     for (uint32_t j = 0; j < s->nin && j < 32; j++)
       for (uint32_t q = 0; q < s->ndead; q++)

@@ -173,6 +173,97 @@ static bool lower_branches(av_lower *c, const av_op *op, bool is_if) {
 enum { INLINE_MAX_DEPTH = sizeof(((av_lower *)0)->inline_stack) / sizeof(void *),
        INLINE_MAX_OPS = 1 << 20 };
 
+/* A callee body whose steps can join the caller's: no effects, and no nested regions but
+ * reduction bodies (which read only their own arguments). JAX's jnp.where, tril, softmax
+ * and log_softmax are such calls: spliced, their elementwise steps fuse with the caller's. */
+static bool spliceable(const av_block *b, const av_op *call) {
+  for (uint32_t i = 0; i < call->noperands; i++)
+    if (!call->operands[i]->type || call->operands[i]->type->kind != AV_TYPE_TENSOR) return false;
+  for (uint32_t i = 0; i < call->nresults; i++)
+    if (!call->results[i].type || call->results[i].type->kind != AV_TYPE_TENSOR) return false;
+  for (const av_op *op = b->first; op; op = op->next) {
+    if (op == b->last) break;
+    if (av_op_has_side_effects(op) || (op->nregions > 0 && op->code != AV_OP_REDUCE)) return false;
+  }
+  return true;
+}
+
+static bool in_slots(const int32_t *v, uint32_t n, int32_t x) {
+  for (uint32_t i = 0; i < n; i++)
+    if (v[i] == x) return true;
+  return false;
+}
+
+/* Lowers the callee's body straight into the caller's steps: its arguments are the
+ * operands' slots, its results become the call's (or are shared into them by an alias step
+ * when a result is an argument or returned twice), and what it releases at its end is
+ * released by its last step. */
+static bool splice_call(av_lower *c, const av_op *op, const av_func *fn) {
+  const av_block *b = &fn->body.blocks[0];
+  int32_t *args = av_lower_alloc(c, sizeof *args * (op->noperands + 1));
+  if (!args) return false;
+  for (uint32_t i = 0; i < op->noperands; i++) {
+    args[i] = av_vslot(c, op->operands[i]);
+    if (args[i] < 0) return av_lower_fail(c, AV_INTERNAL, "operand %u has no slot", i);
+  }
+  const av_op *call = c->op;
+  c->splice_block = b;
+  c->splice_args = args;
+  c->inline_calls[c->inline_depth] = op;
+  c->inline_stack[c->inline_depth++] = fn;
+  const av_block_plan *bp = av_lower_region(c, &fn->body);
+  c->inline_depth--;
+  c->splice_block = NULL;
+  c->op = call;
+  if (!bp) return false;
+  for (uint32_t i = 0; i < bp->nsteps; i++) {
+    av_step *s = av_emit(c, NULL, NULL, 0, 0);
+    if (!s) return false;
+    *s = bp->steps[i];
+    s->in_dies = 0;
+  }
+  /* results: by leaf; a result value takes the callee's slots unless they are the caller's
+   * (an argument returned) or an earlier result's */
+  const av_op *term = b->last;
+  uint32_t nalias = 0;
+  int32_t *from = av_lower_alloc(c, sizeof *from * (bp->nresults + 1));
+  int32_t *to = av_lower_alloc(c, sizeof *to * (bp->nresults + 1));
+  if (!from || !to) return false;
+  for (uint32_t r = 0; r < op->nresults; r++) {
+    const av_value *tv = term->operands[r];
+    int32_t src = av_vslot(c, tv), dst = av_vslot(c, &op->results[r]);
+    bool alias = src < 0 || in_slots(args, op->noperands, src);
+    for (uint32_t q = 0; q < r && !alias; q++) alias = term->operands[q] == tv;
+    if (src < 0 || dst < 0) return av_lower_fail(c, AV_INTERNAL, "result %u has no slot", r);
+    if (alias) {
+      from[nalias] = src;
+      to[nalias++] = dst;
+    } else {
+      c->slot_of[op->results[r].id] = src;
+    }
+  }
+  /* what the body released at its end, minus the slots that now are the call's results */
+  uint32_t ndead = 0;
+  int32_t *dead = av_lower_alloc(c, sizeof *dead * (bp->ndead_exit + 1));
+  if (!dead) return false;
+  for (uint32_t i = 0; i < bp->ndead_exit; i++) {
+    int32_t d = bp->dead_at_exit[i];
+    bool result = false;
+    for (uint32_t r = 0; r < op->nresults && !result; r++) result = av_vslot(c, &op->results[r]) == d;
+    if (!result && !in_slots(args, op->noperands, d)) dead[ndead++] = d;
+  }
+  if (nalias || ndead || !bp->nsteps) { /* a step to share results and hold the releases */
+    av_step *s = av_emit(c, av_step_alias, NULL, nalias, nalias);
+    if (!s) return false;
+    memcpy((int32_t *)s->in, from, sizeof *from * nalias);
+    memcpy((int32_t *)s->out, to, sizeof *to * nalias);
+    s->dead = dead;
+    s->ndead = ndead;
+  }
+  c->spliced = true;
+  return true;
+}
+
 bool av_lower_inline_call(av_lower *c, const av_op *op, const av_func *fn, bool *inlined) {
   *inlined = false;
   if (fn->body.nblocks != 1 || c->inline_depth >= INLINE_MAX_DEPTH) return true;
@@ -192,6 +283,11 @@ bool av_lower_inline_call(av_lower *c, const av_op *op, const av_func *fn, bool 
     if (!av_type_equal(term->operands[i]->type, op->results[i].type)) return true;
   if (c->inlined_ops + b->nops > INLINE_MAX_OPS) return true;
   c->inlined_ops += b->nops;
+  if (spliceable(b, op)) {
+    bool ok = splice_call(c, op, fn);
+    *inlined = ok;
+    return ok;
+  }
   av_region_step_params *p = av_lower_alloc(c, sizeof *p);
   if (!p) return false;
   p->isolated = true; /* a function body sees only its arguments */

@@ -52,6 +52,13 @@ typedef struct av_lower {
   const av_op *inline_calls[4]; /* the call op of each inline_stack entry */
   int inline_depth;
   uint64_t inlined_ops;
+  /* splicing an inlined call's body into the caller's own steps (lower_control.c): the body
+   * block, whose arguments take the call's operand slots (splice_args, one per argument) and
+   * which is left unfused (the caller fuses it with its own steps); `spliced` tells the
+   * caller's block that the op just lowered was spliced (its steps are no fences) */
+  const struct av_block *splice_block;
+  const int32_t *splice_args;
+  bool spliced;
 } av_lower;
 
 /* Records a problem with the current op; returns false for `return av_lower_fail(...)`. */

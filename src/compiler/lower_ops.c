@@ -234,6 +234,20 @@ static bool lower_select(av_lower *c, const av_op *op) {
       bt->dtype != rt->dtype)
     return AV_INVALID(c, "on_true/on_false must have the result type");
   if (pt->rank != 0 && !same_shape(pt, rt)) return AV_INVALID(c, "pred shape mismatch");
+  size_t es = av_dtype_size(rt->dtype);
+  if (pt->rank != 0 && (es == 1 || es == 2 || es == 4 || es == 8)) {
+    /* an elementwise kernel: it fuses with the steps around it */
+    av_ew_kernel *k = av_lower_alloc(c, sizeof *k);
+    if (!k) return false;
+    memset(k, 0, sizeof *k);
+    k->fn = av_ew_select;
+    k->nin = 3;
+    k->op = AV_OP_SELECT;
+    k->dtype = rt->dtype;
+    k->in_size[0] = 1;
+    k->in_size[1] = k->in_size[2] = k->out_size = k->cin_size = k->cout_size = es;
+    return av_emit_op(c, av_step_ew, k) != NULL;
+  }
   return av_emit_op(c, av_step_select, NULL) != NULL;
 }
 

@@ -76,5 +76,9 @@ av_ew_fn av_ew_compare_fn(av_dtype t, av_cmp_dir dir, av_cmp_type ctype);
 /* select(pred, a, b) with pred of the same shape; elements of `elem_size` bytes. */
 void av_select_run(const uint8_t *pred, const void *a, const void *b, void *out, int64_t n,
                    size_t elem_size);
+/* select(pred, a, b) as an elementwise kernel (nin 3, op AV_OP_SELECT, out_size the element
+ * size): av_select_run over its operands, so a select over whole arrays fuses with the
+ * elementwise steps around it (a causal mask before softmax). */
+void av_ew_select(const void *const *in, void *out, int64_t n, const void *aux);
 
 #endif

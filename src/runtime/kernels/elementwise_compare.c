@@ -101,3 +101,8 @@ void av_select_run(const uint8_t *pred, const void *a, const void *b, void *out,
   for (int64_t i = 0; i < n; i++)
     memmove(o + (size_t)i * elem_size, (pred[i] ? x : y) + (size_t)i * elem_size, elem_size);
 }
+
+void av_ew_select(const void *const *in, void *out, int64_t n, const void *aux) {
+  const av_ew_kernel *k = aux;
+  av_select_run(in[0], in[1], in[2], out, n, k->out_size);
+}

@@ -186,12 +186,126 @@ static void fold_transpose_dot(av_module *m, const av_region *fn_body, av_op *tr
   tr->nattrs = dot->nattrs;
 }
 
+/* dims[0..n) -> perm[dims[i]]: a dimension list of transpose(x) as x's dimensions */
+static void through(const int64_t *perm, const int64_t *dims, size_t n, int64_t *out) {
+  for (size_t i = 0; i < n; i++) out[i] = perm[dims[i]];
+}
+
+static bool identity_order(const int64_t *order, int rank) {
+  for (int i = 0; i < rank; i++)
+    if (order[i] != i) return false;
+  return true;
+}
+
+/* dot_general(transpose(x), y) (or with y transposed) reads x itself when the transposed
+ * operand has no other use and x's layout is one the product reads in place (as is, or as a
+ * transposed matrix per batch: kernels/dot.c): the dimension numbers of that side are
+ * renamed through the permutation. Attention's k^T (a (0, 1, 3, 2) transpose) then costs no
+ * copy. The free dimensions must keep their order (they are the result's). */
+static void fold_dot_operand_transpose(av_module *m, const av_region *fn_body, av_op *dot, int side) {
+  if (dot->noperands != 2 || dot->nresults != 1 || dot->nregions != 0) return;
+  const av_value *x = dot->operands[side];
+  av_op *tr = x->def;
+  if (!tr || tr->code != AV_OP_TRANSPOSE || tr->noperands != 1 || tr->nresults != 1) return;
+  const av_type *t = x->type, *src = tr->operands[0]->type;
+  const av_type *ot = dot->operands[1 - side]->type;
+  if (!t || !src || !ot || t->kind != AV_TYPE_TENSOR || src->kind != AV_TYPE_TENSOR ||
+      ot->kind != AV_TYPE_TENSOR || t->quant || src->quant || t->rank < 2 ||
+      t->rank > FOLD_MAX_RANK || src->rank != t->rank || ot->rank > FOLD_MAX_RANK)
+    return;
+  const char *bname = side ? "rhs_batching_dimensions" : "lhs_batching_dimensions";
+  const char *cname = side ? "rhs_contracting_dimensions" : "lhs_contracting_dimensions";
+  const char *obname = side ? "lhs_batching_dimensions" : "rhs_batching_dimensions";
+  const char *ocname = side ? "lhs_contracting_dimensions" : "rhs_contracting_dimensions";
+  int64_t perm[FOLD_MAX_RANK], batch[FOLD_MAX_RANK], con[FOLD_MAX_RANK], obatch[FOLD_MAX_RANK],
+      ocon[FOLD_MAX_RANK];
+  size_t np, nb = 0, nc, nob = 0, noc;
+  int rank = t->rank;
+  if (!av_attr_get_ints(tr, "permutation", perm, FOLD_MAX_RANK, &np) || np != (size_t)rank) return;
+  if (av_op_attr(dot, bname) && !av_attr_get_ints(dot, bname, batch, FOLD_MAX_RANK, &nb)) return;
+  if (av_op_attr(dot, obname) && !av_attr_get_ints(dot, obname, obatch, FOLD_MAX_RANK, &nob)) return;
+  if (!av_attr_get_ints(dot, cname, con, FOLD_MAX_RANK, &nc) ||
+      !av_attr_get_ints(dot, ocname, ocon, FOLD_MAX_RANK, &noc) || nb != nob || nc != noc)
+    return;
+  bool used[FOLD_MAX_RANK] = {0};
+  for (size_t i = 0; i < (size_t)rank; i++) {
+    if (perm[i] < 0 || perm[i] >= rank || used[perm[i]]) return;
+    used[perm[i]] = true;
+  }
+  bool special[FOLD_MAX_RANK] = {0};
+  for (size_t i = 0; i < nb; i++) {
+    if (batch[i] < 0 || batch[i] >= rank || special[batch[i]]) return;
+    special[batch[i]] = true;
+  }
+  for (size_t i = 0; i < nc; i++) {
+    if (con[i] < 0 || con[i] >= rank || special[con[i]]) return;
+    special[con[i]] = true;
+  }
+  /* the operand's free dims (ascending) must stay ascending in x */
+  int64_t free_x[FOLD_MAX_RANK];
+  size_t nf = 0;
+  int64_t mine = 1, other = 1, k = 1;
+  for (int i = 0; i < rank; i++)
+    if (!special[i]) {
+      free_x[nf] = perm[i];
+      if (nf > 0 && free_x[nf] < free_x[nf - 1]) return;
+      nf++;
+      mine *= t->dims[i];
+    }
+  for (size_t i = 0; i < nc; i++) k *= t->dims[con[i]];
+  bool ospecial[FOLD_MAX_RANK] = {0};
+  for (size_t i = 0; i < nob; i++)
+    if (obatch[i] >= 0 && obatch[i] < ot->rank) ospecial[obatch[i]] = true;
+  for (size_t i = 0; i < noc; i++)
+    if (ocon[i] >= 0 && ocon[i] < ot->rank) ospecial[ocon[i]] = true;
+  for (int i = 0; i < ot->rank; i++)
+    if (!ospecial[i]) other *= ot->dims[i];
+  int64_t nbatch_x[FOLD_MAX_RANK], ncon_x[FOLD_MAX_RANK];
+  through(perm, batch, nb, nbatch_x);
+  through(perm, con, nc, ncon_x);
+  /* x's order as the product reads it: batch, then lhs free + contract (rhs contract + free) */
+  int64_t order[FOLD_MAX_RANK], swapped[FOLD_MAX_RANK];
+  size_t w = 0;
+  for (size_t i = 0; i < nb; i++) order[w++] = nbatch_x[i];
+  const int64_t *g1 = side ? ncon_x : free_x, *g2 = side ? free_x : ncon_x;
+  size_t n1 = side ? nc : nf, n2 = side ? nf : nc;
+  memcpy(swapped, order, sizeof *order * w);
+  for (size_t i = 0; i < n1; i++) order[w + i] = g1[i];
+  for (size_t i = 0; i < n2; i++) order[w + n1 + i] = g2[i];
+  for (size_t i = 0; i < n2; i++) swapped[w + i] = g2[i];
+  for (size_t i = 0; i < n1; i++) swapped[w + n2 + i] = g1[i];
+  bool gemm = (double)mine * (double)other * (double)k > 65536.0;
+  if (!identity_order(order, rank) && !(gemm && identity_order(swapped, rank))) return;
+  if (count_uses(fn_body, x, 2, 0) != 1) return;
+  int64_t bd[1] = {(int64_t)nb}, cd[1] = {(int64_t)nc};
+  const av_type *bt = av_type_tensor(m, AV_DT_S64, 1, bd), *ct = av_type_tensor(m, AV_DT_S64, 1, cd);
+  const av_attr *ba = bt ? av_attr_dense(m, bt, nbatch_x, sizeof *nbatch_x * nb, false, false) : NULL;
+  const av_attr *ca = ct ? av_attr_dense(m, ct, ncon_x, sizeof *ncon_x * nc, false, false) : NULL;
+  av_named_attr *attrs = av_arena_calloc(&m->arena, dot->nattrs + 2, sizeof *attrs);
+  av_value **ops = av_arena_calloc(&m->arena, 2, sizeof *ops);
+  if (!ba || !ca || !attrs || !ops) return; /* out of memory: the op stays as it was */
+  uint32_t nattrs = dot->nattrs;
+  if (nattrs) memcpy(attrs, dot->attrs, sizeof *attrs * nattrs);
+  put_attr(attrs, &nattrs, bname, ba);
+  put_attr(attrs, &nattrs, cname, ca);
+  ops[0] = dot->operands[0];
+  ops[1] = dot->operands[1];
+  ops[side] = tr->operands[0];
+  dot->operands = ops;
+  dot->attrs = attrs;
+  dot->nattrs = nattrs;
+}
+
 static void fold_region(av_module *m, const av_region *fn_body, av_region *rg, int depth) {
   if (depth > 64) return; /* hostile nesting: leave the rest alone */
   for (uint32_t b = 0; b < rg->nblocks; b++)
     for (av_op *op = rg->blocks[b].first; op; op = op->next) {
       if (op->code == AV_OP_REDUCE_WINDOW) fold_pad(m, op);
       if (op->code == AV_OP_TRANSPOSE) fold_transpose_dot(m, fn_body, op);
+      if (op->code == AV_OP_DOT_GENERAL) {
+        fold_dot_operand_transpose(m, fn_body, op, 0);
+        fold_dot_operand_transpose(m, fn_body, op, 1);
+      }
       for (uint32_t i = 0; i < op->nregions; i++) fold_region(m, fn_body, &op->regions[i], depth + 1);
     }
 }

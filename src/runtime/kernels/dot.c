@@ -149,8 +149,10 @@ AV_CLONES static void f32_to_narrow16(av_dtype t, void *dst, const float *src, i
     for (int64_t i = 0; i < n; i++) o[i] = av_f32_to_f16(src[i]);
 }
 
+/* batched_trans: a transposed layout may be read in place with batch dimensions too (the
+ * GEMM paths take each batch's matrix as it lies; the small loops and integers do not). */
 static av_code prepare(const av_view *v, const int *perm, int nb, int g1, int g2, av_dtype ct,
-                       operand_src *s, av_diag *d) {
+                       bool batched_trans, operand_src *s, av_diag *d) {
   s->owned = NULL;
   s->trans = false;
   int64_t n = av_view_num_elements(v);
@@ -170,7 +172,7 @@ static av_code prepare(const av_view *v, const int *perm, int nb, int g1, int g2
     if (!in_place) {
       int alt[AV_KMAX_RANK];
       swap_groups(perm, nb, g1, g2, alt);
-      if (nb == 0 && is_identity(alt, v->rank)) in_place = s->trans = true;
+      if ((nb == 0 || batched_trans) && is_identity(alt, v->rank)) in_place = s->trans = true;
     }
     if (in_place) {
       s->data = data;
@@ -445,8 +447,8 @@ av_code av_kernel_dot_general(const av_dot_params *p, const av_view *lhs, const 
   int nb = p->nbatch;
   if (is_int) {
     /* convert to the result type first so the wrap happens in it, then widen */
-    c = prepare(lhs, pl.lperm, nb, pl.nlfree, p->ncontract, ot, &a, d);
-    if (!c) c = prepare(rhs, pl.rperm, nb, p->ncontract, pl.nrfree, ot, &b, d);
+    c = prepare(lhs, pl.lperm, nb, pl.nlfree, p->ncontract, ot, false, &a, d);
+    if (!c) c = prepare(rhs, pl.rperm, nb, p->ncontract, pl.nrfree, ot, false, &b, d);
     /* widen (and pack, if prepare kept the original layout) into u64 */
     uint64_t *wa = NULL, *wb = NULL;
     if (!c) {
@@ -479,8 +481,11 @@ av_code av_kernel_dot_general(const av_dot_params *p, const av_view *lhs, const 
     free(wa);
     free(wb);
   } else {
-    c = prepare(lhs, pl.lperm, nb, pl.nlfree, p->ncontract, ct, &a, d);
-    if (!c) c = prepare(rhs, pl.rperm, nb, p->ncontract, pl.nrfree, ct, &b, d);
+    /* products past the small loops' size go to GEMM (gemm_blas), which reads transposed
+     * batches in place */
+    bool gemm = (double)pl.M * (double)pl.N * (double)pl.K > 65536.0;
+    c = prepare(lhs, pl.lperm, nb, pl.nlfree, p->ncontract, ct, gemm, &a, d);
+    if (!c) c = prepare(rhs, pl.rperm, nb, p->ncontract, pl.nrfree, ct, gemm, &b, d);
     if (!c) {
       void *dst = out->data;
       if (ct != ot) {

@@ -1,0 +1,73 @@
+"""Batched products whose operands are transposed matrices (kernels/dot.c reads them in place
+on the GEMM path) and transposes folded into dot_general (compiler/fold.c: attention's
+q @ k^T reads k as it lies). Checked against numpy in float64 and XLA:CPU in this process."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+rng = np.random.default_rng(8)
+
+
+def run(dev, fn, *args):
+    return np.asarray(jax.jit(fn)(*jax.device_put(args, jax.devices(dev)[0])))
+
+
+def check(fn, ref, *args, rtol=2e-5):
+    got = run("anvil", fn, *args)
+    want = run("cpu", fn, *args)
+    assert got.shape == want.shape and got.dtype == want.dtype
+    scale = np.abs(ref).max() + 1
+    np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol * scale)
+    np.testing.assert_allclose(got.astype(np.float64), ref, rtol=rtol, atol=rtol * scale)
+
+
+# (b, h, t, d): past the small loops (t * t * d > 65536) and below them
+@pytest.mark.parametrize("b,h,t,d", [(2, 3, 64, 32), (2, 2, 8, 4), (1, 4, 128, 64)])
+def test_q_times_k_transposed(b, h, t, d):
+    q = rng.standard_normal((b, h, t, d)).astype(np.float32)
+    k = rng.standard_normal((b, h, t, d)).astype(np.float32)
+    ref = np.einsum("bhqd,bhkd->bhqk", q.astype(np.float64), k.astype(np.float64))
+    check(lambda q, k: q @ k.transpose(0, 1, 3, 2), ref, q, k)
+    check(lambda q, k: jnp.einsum("bhqd,bhkd->bhqk", q, k), ref, q, k)
+    # transposed on the left: (q^T)^T k^T
+    check(lambda q, k: q.transpose(0, 1, 3, 2).transpose(0, 1, 3, 2) @ k.transpose(0, 1, 3, 2), ref, q, k)
+
+
+@pytest.mark.parametrize("b,m,n,k", [(3, 96, 80, 64), (4, 5, 6, 7)])
+def test_gradient_forms(b, m, n, k):
+    # the contractions a backward pass writes: a^T g and g b^T per batch
+    a = rng.standard_normal((b, m, k)).astype(np.float32)
+    g = rng.standard_normal((b, m, n)).astype(np.float32)
+    w = rng.standard_normal((b, n, k)).astype(np.float32)
+    a64, g64, w64 = (x.astype(np.float64) for x in (a, g, w))
+    check(lambda a, g: jnp.einsum("bmk,bmn->bkn", a, g), np.einsum("bmk,bmn->bkn", a64, g64), a, g)
+    check(lambda g, w: jnp.einsum("bmn,bnk->bmk", g, w), np.einsum("bmn,bnk->bmk", g64, w64), g, w)
+    check(lambda a, w: jnp.einsum("bmk,bnk->bmn", a, w), np.einsum("bmk,bnk->bmn", a64, w64), a, w)
+    check(lambda a, g: a.transpose(0, 2, 1) @ g, np.einsum("bmk,bmn->bkn", a64, g64), a, g)
+
+
+def test_transposed_operand_with_another_use():
+    # the transpose is read twice: it stays, and the product still reads it right
+    q = rng.standard_normal((2, 2, 64, 32)).astype(np.float32)
+    k = rng.standard_normal((2, 2, 64, 32)).astype(np.float32)
+
+    def f(q, k):
+        kt = k.transpose(0, 1, 3, 2)
+        return (q @ kt) + kt.sum()
+
+    ref = np.einsum("bhqd,bhkd->bhqk", q.astype(np.float64), k.astype(np.float64)) + k.astype(np.float64).sum()
+    check(f, ref, q, k, rtol=5e-5)
+
+
+@pytest.mark.parametrize("dtype", [np.int32, jnp.bfloat16])
+def test_other_types_batched_transposed(dtype):
+    a = (rng.standard_normal((3, 40, 50)) * 4).astype(np.float32).astype(dtype)
+    c = (rng.standard_normal((3, 60, 50)) * 4).astype(np.float32).astype(dtype)
+    got = run("anvil", lambda a, c: a @ c.transpose(0, 2, 1), a, c)
+    want = run("cpu", lambda a, c: a @ c.transpose(0, 2, 1), a, c)
+    if dtype == np.int32:
+        np.testing.assert_array_equal(got, want)
+    else:
+        np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), rtol=2e-2, atol=0.5)

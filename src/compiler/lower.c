@@ -592,6 +592,7 @@ static void lower_block(av_lower *c, const av_block *b, av_block_plan *bp) {
     }
   if (c->nerrors == 0 && steps.n <= fence_cap && !splice) {
     av_fuse_elementwise(c, &steps, fence);
+    av_compose_boxes(c, &steps);
     av_fuse_rows(c, &steps);
   }
   /* in_dies: which inputs are released right after their step (a spliced body's steps get

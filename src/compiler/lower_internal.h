@@ -154,6 +154,9 @@ void av_fuse_elementwise(av_lower *c, av_step_vec *steps, const uint8_t *fence);
 /* Groups row reductions with the elementwise steps around them (fuse_rows.c); call after
  * av_fuse_elementwise, before in_dies. */
 void av_fuse_rows(av_lower *c, av_step_vec *steps);
+/* Turns box copies through a reshape (slice, squeeze, transpose) into one copy
+ * (compose_boxes.c); after av_fuse_elementwise. */
+void av_compose_boxes(av_lower *c, av_step_vec *steps);
 
 /* Whether an op must stay even when its results are unused. */
 bool av_op_has_side_effects(const av_op *op);

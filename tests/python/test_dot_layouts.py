@@ -71,3 +71,33 @@ def test_other_types_batched_transposed(dtype):
         np.testing.assert_array_equal(got, want)
     else:
         np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), rtol=2e-2, atol=0.5)
+
+
+# ---------------------------------------------------------------- box copies through a reshape
+# (compiler/compose_boxes.c): slice -> reshape -> transpose/slice as one copy when the strides
+# land on whole digits, two copies otherwise; copies are exact, so XLA:CPU must match bit for bit
+
+
+def split_heads(qkv):
+    b, t, _ = qkv.shape
+    q, k, v = jnp.split(qkv.reshape(b, t, 3, 4, 8), 3, axis=2)
+    return tuple(a[:, :, 0].transpose(0, 2, 1, 3) for a in (q, k, v))
+
+
+COPY_CASES = {
+    "attention heads": (lambda x: split_heads(x), (2, 5, 96)),
+    "slice, flatten, every third (carries: two copies)": (lambda x: x[:, 0:4].reshape(-1)[::3], (4, 6)),
+    "slice, reshape, transpose": (lambda x: x[1:3, 2:8].reshape(2, 3, 2).transpose(2, 0, 1), (4, 9)),
+    "strided slice, squeeze, slice": (lambda x: x[::2, 1:2, :].reshape(3, 7)[:, 1:6:2], (6, 3, 7)),
+    "transpose, reshape, slice": (lambda x: x.T.reshape(2, 3, 4)[:, 1, :], (4, 6)),
+}
+
+
+@pytest.mark.parametrize("name", list(COPY_CASES))
+def test_copies_through_a_reshape(name):
+    fn, shape = COPY_CASES[name]
+    x = rng.standard_normal(shape).astype(np.float32)
+    got = jax.tree_util.tree_leaves(jax.jit(fn)(jax.device_put(x, jax.devices("anvil")[0])))
+    want = jax.tree_util.tree_leaves(jax.jit(fn)(jax.device_put(x, jax.devices("cpu")[0])))
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(np.asarray(g), np.asarray(w))

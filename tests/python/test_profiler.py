@@ -101,8 +101,8 @@ def test_steps_are_named_after_the_programs_locations(traced):
     _, steps = program_runs(events)
     step_names = {s["name"] for s in steps}
     assert "jit(f)/dot_general" in step_names
-    for n in step_names:  # a location name, or a fused group naming its first op's location
-        loc = n.split("] ", 1)[1] if n.startswith("fused[") else n
+    for n in step_names:  # a location name, or a fused / row group naming its first op's location
+        loc = n.split("] ", 1)[1] if n.startswith(("fused[", "rows[")) else n
         assert loc in names or "/" not in loc, n
     dots = [s for s in steps if s["name"] == "jit(f)/dot_general"]
     assert len(dots) == RUNS

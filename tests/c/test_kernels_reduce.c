@@ -239,6 +239,9 @@ static void test_reduce_window_rows_match_element_path(void **state) {
       {rw_add_f32, rw_mul_f32, rw_max_f32, rw_min_f32}, {rw_add_f64, rw_mul_f64, rw_max_f64, rw_min_f64}};
   static const av_opcode ops[4] = {AV_OP_ADD, AV_OP_MULTIPLY, AV_OP_MAXIMUM, AV_OP_MINIMUM};
   uint32_t seed = 7;
+  /* variant 1: a window over the outermost axis too (positions of two outer axes combine),
+   * and an init value that is not the op's identity (padding positions fold it in) */
+  for (int variant = 0; variant < 2; variant++)
   for (int ci = 0; ci < 3; ci++)
     for (int t = 0; t < 2; t++)
       for (int k = 0; k < 4; k++) {
@@ -252,6 +255,7 @@ static void test_reduce_window_rows_match_element_path(void **state) {
         p.base_dilations[1] = 2;
         p.window_dilations[2] = 2;
         p.padding_lo[1] = 1, p.padding_hi[1] = 2, p.padding_lo[2] = -1, p.padding_hi[2] = 3;
+        if (variant) p.window_dimensions[0] = 2, p.padding_lo[0] = 1; /* still 2 results */
         od[0] = 2, od[3] = C;
         od[1] = ((xd[1] - 1) * 2 + 1 + 3 - 2) / 2 + 1;
         od[2] = xd[2] - 1 + 3 - 5 + 1;
@@ -270,6 +274,7 @@ static void test_reduce_window_rows_match_element_path(void **state) {
           }
         }
         double initd = k == 1 ? 1.0 : k == 2 ? -INFINITY : k == 3 ? INFINITY : 0.0;
+        if (variant) initd = k == 1 ? 1.5 : k == 2 ? -0.5 : k == 3 ? 0.5 : 0.25;
         float initf = (float)initd;
         av_view X = tk_view(x, dt, 4, xd), I = tk_view(t ? (void *)&initd : (void *)&initf, dt, 0, NULL);
         av_view O0 = tk_view(y0, dt, 4, od), O1 = tk_view(y1, dt, 4, od);

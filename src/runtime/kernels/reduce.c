@@ -216,6 +216,7 @@ DEFINE_FOLD(fold_min_s64, int64_t, IMIN)
  * accumulating along leading (kept-inner) axes is exact to double precision as well. */
 #define SUM_LANES 16
 #define SUM_BLOCK 256
+#define SUM_COLS 64 /* kept columns summed at a time down the rows */
 
 #define DEFINE_SUM_RUN(name, T)                                                               \
   static inline double name(const T *restrict src, int64_t n) {                               \
@@ -261,9 +262,15 @@ static inline double sum_run_f64(const double *restrict src, int64_t n) {
     int64_t ioff = 0, ooff = 0;                                                               \
     bool inner_red = s->reduced[r - 1];                                                       \
     if (r == 2 && !inner_red) { /* [rows reduced, row kept]: NHWC's per-channel sums */      \
-      for (int64_t i = 0; i < s->dims[0]; i++) {                                              \
-        const T *restrict src = in + i * s->istride[0];                                       \
-        for (int64_t j = 0; j < inner; j++) acc[j] += (double)src[j];                         \
+      for (int64_t j0 = 0; j0 < inner; j0 += SUM_COLS) { /* accumulators in registers */      \
+        int64_t nj = inner - j0 < SUM_COLS ? inner - j0 : SUM_COLS;                           \
+        double col[SUM_COLS];                                                                 \
+        for (int64_t j = 0; j < nj; j++) col[j] = acc[j0 + j];                                \
+        for (int64_t i = 0; i < s->dims[0]; i++) {                                            \
+          const T *restrict src = in + i * s->istride[0] + j0;                                \
+          for (int64_t j = 0; j < nj; j++) col[j] += (double)src[j];                          \
+        }                                                                                     \
+        for (int64_t j = 0; j < nj; j++) acc[j0 + j] = col[j];                                \
       }                                                                                       \
       total = 0;                                                                              \
     }                                                                                         \
@@ -433,8 +440,12 @@ static int reduce_fast_parallel(const av_reduce_params *p, const red_shape *s, c
     return 0;
   int64_t per_index = total / s->dims[axis]; /* input elements under one index of the axis */
   int64_t min_idx = (REDUCE_MIN_CHUNK + per_index - 1) / per_index;
-  reduce_split w = {p, s, axis, in->dtype, av_dtype_size(in->dtype), in->data, out->data, false};
-  av_parallel_for(p->pool, s->dims[axis], 1, min_idx, reduce_split_range, &w);
+  size_t es = av_dtype_size(in->dtype);
+  /* split along the contiguous axis ([rows, channels] sums): whole cache lines per worker, or
+   * every worker walks all the rows for a few bytes of each (32 channels went 4 per chunk) */
+  int64_t grain = axis == s->rank - 1 && es <= 64 ? (int64_t)(64 / es) : 1;
+  reduce_split w = {p, s, axis, in->dtype, es, in->data, out->data, false};
+  av_parallel_for(p->pool, s->dims[axis], grain, min_idx, reduce_split_range, &w);
   return atomic_load(&w.failed) ? -1 : 1; /* failed: a chunk's sum scratch */
 }
 

@@ -86,6 +86,7 @@ enum {
   RW_ROW_MIN = 8,          /* innermost extent worth the row path */
   RW_ROW_BLOCK = 512,      /* row elements folded at a time (accumulators stay in L1) */
   RW_TABLE_MAX = 1 << 20,  /* coordinate table entries worth building */
+  RW_LIST_MAX = 256,       /* window positions the listed row path holds per list */
 };
 
 typedef struct rw_job {
@@ -105,6 +106,7 @@ typedef struct rw_job {
    * is the op's identity, so folding it in changes nothing and padding is skipped */
   const int64_t *to_in[AV_KMAX_RANK];
   bool skip_pad;
+  bool listed; /* the window's outer positions fit the listed row path's lists */
 } rw_job;
 
 /* Results [o0, o1) (row-major). */
@@ -229,20 +231,22 @@ static void rw_range(void *ctx, int64_t o0, int64_t o1) {
  * hole is the same for the whole row. Each element still folds its window positions in the
  * same order, with the init value at padding, as rw_range does: the same bits, vectorised
  * across the row (one clone per ISA of the whole loop, so short rows pay no call per fold). */
-#define FOLD_ROW(T, op, acc, src, n)                                                          \
+#define FOLD_ROW(T, op, acc, src, n) FOLD_ROW_TO(T, op, acc, acc, src, n)
+/* dst[c] = acc[c] (op) src[c]; dst may be acc */
+#define FOLD_ROW_TO(T, op, dst, acc, src, n)                                                  \
   switch (op) {                                                                               \
-    case F_ADD: for (int64_t c = 0; c < n; c++) acc[c] = acc[c] + src[c]; break;              \
-    case F_MUL: for (int64_t c = 0; c < n; c++) acc[c] = acc[c] * src[c]; break;              \
+    case F_ADD: for (int64_t c = 0; c < n; c++) dst[c] = acc[c] + src[c]; break;              \
+    case F_MUL: for (int64_t c = 0; c < n; c++) dst[c] = acc[c] * src[c]; break;              \
     case F_MAX:                                                                               \
       for (int64_t c = 0; c < n; c++) {                                                       \
         T a_ = acc[c], v_ = src[c];                                                           \
-        acc[c] = a_ != a_ ? a_ : v_ != v_ ? v_ : (a_ > v_ ? a_ : v_);                         \
+        dst[c] = a_ != a_ ? a_ : v_ != v_ ? v_ : (a_ > v_ ? a_ : v_);                         \
       }                                                                                       \
       break;                                                                                  \
     default:                                                                                  \
       for (int64_t c = 0; c < n; c++) {                                                       \
         T a_ = acc[c], v_ = src[c];                                                           \
-        acc[c] = a_ != a_ ? a_ : v_ != v_ ? v_ : (a_ < v_ ? a_ : v_);                         \
+        dst[c] = a_ != a_ ? a_ : v_ != v_ ? v_ : (a_ < v_ ? a_ : v_);                         \
       }                                                                                       \
       break;                                                                                  \
   }
@@ -300,6 +304,86 @@ static void rw_range(void *ctx, int64_t o0, int64_t o1) {
 DEFINE_ROWS(rows_f32, float)
 DEFINE_ROWS(rows_f64, double)
 
+/* The window positions of one outer dimension at result coordinate o, in window order: each
+ * the element offset of its input coordinate, or RW_PAD (padding or a base-dilation hole;
+ * dropped when skip_pad). Returns how many. */
+#define RW_PAD INT64_MIN
+static int dim_positions(const rw_job *j, int i, int64_t o, int64_t *pos) {
+  const av_reduce_window_params *p = j->p;
+  int n = 0;
+  for (int64_t w = 0; w < p->window_dimensions[i]; w++) {
+    int64_t pc = o * p->window_strides[i] + w * p->window_dilations[i];
+    int64_t x = j->to_in[i] ? j->to_in[i][pc]
+                            : to_input(pc, p->padding_lo[i], p->base_dilations[i], j->inputs[0].dims[i]);
+    if (x >= 0) pos[n++] = x * j->istr[i];
+    else if (!j->skip_pad) pos[n++] = RW_PAD;
+  }
+  return n;
+}
+
+/* The row path with the window's positions listed once per result row, not found per
+ * position: the outer dimensions but the last ("upper") combine into one list of offsets,
+ * rebuilt only when the upper coordinates change; the last outer dimension's list is built
+ * per row. The fold visits upper positions outer, last-dimension positions inner: window
+ * (row-major) order, so the bits are those of the per-position loop above. */
+#define DEFINE_ROWS_LISTED(name, T)                                                           \
+  AV_CLONES static void name(const rw_job *j, int64_t r0, int64_t r1) {                       \
+    int outer = j->r - 1;                                                                     \
+    const av_view *in = &j->inputs[0], *out = &j->outputs[0];                                 \
+    int64_t C = out->dims[j->r - 1];                                                          \
+    fast_op op = j->fop;                                                                      \
+    T init;                                                                                   \
+    memcpy(&init, j->inits[0].data, sizeof init);                                             \
+    _Alignas(64) T pads[RW_ROW_BLOCK];                                                        \
+    for (int64_t c = 0; c < RW_ROW_BLOCK; c++) pads[c] = init;                                \
+    int64_t oidx[AV_KMAX_RANK] = {0};                                                         \
+    for (int64_t rem = r0, i = outer - 1; i >= 0; i--) {                                      \
+      oidx[i] = rem % out->dims[i];                                                           \
+      rem /= out->dims[i];                                                                    \
+    }                                                                                         \
+    int64_t upper[RW_LIST_MAX], last[RW_LIST_MAX], part[RW_LIST_MAX];                         \
+    int nu = 0, nl = 1;                                                                       \
+    last[0] = 0;                                                                              \
+    for (int64_t row = r0; row < r1; row++) {                                                 \
+      if (row == r0 || outer < 1 || oidx[outer - 1] == 0) { /* upper coordinates moved */     \
+        nu = 1;                                                                               \
+        upper[0] = 0;                                                                         \
+        for (int i = 0; i < outer - 1 && nu > 0; i++) {                                       \
+          int np = dim_positions(j, i, oidx[i], part), m = 0;                                 \
+          int64_t prev[RW_LIST_MAX];                                                          \
+          memcpy(prev, upper, (size_t)nu * sizeof *prev);                                     \
+          for (int a = 0; a < nu; a++)                                                        \
+            for (int b = 0; b < np; b++)                                                      \
+              upper[m++] = prev[a] == RW_PAD || part[b] == RW_PAD ? RW_PAD : prev[a] + part[b]; \
+          nu = m;                                                                             \
+        }                                                                                     \
+      }                                                                                       \
+      if (outer >= 1) nl = dim_positions(j, outer - 1, oidx[outer - 1], last);                \
+      T *dst = (T *)out->data + row * C;                                                      \
+      for (int64_t c0 = 0; c0 < C; c0 += RW_ROW_BLOCK) {                                      \
+        int64_t nc = C - c0 < RW_ROW_BLOCK ? C - c0 : RW_ROW_BLOCK;                           \
+        _Alignas(64) T acc[RW_ROW_BLOCK];                                                     \
+        for (int64_t c = 0; c < nc; c++) acc[c] = init;                                       \
+        const T *base = (const T *)in->data + c0;                                             \
+        /* the last fold writes the result (a copy loop would become a memcpy call) */      \
+        for (int a = 0, k = 1; a < nu; a++)                                                   \
+          for (int b = 0; b < nl; b++, k++) {                                                 \
+            const T *src = upper[a] == RW_PAD || last[b] == RW_PAD ? pads : base + upper[a] + last[b]; \
+            T *to = k == nu * nl ? dst + c0 : acc;                                            \
+            FOLD_ROW_TO(T, op, to, acc, src, nc)                                              \
+          }                                                                                   \
+        if (nu * nl == 0)                                                                     \
+          for (int64_t c = 0; c < nc; c++) dst[c0 + c] = init;                                \
+      }                                                                                       \
+      for (int i = outer - 1; i >= 0; i--) {                                                  \
+        if (++oidx[i] < out->dims[i]) break;                                                  \
+        oidx[i] = 0;                                                                          \
+      }                                                                                       \
+    }                                                                                         \
+  }
+DEFINE_ROWS_LISTED(rows_listed_f32, float)
+DEFINE_ROWS_LISTED(rows_listed_f64, double)
+
 /* Whether folding the init value into any accumulator the fold can produce leaves it as it
  * is: +0 for add (a sum that starts at +0 is never -0), 1 for multiply, -inf for max, +inf
  * for min (NaNs stay NaNs). Then window positions on padding can be skipped. */
@@ -324,7 +408,9 @@ static bool init_is_identity(fast_op op, av_dtype dt, const void *init) {
 /* Result rows [r0, r1) (rows of the innermost dimension, row-major). */
 static void rw_rows(void *ctx, int64_t r0, int64_t r1) {
   const rw_job *j = ctx;
-  if (j->dt == AV_DT_F32) rows_f32(j, r0, r1);
+  if (j->listed && j->dt == AV_DT_F32) rows_listed_f32(j, r0, r1);
+  else if (j->listed) rows_listed_f64(j, r0, r1);
+  else if (j->dt == AV_DT_F32) rows_f32(j, r0, r1);
   else rows_f64(j, r0, r1);
 }
 
@@ -391,7 +477,7 @@ av_code av_kernel_reduce_window(const av_reduce_window_params *p, const av_view 
       }
     }
   }
-  rw_job job = {p, inputs, inits, outputs, r, n, wn, fop, dt, woff, {0}, {0}, AV_OK, d, {0}, false};
+  rw_job job = {p, inputs, inits, outputs, r, n, wn, fop, dt, woff, {0}, {0}, AV_OK, d, {0}, false, false};
   memcpy(job.istr, istr, sizeof istr);
   memcpy(job.es, es, sizeof es);
   int64_t *tables = NULL;
@@ -410,6 +496,9 @@ av_code av_kernel_reduce_window(const av_reduce_window_params *p, const av_view 
       job.to_in[i] = tables + at;
     }
     job.skip_pad = init_is_identity(fop, dt, inits[0].data);
+    int64_t upper = 1; /* positions of the outer dimensions but the last */
+    for (int i = 0; i < r - 2 && upper <= RW_LIST_MAX; i++) upper *= p->window_dimensions[i];
+    job.listed = upper <= RW_LIST_MAX && (r < 2 || p->window_dimensions[r - 2] <= RW_LIST_MAX);
   }
   if (rows) {
     int64_t C = outputs[0].dims[r - 1], per_row = C * (wn > 0 ? wn : 1);

@@ -176,6 +176,38 @@ static bool trip_count(const av_lcount *k, void *const *r, uint16_t counter, int
   return true;
 }
 
+/* A counted loop whose body (its increment dropped) is one pair updating one carried array
+ * from loop invariants, every other carried value passing through: all `trips` iterations in
+ * one call that keeps the array in registers (av_ew_pair_iter_fn), in place in map 0. The
+ * bits of running the body `trips` times. False when the loop is not of that form. */
+static bool iterate_one_pair(const av_loop_prog *p, uint32_t nbody, uint32_t ncopy, void *const *r,
+                             int64_t trips) {
+  const av_lcount *k = p->count;
+  if (nbody != 1 || ncopy != 0 || !k->drop_increment || p->body[0].kind != AV_LI_EW) return false;
+  const av_linstr *s = &p->body[0];
+  av_ew_iter_fn iter = s->ew->nin == 3 ? av_ew_pair_iter_fn(s->ew->fn) : NULL;
+  if (!iter) return false;
+  int updated = -1;
+  for (uint32_t i = 0; i < p->ncarried; i++) {
+    if (p->result_reg[i] == p->carried_reg[i] || i == k->carried) continue; /* passed through */
+    if (updated >= 0 || p->result_reg[i] != s->out || !p->swap[i]) return false;
+    updated = (int)i;
+  }
+  if (updated < 0) return false;
+  uint16_t c = p->carried_reg[updated];
+  int pos = -1;
+  for (int q = 0; q < 3; q++) {
+    if (s->in[q] == s->out) return false;
+    if (s->in[q] != c) continue;
+    if (pos >= 0) return false; /* x read twice */
+    pos = q;
+  }
+  if (pos < 0) return false;
+  const void *in[3] = {r[s->in[0]], r[s->in[1]], r[s->in[2]]};
+  iter(in, r[c], s->n, trips, pos);
+  return true;
+}
+
 /* Runs iterations until the condition is false, on the maps r (map 0, bound) and
  * r + nregs; the final registers end in map 0. */
 static av_code iterate(const av_loop_prog *p, char *scratch, void **r, carry_copy *copies,
@@ -188,6 +220,7 @@ static av_code iterate(const av_loop_prog *p, char *scratch, void **r, carry_cop
   if (k && trip_count(k, r, p->carried_reg[k->carried], &trips, &final)) {
     uint32_t nbody = p->nbody - k->drop_increment, skip = k->drop_increment ? k->carried : UINT32_MAX;
     uint32_t ncopy = pair_maps(p, scratch, maps[0], maps[1], skip, copies);
+    if (iterate_one_pair(p, nbody, ncopy, maps[0], trips)) trips = 0; /* done, in map 0 */
     for (int64_t t = 0; t < trips; t++) {
       void *const *cur = maps[t & 1];
       if ((code = exec(p->body, nbody, cur, d)) != AV_OK) return code;

@@ -381,6 +381,66 @@ static void test_fused_pairs_in_loops(void **state) {
   av_program_free(p);
 }
 
+/* A counted loop whose body is one pair over one carried array (v <- b + v * a) runs all its
+ * iterations in one call that keeps the array in registers (kernels/elementwise_pair.c):
+ * the results of the ops one at a time, for sizes below a block, of whole blocks and with a
+ * partial last block (padded), f32 and f64. */
+static void test_iterated_pair_loops(void **state) {
+  (void)state;
+  static const int64_t sizes[3] = {5, 64, 70};
+  for (int si = 0; si < 3; si++)
+    for (int f64 = 0; f64 < 2; f64++) {
+      int64_t n = sizes[si];
+      const char *ty = f64 ? "f64" : "f32";
+      char text[4096];
+      snprintf(text, sizeof text,
+               "func.func public @main(%%v0: tensor<%lldx%s>, %%a: tensor<%lldx%s>, %%b: tensor<%lldx%s>) -> tensor<%lldx%s> {\n"
+               "  %%zero = \"stablehlo.constant\"() {value = dense<0> : tensor<i32>} : () -> tensor<i32>\n"
+               "  %%lim = \"stablehlo.constant\"() {value = dense<37> : tensor<i32>} : () -> tensor<i32>\n"
+               "  %%one = \"stablehlo.constant\"() {value = dense<1> : tensor<i32>} : () -> tensor<i32>\n"
+               "  %%r:2 = \"stablehlo.while\"(%%zero, %%v0) ({\n"
+               "  ^bb0(%%i: tensor<i32>, %%v: tensor<%lldx%s>):\n"
+               "    %%c = \"stablehlo.compare\"(%%i, %%lim) {comparison_direction = #stablehlo<comparison_direction LT>} : (tensor<i32>, tensor<i32>) -> tensor<i1>\n"
+               "    \"stablehlo.return\"(%%c) : (tensor<i1>) -> ()\n"
+               "  }, {\n"
+               "  ^bb0(%%i: tensor<i32>, %%v: tensor<%lldx%s>):\n"
+               "    %%m = \"stablehlo.multiply\"(%%v, %%a) : (tensor<%lldx%s>, tensor<%lldx%s>) -> tensor<%lldx%s>\n"
+               "    %%v1 = \"stablehlo.add\"(%%b, %%m) : (tensor<%lldx%s>, tensor<%lldx%s>) -> tensor<%lldx%s>\n"
+               "    %%i1 = \"stablehlo.add\"(%%i, %%one) : (tensor<i32>, tensor<i32>) -> tensor<i32>\n"
+               "    \"stablehlo.return\"(%%i1, %%v1) : (tensor<i32>, tensor<%lldx%s>) -> ()\n"
+               "  }) : (tensor<i32>, tensor<%lldx%s>) -> (tensor<i32>, tensor<%lldx%s>)\n"
+               "  \"func.return\"(%%r#1) : (tensor<%lldx%s>) -> ()\n"
+               "}\n",
+               (long long)n, ty, (long long)n, ty, (long long)n, ty, (long long)n, ty, (long long)n, ty,
+               (long long)n, ty, (long long)n, ty, (long long)n, ty, (long long)n, ty, (long long)n, ty,
+               (long long)n, ty, (long long)n, ty, (long long)n, ty, (long long)n, ty, (long long)n, ty,
+               (long long)n, ty);
+      av_program *p = compile(text);
+      double v[70], a[70], b[70];
+      float vf[70], af[70], bf[70];
+      for (int64_t e = 0; e < n; e++) {
+        v[e] = 0.5 + 0.01 * (double)e, a[e] = 1.01 - 0.003 * (double)e, b[e] = 0.25 - 0.007 * (double)e;
+        vf[e] = (float)v[e], af[e] = (float)a[e], bf[e] = (float)b[e];
+      }
+      size_t es = f64 ? 8 : 4;
+      av_dtype dt = f64 ? AV_DT_F64 : AV_DT_F32;
+      av_tensor in[3] = {input(dt, 1, n, f64 ? (void *)v : (void *)vf, (size_t)n * es),
+                         input(dt, 1, n, f64 ? (void *)a : (void *)af, (size_t)n * es),
+                         input(dt, 1, n, f64 ? (void *)b : (void *)bf, (size_t)n * es)};
+      av_tensor out[1];
+      run(p, in, out);
+      for (int it = 0; it < 37; it++)
+        for (int64_t e = 0; e < n; e++) {
+          v[e] = b[e] + v[e] * a[e];
+          vf[e] = bf[e] + vf[e] * af[e];
+        }
+      assert_memory_equal(out[0].storage->data, f64 ? (void *)v : (void *)vf, (size_t)n * es);
+      av_storage_release(out[0].storage);
+      for (int k = 0; k < 3; k++) av_storage_release(in[k].storage);
+      av_program_free(p);
+    }
+}
+
 /* lax.scan's loop as a register program: xs passed through and read with dynamic_slice (one
  * index clamped), ys written with dynamic_update_slice in place, and zs written the same way
  * but read afterwards in the same iteration (its old row must be seen, so it is copied, not
@@ -747,6 +807,7 @@ int main(void) {
       cmocka_unit_test(test_scan_loop_program),
       cmocka_unit_test(test_counted_loops),
       cmocka_unit_test(test_fused_pairs_in_loops),
+      cmocka_unit_test(test_iterated_pair_loops),
       cmocka_unit_test(test_loop_program_with_dot),
       cmocka_unit_test(test_array_loop_with_calls),
       cmocka_unit_test(test_block_condition_and_swaps),

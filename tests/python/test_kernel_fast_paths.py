@@ -286,6 +286,44 @@ def test_loop_program_f64_scalars():
     np.testing.assert_allclose([float(v) for v in got], [float(v) for v in xla], rtol=1e-13)
 
 
+# a counted loop whose body is one pair of + - * / updating one carried array from loop
+# invariants runs all its iterations in registers (kernels/elementwise_pair.c, iterated
+# pairs): the carried array as each of the three operands, both nestings, f32 and f64, sizes
+# of whole blocks, a partial block and less than one, a pass-through carried value; numpy
+# doing the same IEEE ops one at a time gives the bits
+PAIR_BODIES = {
+    "x*a+b": (lambda v, a, b: v * a + b),
+    "a*x-b": (lambda v, a, b: a * v - b),
+    "b/(x+a)": (lambda v, a, b: b / (v + a)),
+    "x-(a*b)": (lambda v, a, b: v - a * b),
+    "(a/b)+x": (lambda v, a, b: a / b + v),
+    "(x-a)*b": (lambda v, a, b: (v - a) * b),
+}
+
+
+@pytest.mark.parametrize("body", list(PAIR_BODIES))
+@pytest.mark.parametrize("dtype,n", [(np.float32, 64), (np.float32, 70), (np.float32, 5),
+                                     (np.float64, 96)])
+def test_loop_program_iterated_pair(body, dtype, n):
+    fn = PAIR_BODIES[body]
+    x = rng.standard_normal(n).astype(dtype)
+    a = (0.9 + 0.1 * rng.random(n)).astype(dtype)
+    b = (rng.standard_normal(n) * 1e-2).astype(dtype)
+
+    def f(x, a, b):
+        def step(i, c):
+            v, keep = c
+            return fn(v, a, b), keep
+        return lax.fori_loop(0, 37, step, (x, b))
+    got = on(jax.devices("anvil")[0], f, x, a, b)
+    v = x.copy()
+    with np.errstate(all="ignore"):
+        for _ in range(37):  # few enough that no body reaches its fixed point
+            v = fn(v, a, b).astype(dtype)
+    np.testing.assert_array_equal(bits(got[0]), bits(v))
+    np.testing.assert_array_equal(bits(got[1]), bits(b))
+
+
 @pytest.mark.parametrize("reverse", [False, True])
 @pytest.mark.parametrize("unroll", [1, 3])
 def test_loop_program_scan(reverse, unroll):

@@ -55,6 +55,12 @@ static inline void av_ew_run(const av_ew_kernel *k, const void *const *in, void 
  * with the bits of the two separate loops; NULL when the kernels do not pair (only f32 and
  * f64 +, -, *, / do). */
 av_ew_fn av_ew_pair_fn(const av_ew_kernel *first, const av_ew_kernel *second, bool inner_left);
+/* The pair loop `pair` (one av_ew_pair_fn gave) applied `trips` times to x in place, x being
+ * its operand `pos` (0-2; in[pos] is not read) and the other operands in[] unchanged: a loop
+ * body that is one pair over a carried array, with the iterations in registers. The bits of
+ * `trips` calls of `pair`. NULL for any other function. */
+typedef void (*av_ew_iter_fn)(const void *const *in, void *x, int64_t n, int64_t trips, int pos);
+av_ew_iter_fn av_ew_pair_iter_fn(av_ew_fn pair);
 
 /* The loop of binary kernel `k` with operand `side` (0 or 1) a single value, read from
  * in[side][0] (elementwise_bcast.c); NULL unless k is an f32/f64 +, -, * or /. */

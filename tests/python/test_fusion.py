@@ -325,3 +325,38 @@ def test_streamed_chain_gives_the_bits_of_cached_chunks():
     parts = np.concatenate([np.asarray(f(jax.device_put(x[i:i + 65536], dev)))
                             for i in range(0, x.size, 65536)])
     assert_same_bits(whole, parts)
+
+
+# ------------------------------------------- small calls spliced into the caller (relu)
+
+RELU_PROFILE = textwrap.dedent(
+    """
+    import sys, jax, jax.numpy as jnp, numpy as np
+    x = np.random.default_rng(0).standard_normal((64, 300)).astype(np.float32)
+    b = np.random.default_rng(1).standard_normal(300).astype(np.float32)
+    def f(x, b, g):
+        h, back = jax.vjp(lambda x: jax.nn.relu(x + b), x)  # relu is a jit: a call
+        return h, back(g)[0]
+    jax.block_until_ready(jax.jit(f)(x, b, x))
+    """
+)
+
+
+def test_relu_call_fuses_with_its_neighbours(tmp_path):
+    # jax.nn.relu arrives as a call of a private function; spliced into the caller, the bias
+    # add, relu's max, the gradient mask's compare and the gradient's select are one fused
+    # step (flax_cnn_optax's and mlp_adam's layers), with no broadcast of zeros materialised
+    path = str(tmp_path / "trace.json")
+    env = dict(os.environ, ANVIL_PROFILE=path, JAX_PLATFORMS="anvil")
+    r = subprocess.run([sys.executable, "-c", RELU_PROFILE], env=env, capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    with open(path) as fh:
+        steps = [e for e in json.load(fh) if e.get("cat") == "step"]
+    ops = [e["args"].get("op", "") for e in steps]
+    assert "func.call" not in ops, ops
+    assert any(o.startswith("fused[") and "add" in o and "maximum" in o and "compare" in o
+               for o in ops), ops
+    assert any(o.startswith("fused[") and "select" in o for o in ops), ops
+    big = [o for e, o in zip(steps, ops) if e["args"].get("bytes", 0) >= 64 * 300 * 4]
+    assert big == ["fused[add,maximum,compare,select]"], big  # all of it: one pass

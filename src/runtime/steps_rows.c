@@ -11,7 +11,7 @@
 #include "runtime/thread_pool.h"
 
 enum {
-  ROWS_BLOCK_ELEMS = 2048,     /* a block's rows hold about this many elements (8 KiB of f32) */
+  ROWS_BLOCK_ELEMS = 16384,    /* a block's rows hold about this many elements (64 KiB of f32) */
   ROWS_MIN_CHUNK = 32 * 1024,  /* elements worth handing to another thread */
 };
 

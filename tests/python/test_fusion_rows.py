@@ -55,7 +55,7 @@ def layer_norm_pieces(x, g, b):
 
 
 # rows x length: one block, odd sizes, rows longer than a block, several threads' chunks
-SHAPES = [(3, 5, 7), (64, 33), (2, 5000), (8, 128, 256), (4096, 96)]
+SHAPES = [(3, 5, 7), (64, 33), (3, 20000), (8, 128, 256), (4096, 96)]
 
 
 @pytest.mark.parametrize("shape", SHAPES)

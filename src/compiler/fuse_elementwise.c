@@ -113,32 +113,17 @@ static uint32_t fuse_pairs(av_lower *c, const fuse_builder *b, av_fused_op *ops,
 /* "fused[multiply,add,tanh]": the ops of the members (broadcasts left out), for error
  * messages and the profiler. */
 static const char *fused_name(av_lower *c, const av_step *v, const uint32_t *mem, uint32_t k) {
-  char buf[200];
-  const size_t room = sizeof buf - 5; /* what "...]" and the NUL leave */
-  size_t n = 6;
-  memcpy(buf, "fused[", n);
+  av_op_list_name l;
+  av_op_list_name_start(&l, "fused");
   for (uint32_t j = 0; j < k; j++) {
     const av_step *s = &v[mem[j]];
     if (s->run == av_step_box) continue;
     const char *op = s->opname ? s->opname : "?";
     const char *dot = strchr(op, '.');
     op = dot ? dot + 1 : op;
-    size_t len = strlen(op), sep = n > 6;
-    if (n + sep + len > room) {
-      memcpy(buf + n, "...", 3);
-      n += 3;
-      break;
-    }
-    if (sep) buf[n++] = ',';
-    memcpy(buf + n, op, len);
-    n += len;
+    av_op_list_name_add(&l, op, strlen(op));
   }
-  buf[n++] = ']';
-  char *name = av_lower_alloc(c, n + 1);
-  if (!name) return "fused elementwise";
-  memcpy(name, buf, n);
-  name[n] = '\0';
-  return name;
+  return av_op_list_name_finish(c, &l, "fused elementwise");
 }
 
 /* Builds the fused step of members mem[0..k) (ascending step indices) into *out, preceded by

@@ -191,29 +191,15 @@ static bool in_list(const int32_t *l, uint32_t n, int32_t x) {
 
 /* "rows[reduce_sum,fused[...],...]" for the profiler and messages. */
 static const char *rows_name(av_lower *c, const av_step *v, const rows_group *g) {
-  char buf[240];
-  size_t n = 5;
-  memcpy(buf, "rows[", n);
+  av_op_list_name l;
+  av_op_list_name_start(&l, "rows");
   for (uint32_t j = 0; j < g->nmem; j++) {
     if (g->kind[j] == AV_ROWS_ALIAS) continue;
     const char *op = v[g->mem[j]].opname ? v[g->mem[j]].opname : "?";
     if (strncmp(op, "stablehlo.", 10) == 0) op += 10;
-    size_t len = strcspn(op, " "), sep = n > 5;
-    if (n + sep + len + 5 > sizeof buf) {
-      memcpy(buf + n, "...", 3);
-      n += 3;
-      break;
-    }
-    if (sep) buf[n++] = ',';
-    memcpy(buf + n, op, len);
-    n += len;
+    av_op_list_name_add(&l, op, strcspn(op, " "));
   }
-  buf[n++] = ']';
-  char *name = av_lower_alloc(c, n + 1);
-  if (!name) return "rows";
-  memcpy(name, buf, n);
-  name[n] = '\0';
-  return name;
+  return av_op_list_name_finish(c, &l, "rows");
 }
 
 /* Writes the group's steps (those moved before it, then the group step) to out; returns how

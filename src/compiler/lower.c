@@ -31,6 +31,38 @@ void *av_lower_alloc(av_lower *c, size_t size) {
   return p;
 }
 
+void av_op_list_name_start(av_op_list_name *l, const char *prefix) {
+  size_t n = strlen(prefix);
+  if (n > sizeof l->buf / 2) n = sizeof l->buf / 2;
+  memcpy(l->buf, prefix, n);
+  l->buf[n++] = '[';
+  l->n = l->start = n;
+  l->full = false;
+}
+
+void av_op_list_name_add(av_op_list_name *l, const char *op, size_t len) {
+  if (l->full) return;
+  size_t sep = l->n > l->start;
+  if (l->n + sep + len + 5 > sizeof l->buf) { /* room for "...]" and the NUL */
+    memcpy(l->buf + l->n, "...", 3);
+    l->n += 3;
+    l->full = true;
+    return;
+  }
+  if (sep) l->buf[l->n++] = ',';
+  memcpy(l->buf + l->n, op, len);
+  l->n += len;
+}
+
+const char *av_op_list_name_finish(av_lower *c, av_op_list_name *l, const char *fallback) {
+  l->buf[l->n++] = ']';
+  char *name = av_lower_alloc(c, l->n + 1);
+  if (!name) return fallback;
+  memcpy(name, l->buf, l->n);
+  name[l->n] = '\0';
+  return name;
+}
+
 /* ------------------------------------------------------------------ slots */
 
 int av_type_leaves(const av_type *t) {

@@ -90,6 +90,17 @@ av_step *av_emit(av_lower *c, av_step_fn fn, const void *params, uint32_t nin, u
 /* Step on all operand leaves -> all result leaves of the current op. */
 av_step *av_emit_op(av_lower *c, av_step_fn fn, const void *params);
 void *av_lower_alloc(av_lower *c, size_t size);
+/* A group step's name listing its members' ops, "PREFIX[a,b,c]" ("..." once it runs out of
+ * room), for the profiler and messages: start, add each op, then finish (the name in the
+ * plan's arena; `fallback` when out of memory). */
+typedef struct av_op_list_name {
+  char buf[240];
+  size_t n, start;
+  bool full;
+} av_op_list_name;
+void av_op_list_name_start(av_op_list_name *l, const char *prefix);
+void av_op_list_name_add(av_op_list_name *l, const char *op, size_t len);
+const char *av_op_list_name_finish(av_lower *c, av_op_list_name *l, const char *fallback);
 av_storage *av_lower_const_storage(av_lower *c, size_t nbytes);
 /* Hands `obj` to the plan: free_fn(obj) runs when the plan is freed (also right away, with
  * an error set, when out of memory). */

@@ -30,19 +30,6 @@ static bool is_terminator(const av_op *op) {
   return op->code == AV_OP_FUNC_RETURN || op->code == AV_OP_RETURN;
 }
 
-/* Uses of v as an operand anywhere under region rg (nested regions included), up to `cap`. */
-static int count_uses(const av_region *rg, const av_value *v, int cap, int depth) {
-  int n = 0;
-  if (depth > 64) return cap; /* hostile nesting: assume used */
-  for (uint32_t b = 0; b < rg->nblocks && n < cap; b++)
-    for (const av_op *op = rg->blocks[b].first; op && n < cap; op = op->next) {
-      for (uint32_t i = 0; i < op->noperands; i++) n += op->operands[i] == v;
-      for (uint32_t i = 0; i < op->nregions && n < cap; i++)
-        n += count_uses(&op->regions[i], v, cap - n, depth + 1);
-    }
-  return n;
-}
-
 static bool static_tensor(const av_type *t) {
   return t && t->kind == AV_TYPE_TENSOR && !t->quant && av_type_is_static(t);
 }
@@ -82,7 +69,7 @@ static void raise_transpose(const av_region *body, av_op *tr) {
   if (tr->noperands != 1 || tr->nresults != 1 || tr->nregions != 0) return;
   av_op *ar = tr->operands[0]->def;
   if (!ar || ar->parent != tr->parent || !simple_all_reduce(ar) ||
-      !static_tensor(tr->results[0].type) || count_uses(body, &ar->results[0], 2, 0) != 1)
+      !static_tensor(tr->results[0].type) || av_region_count_uses(body, &ar->results[0], 2) != 1)
     return;
   const char *name = ar->name, *loc = ar->loc;
   av_named_attr *attrs = ar->attrs;

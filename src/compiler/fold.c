@@ -105,20 +105,6 @@ static void fold_pad(av_module *m, av_op *rw) {
   rw->operands[0] = pad->operands[0];
 }
 
-/* Uses of v as an operand anywhere under region rg (nested regions included), counting up
- * to `cap`. */
-static int count_uses(const av_region *rg, const av_value *v, int cap, int depth) {
-  int n = 0;
-  if (depth > 64) return cap; /* hostile nesting: assume used */
-  for (uint32_t b = 0; b < rg->nblocks && n < cap; b++)
-    for (const av_op *op = rg->blocks[b].first; op && n < cap; op = op->next) {
-      for (uint32_t i = 0; i < op->noperands; i++) n += op->operands[i] == v;
-      for (uint32_t i = 0; i < op->nregions && n < cap; i++)
-        n += count_uses(&op->regions[i], v, cap - n, depth + 1);
-    }
-  return n;
-}
-
 /* "lhs_X" <-> "rhs_X" */
 static const char *swap_side(const char *name) {
   static const char *const pairs[][2] = {
@@ -162,7 +148,7 @@ static void fold_transpose_dot(av_module *m, const av_region *fn_body, av_op *tr
       return; /* an attribute this rewrite does not know how to carry over */
     }
   }
-  if (count_uses(fn_body, x, 2, 0) != 1) return;
+  if (av_region_count_uses(fn_body, x, 2) != 1) return;
   av_value **ops = av_arena_calloc(&m->arena, 2, sizeof *ops);
   av_named_attr *attrs = av_arena_calloc(&m->arena, dot->nattrs + 1, sizeof *attrs);
   if (!ops || !attrs) return;
@@ -276,7 +262,7 @@ static void fold_dot_operand_transpose(av_module *m, const av_region *fn_body, a
   for (size_t i = 0; i < n1; i++) swapped[w + n2 + i] = g1[i];
   bool gemm = (double)mine * (double)other * (double)k > 65536.0;
   if (!identity_order(order, rank) && !(gemm && identity_order(swapped, rank))) return;
-  if (count_uses(fn_body, x, 2, 0) != 1) return;
+  if (av_region_count_uses(fn_body, x, 2) != 1) return;
   int64_t bd[1] = {(int64_t)nb}, cd[1] = {(int64_t)nc};
   const av_type *bt = av_type_tensor(m, AV_DT_S64, 1, bd), *ct = av_type_tensor(m, AV_DT_S64, 1, cd);
   const av_attr *ba = bt ? av_attr_dense(m, bt, nbatch_x, sizeof *nbatch_x * nb, false, false) : NULL;

@@ -380,6 +380,22 @@ void av_block_remove(av_block *b, av_op *op) {
   b->nops--;
 }
 
+static int count_uses_at(const av_region *rg, const av_value *v, int cap, int depth) {
+  int n = 0;
+  if (depth > 64) return cap;
+  for (uint32_t b = 0; b < rg->nblocks && n < cap; b++)
+    for (const av_op *op = rg->blocks[b].first; op && n < cap; op = op->next) {
+      for (uint32_t i = 0; i < op->noperands; i++) n += op->operands[i] == v;
+      for (uint32_t i = 0; i < op->nregions && n < cap; i++)
+        n += count_uses_at(&op->regions[i], v, cap - n, depth + 1);
+    }
+  return n;
+}
+
+int av_region_count_uses(const av_region *rg, const av_value *v, int cap) {
+  return count_uses_at(rg, v, cap, 0);
+}
+
 av_block *av_region_add_block(av_module *m, av_region *r, uint32_t nargs,
                               const av_type *const *types) {
   if (r->nblocks == r->blocks_cap) { /* grow by doubling: linear total cost */

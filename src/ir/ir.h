@@ -255,6 +255,11 @@ void av_block_remove(av_block *b, av_op *op);
 av_block *av_region_add_block(av_module *m, av_region *r, uint32_t nargs,
                               const av_type *const *types);
 
+/* Uses of v as an operand anywhere under region rg (nested regions included), counting up
+ * to `cap` (cap when the nesting is deeper than any real program's, so a hostile program
+ * reads as "used"). */
+int av_region_count_uses(const av_region *rg, const av_value *v, int cap);
+
 av_func *av_module_find_func(const av_module *m, const char *name);
 /* The function JAX calls: public "main", else the only public function. */
 av_func *av_module_entry(const av_module *m);

@@ -15,6 +15,7 @@
 #include "compiler/program.h"
 #include "compiler/program_module.h"
 #include "frontend/load.h"
+#include "test_tensor_util.h"
 
 enum { NDEV = 2, NIN = 2, NOUT = 5 };
 
@@ -80,22 +81,6 @@ static int count_ops(const av_module *m, av_opcode code) {
   int n = 0;
   for (const av_op *op = f->body.blocks[0].first; op; op = op->next) n += op->code == code;
   return n;
-}
-
-static av_tensor f32_tensor(int rank, const int64_t *dims, const float *v) {
-  av_tensor t;
-  memset(&t, 0, sizeof t);
-  t.dtype = AV_DT_F32;
-  t.rank = rank;
-  size_t n = 1;
-  for (int k = 0; k < rank; k++) {
-    t.dims[k] = dims[k];
-    n *= (size_t)dims[k];
-  }
-  t.storage = av_storage_alloc(n * sizeof(float));
-  assert_non_null(t.storage);
-  memcpy(t.storage->data, v, n * sizeof(float));
-  return t;
 }
 
 static void run(av_program *p, av_tensor out[NDEV][NOUT]) {

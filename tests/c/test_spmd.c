@@ -15,6 +15,7 @@
 #include "compiler/program.h"
 #include "compiler/program_module.h"
 #include "compiler/sharding.h"
+#include "test_tensor_util.h"
 
 enum { NDEV = 4, MAXOUT = 4 };
 
@@ -28,22 +29,6 @@ static av_program *compile(const char *text, int nrep, int npart) {
   if (!p) fprintf(stderr, "compile failed: %s\n", d.msg);
   assert_non_null(p);
   return p;
-}
-
-static av_tensor f32_tensor(int rank, const int64_t *dims, const float *v) {
-  av_tensor t;
-  memset(&t, 0, sizeof t);
-  t.dtype = AV_DT_F32;
-  t.rank = rank;
-  size_t n = 1;
-  for (int k = 0; k < rank; k++) {
-    t.dims[k] = dims[k];
-    n *= (size_t)dims[k];
-  }
-  t.storage = av_storage_alloc(n * sizeof(float) + 1);
-  assert_non_null(t.storage);
-  if (n) memcpy(t.storage->data, v, n * sizeof(float));
-  return t;
 }
 
 typedef struct run_result {

@@ -283,8 +283,11 @@ static bool dot_op(lbuild *b, const av_op *op) {
     n[k] = value_elems(vals[k], &t->dtype[k]);
     if (n[k] < 0) return false;
     t->rank[k] = vals[k]->type->rank;
-    t->dims[k] = av_arena_memdup(b->c->a, vals[k]->type->dims, sizeof(int64_t) * (size_t)(t->rank[k] + 1));
-    if (!t->dims[k]) return false;
+    /* a scalar's type has no dims array (NULL): the copy is never empty, and reads rank dims */
+    int64_t *dims = av_arena_alloc(b->c->a, sizeof(int64_t) * (size_t)(t->rank[k] + 1));
+    if (!dims) return false;
+    if (t->rank[k]) memcpy(dims, vals[k]->type->dims, sizeof(int64_t) * (size_t)t->rank[k]);
+    t->dims[k] = dims;
   }
   if (av_dot_params_of(op, vals[0]->type, vals[1]->type, vals[2]->type, dp)) return false;
   t->p = dp;

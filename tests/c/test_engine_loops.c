@@ -557,6 +557,45 @@ static void test_loop_program_with_dot(void **state) {
   }
 }
 
+/* A dot of two scalars (rank 0: the type has no dims array) inside a function the loop body
+ * calls, as JAX's jnp.dot(x, x) of a scalar under remat in a scan gives: x <- x * x + 1 from
+ * x = 1, five times: 1 -> 2 -> 5 -> 26 -> 677 -> 458330. The loop program copied rank + 1
+ * dims from the type, a read through NULL here (a crash at compile time). */
+static void test_loop_program_with_scalar_dot_in_call(void **state) {
+  (void)state;
+  static const char text[] =
+      "func.func private @sq(%x: tensor<f32>) -> tensor<f32> {\n"
+      "  %d = \"stablehlo.dot_general\"(%x, %x) {dot_dimension_numbers = #stablehlo.dot<>} : (tensor<f32>, tensor<f32>) -> tensor<f32>\n"
+      "  \"func.return\"(%d) : (tensor<f32>) -> ()\n"
+      "}\n"
+      "func.func public @main(%x0: tensor<f32>) -> tensor<f32> {\n"
+      "  %z = \"stablehlo.constant\"() {value = dense<0> : tensor<i32>} : () -> tensor<i32>\n"
+      "  %r:2 = \"stablehlo.while\"(%z, %x0) ({\n"
+      "  ^bb0(%i: tensor<i32>, %x: tensor<f32>):\n"
+      "    %n = \"stablehlo.constant\"() {value = dense<5> : tensor<i32>} : () -> tensor<i32>\n"
+      "    %lt = \"stablehlo.compare\"(%i, %n) {comparison_direction = #stablehlo<comparison_direction LT>} : (tensor<i32>, tensor<i32>) -> tensor<i1>\n"
+      "    \"stablehlo.return\"(%lt) : (tensor<i1>) -> ()\n"
+      "  }, {\n"
+      "  ^bb0(%i: tensor<i32>, %x: tensor<f32>):\n"
+      "    %one = \"stablehlo.constant\"() {value = dense<1> : tensor<i32>} : () -> tensor<i32>\n"
+      "    %fone = \"stablehlo.constant\"() {value = dense<1.0> : tensor<f32>} : () -> tensor<f32>\n"
+      "    %s = \"func.call\"(%x) {callee = @sq} : (tensor<f32>) -> tensor<f32>\n"
+      "    %y = \"stablehlo.add\"(%s, %fone) : (tensor<f32>, tensor<f32>) -> tensor<f32>\n"
+      "    %i1 = \"stablehlo.add\"(%i, %one) : (tensor<i32>, tensor<i32>) -> tensor<i32>\n"
+      "    \"stablehlo.return\"(%i1, %y) : (tensor<i32>, tensor<f32>) -> ()\n"
+      "  }) : (tensor<i32>, tensor<f32>) -> (tensor<i32>, tensor<f32>)\n"
+      "  \"func.return\"(%r#1) : (tensor<f32>) -> ()\n"
+      "}\n";
+  av_program *p = compile(text);
+  float x = 1;
+  av_tensor in[1] = {input(AV_DT_F32, 0, 1, &x, sizeof x)}, out[1];
+  run(p, in, out);
+  assert_true(*(const float *)out[0].storage->data == 458330.0f);
+  av_storage_release(out[0].storage);
+  av_storage_release(in[0].storage);
+  av_program_free(p);
+}
+
 /* The condition ignores the carried array (a register program); the body calls a function
  * on it. The loop's initial array is also returned unchanged after the loop, and the body
  * uses its argument again after the call (so it may not be moved into the call), and calls
@@ -809,6 +848,7 @@ int main(void) {
       cmocka_unit_test(test_fused_pairs_in_loops),
       cmocka_unit_test(test_iterated_pair_loops),
       cmocka_unit_test(test_loop_program_with_dot),
+      cmocka_unit_test(test_loop_program_with_scalar_dot_in_call),
       cmocka_unit_test(test_array_loop_with_calls),
       cmocka_unit_test(test_block_condition_and_swaps),
       cmocka_unit_test(test_carried_value_also_captured),

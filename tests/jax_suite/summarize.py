@@ -8,12 +8,12 @@ shapes and addresses normalised), each with a count and one example test, and
 the tests that fail on the platform but pass on cpu, and per file the share of
 the tests passing on cpu that pass on each platform.
 
-Files PLATFORM.TESTFILE.partN.xml (run.sh RESUME=1) are merged into
-PLATFORM.TESTFILE.
+Files PLATFORM.TESTFILE.partN.xml (the runs after a process died, or run.sh
+RESUME=1) are merged into PLATFORM.TESTFILE. PLATFORM.TESTFILE.died lists the
+tests a process died in (crash, sanitizer report, hang), one `NODEID rc=N` per
+line: each counts as an error, and a section lists them all.
 
 usage: summarize.py OUT_DIR [--top N]
-       summarize.py --ran OUT_DIR PLATFORM TESTFILE   (--deselect args for
-                    the tests already recorded; used by run.sh RESUME=1)
 """
 import argparse
 import collections
@@ -92,19 +92,50 @@ def bucket_of(msg):
     return b[:200] + ("…" if len(b) > 200 else "")
 
 
-def print_ran(out_dir, platform, tfile):
-    for name in sorted(os.listdir(out_dir)):
-        if name.startswith(f"{platform}.{tfile}.") and name.endswith(".xml"):
-            for tid in parse(os.path.join(out_dir, name)):
-                cls, test = tid.split("::", 1)
-                mod, _, klass = cls.rpartition(".")
-                print(f"--deselect={mod.replace('.', '/')}.py::{klass}::{test}")
+def test_id(nodeid):
+    """junit's test id (tests.FILE.Class::test) of a pytest node id (tests/FILE.py::Class::test)."""
+    path_part, _, rest = nodeid.partition("::")
+    klass, _, test = rest.rpartition("::")
+    mod = path_part[:-3].replace("/", ".") if path_part.endswith(".py") else path_part
+    return f"{mod}.{klass}::{test}" if klass else f"{mod}::{test}"
+
+
+def parse_progress(path):
+    """{test_id: (status, "")} from run.sh's progress log (pytest_with_dut.py)."""
+    out = {}
+    with open(path) as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) == 3 and parts[0] == "done":
+                out[test_id(parts[1])] = (parts[2], "")
+    return out
+
+
+def parse_died(path):
+    """{test_id: ("error", why)} for the tests run.sh recorded a dead process in."""
+    out = {}
+    with open(path) as f:
+        for line in f:
+            nodeid, _, rc = line.strip().rpartition(" rc=")
+            if nodeid:
+                out[test_id(nodeid)] = ("error", f"process died (exit status {rc}): {died_kind(rc)}")
+    return out
+
+
+def died_kind(rc):
+    rc = int(rc) if rc.lstrip("-").isdigit() else 0
+    if rc in (124, 137):
+        return "hang (killed at the file's time limit)"
+    if rc == 1:
+        return "hang (pytest-timeout ended the process)"
+    if rc == 134:
+        return "abort (SIGABRT: a sanitizer report or an assertion)"
+    if rc == 139:
+        return "crash (SIGSEGV)"
+    return "crash"
 
 
 def main():
-    if len(sys.argv) == 5 and sys.argv[1] == "--ran":
-        print_ran(*sys.argv[2:])
-        return
     ap = argparse.ArgumentParser()
     ap.add_argument("out_dir")
     ap.add_argument("--top", type=int, default=10)
@@ -112,13 +143,29 @@ def main():
 
     results = collections.defaultdict(dict)  # platform -> file -> {tid: (st, msg)}
     # PLATFORM.FILE.xml first, then its .partN.xml files (later results win)
+    died = collections.defaultdict(dict)  # platform -> file -> {tid: (st, msg)}
+    progress = collections.defaultdict(dict)  # likewise, from the progress logs
     for name in sorted(os.listdir(args.out_dir), key=lambda n: (n.count("."), n)):
         parts = name.split(".")
+        if parts[-1] in ("died", "progress") and len(parts) == 3:
+            into = died if parts[-1] == "died" else progress
+            read = parse_died if parts[-1] == "died" else parse_progress
+            into[parts[0]].setdefault(parts[1], {}).update(read(os.path.join(args.out_dir, name)))
+            continue
         if parts[-1] != "xml" or len(parts) not in (3, 4):
             continue
         platform, tfile = parts[0], parts[1]
         results[platform].setdefault(tfile, {}).update(
             parse(os.path.join(args.out_dir, name)))
+    # tests no junit xml holds (run before a process died) count as the progress log says
+    for platform, files_done in progress.items():
+        for tfile, d in files_done.items():
+            r = results[platform].setdefault(tfile, {})
+            for tid, outcome in d.items():
+                r.setdefault(tid, outcome)
+    for platform, files_died in died.items():
+        for tfile, d in files_died.items():
+            results[platform].setdefault(tfile, {}).update(d)
     if not results:
         sys.exit(f"no PLATFORM.FILE.xml in {args.out_dir}")
 
@@ -153,6 +200,15 @@ def main():
         rate = 100.0 * c["pass"] / ran if ran else 0.0
         row += f" {c['pass']} | {c['fail']} | {c['error']} | {c['skip']} | **{rate:.1f}%** |"
     print(row)
+
+    print("\n## Processes that died (crash, sanitizer report, hang)\n")
+    ndied = sum(len(d) for fd in died.values() for d in fd.values())
+    if not ndied:
+        print("none")
+    for p in sorted(died):
+        for f in sorted(died[p]):
+            for tid, (_, why) in sorted(died[p][f].items()):
+                print(f"- {p} {f}: {tid.split('::')[-1]}: {why}")
 
     if "cpu" in results:
         # the issue's measure: of the tests that pass on JAX's CPU backend, how many pass here

@@ -8,6 +8,7 @@ installed, anvil must have been built against it (the glue library must exist)."
 import importlib.util
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -225,3 +226,22 @@ def test_loads_without_tf_xla_flags(glue):
         prelude="import json\nimport tensorflow as tf\n")
     assert got["device"].endswith("/device:ANVIL:0")
     assert got["value"] == [[3.0] * 4] * 2
+
+
+@needs_tf
+def test_missing_glue_leaves_tensorflow_working(glue, tmp_path):
+    """A plugin that cannot work (here: its glue is missing) says why and registers no device;
+    TensorFlow, which would abort on an init error, runs on without it."""
+    import anvil_pjrt
+    import anvil_pjrt.tensorflow_plugin as p
+
+    for lib in (p.library_path(), anvil_pjrt.library_path()):
+        shutil.copy(lib, tmp_path)
+    got, err = _run("""
+        r = tf.matmul(tf.ones((2, 3)), tf.ones((3, 4)))
+        print(json.dumps({"anvil": len(tf.config.list_physical_devices("ANVIL")),
+                          "sum": float(tf.reduce_sum(r))}))
+    """, {"TF_PLUGGABLE_DEVICE_LIBRARY_PATH": str(tmp_path / "libanvil_tf.so")},
+        prelude="import json\nimport tensorflow as tf\n")
+    assert got == {"anvil": 0, "sum": 24.0}
+    assert "anvil-tf: the ANVIL device is disabled: cannot load anvil's TensorFlow glue" in err

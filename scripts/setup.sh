@@ -41,6 +41,13 @@ if [ "${ANVIL_WITH_TORCH:-0}" = 1 ]; then
   echo "setup: installing torch 2.9.0 and torch-xla 2.9.0"
   .venv/bin/pip install -q torch==2.9.0 torch-xla==2.9.0
 fi
+# TensorFlow (tensorflow-cpu 2.21.0, about 1.4 GB installed): only when asked, e.g.
+# ANVIL_WITH_TF=1. Installed before anvil is built: anvil's TensorFlow glue
+# (libanvil_tf_glue.so) is compiled against the installed release and serves only that one.
+if [ "${ANVIL_WITH_TF:-0}" = 1 ]; then
+  echo "setup: installing tensorflow-cpu 2.21.0"
+  .venv/bin/pip install -q tensorflow-cpu==2.21.0
+fi
 echo "setup: building and installing anvil into .venv"
 .venv/bin/pip install -q --no-build-isolation .
 .venv/bin/python -c 'import anvil_pjrt, os; assert os.path.exists(anvil_pjrt.library_path())'

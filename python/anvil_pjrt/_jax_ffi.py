@@ -214,20 +214,39 @@ def _cpu_rule_for(rule, platform):
 
 
 def _install_cpu_rule_fallback(platform):
+    """Two places pick rules by platform: _get_lowering_rules (a primitive's rules, for the
+    platforms being lowered for) and lower_per_platform (also given rules directly, e.g. by
+    platform_index). Both get the cpu rule for `platform` where it has none and there is no
+    default."""
     from jax._src.interpreters import mlir
 
-    original = getattr(mlir, "lower_per_platform", None)
-    if original is None or getattr(original, "_anvil", False):
-        return original is not None
+    get_rules = getattr(mlir, "_get_lowering_rules", None)
+    per_platform = getattr(mlir, "lower_per_platform", None)
+    if get_rules is None or per_platform is None:  # pragma: no cover - depends on the JAX version
+        return False
+    if getattr(per_platform, "_anvil", False):
+        return True
+
+    def _get_lowering_rules(ctx, primitive, eqn_ctx):
+        platform_rules, default_rule, inline = get_rules(ctx, primitive, eqn_ctx)
+        platforms = mlir._platforms_for_eqn_ctx(eqn_ctx) or ctx.platforms
+        cpu = mlir._platform_specific_lowerings.get(CPU, {}).get(primitive)
+        if (cpu is not None and default_rule is None and platform not in platform_rules
+                and platform in platforms):
+            platform_rules = dict(platform_rules)
+            platform_rules[platform] = _cpu_rule_for(cpu.rule, platform)
+            inline = inline and cpu.inline
+        return platform_rules, default_rule, inline
 
     def lower_per_platform(ctx, description, platform_rules, default_rule, *args, **kwargs):
         if (default_rule is None and platform not in platform_rules and CPU in platform_rules
                 and platform in mlir._platforms_for_eqn(ctx)):
             platform_rules = dict(platform_rules)
             platform_rules[platform] = _cpu_rule_for(platform_rules[CPU], platform)
-        return original(ctx, description, platform_rules, default_rule, *args, **kwargs)
+        return per_platform(ctx, description, platform_rules, default_rule, *args, **kwargs)
 
     lower_per_platform._anvil = True
+    mlir._get_lowering_rules = _get_lowering_rules
     mlir.lower_per_platform = lower_per_platform
     return True
 

@@ -171,6 +171,7 @@ XLA_FFI_Error *ffi_test_describe(XLA_FFI_CallFrame *f) {
   if (!out || out->dtype != XLA_FFI_DataType_S64 || out->rank != 1 || out->dims[0] < 64)
     return err(f->api, XLA_FFI_Error_Code_INVALID_ARGUMENT, "describe: result 0 must be s64[64]");
   int64_t *o = out->data, k = 0;
+  memset(o, 0, (size_t)out->dims[0] * sizeof *o);
   for (int64_t j = 0; j < f->args.size + f->rets.size && k + 4 < 64; j++) {
     bool is_arg = j < f->args.size;
     const XLA_FFI_Buffer *b = is_arg ? arg(f, j) : ret(f, j - f->args.size);
@@ -503,6 +504,26 @@ XLA_FFI_Error *ffi_test_async_add_one(XLA_FFI_CallFrame *f) {
   if (pthread_create(&th, NULL, async_main, j) != 0) abort();
   pthread_detach(th);
   f->future = c.future;
+  return NULL;
+}
+
+/* ---- row_sum: (f32[b, n] x) -> (f32[b] sums, s32[b] how many rows this call saw): for
+ * batch partitioning, where each device's call sees its own rows */
+EXPORT XLA_FFI_Error *ffi_test_row_sum(XLA_FFI_CallFrame *f);
+XLA_FFI_Error *ffi_test_row_sum(XLA_FFI_CallFrame *f) {
+  PROLOGUE(f, XLA_FFI_ExecutionStage_EXECUTE, 0);
+  XLA_FFI_Buffer *x = arg(f, 0), *y = ret(f, 0), *rows = ret(f, 1);
+  if (!x || !y || !rows || x->rank != 2 || x->dtype != XLA_FFI_DataType_F32 ||
+      y->rank != 1 || y->dims[0] != x->dims[0] || rows->rank != 1 || rows->dims[0] != x->dims[0])
+    return err(f->api, XLA_FFI_Error_Code_INVALID_ARGUMENT, "row_sum: f32[b,n] -> (f32[b], s32[b])");
+  const float *p = x->data;
+  float *o = y->data;
+  for (int64_t i = 0; i < x->dims[0]; i++) {
+    float s = 0;
+    for (int64_t j = 0; j < x->dims[1]; j++) s += p[i * x->dims[1] + j];
+    o[i] = s;
+  }
+  for (int64_t i = 0; i < x->dims[0]; i++) ((int32_t *)rows->data)[i] = (int32_t)x->dims[0];
   return NULL;
 }
 

@@ -121,15 +121,15 @@ def _make_call_handler(platform, forward=None):
     anvil cannot take are logged and skipped, never raised: they must not stop JAX's start-up
     (jaxlib's own targets are among them)."""
     def handler(name, fn, xla_platform_name, api_version=0, traits=0):
-        if forward is not None:
-            forward(name, fn, xla_platform_name, api_version, traits)
         try:
+            if forward is not None:
+                forward(name, fn, xla_platform_name, api_version, traits)
             register_target(name, fn, platform, api_version, traits)
         except Exception as e:
-            if getattr(_replaying, "on", False):
-                logger.debug("anvil: custom call target %s not taken: %s", name, e)
-            else:
+            if not getattr(_replaying, "on", False):
                 raise
+            logger.warning("anvil: custom call target %s (%s) not registered: %s", name,
+                           platform, e)
 
     handler._anvil = True
     return handler
@@ -137,15 +137,14 @@ def _make_call_handler(platform, forward=None):
 
 def _make_type_handler(forward=None):
     def handler(name, registration):
-        if forward is not None:
-            forward(name, registration)
         try:
+            if forward is not None:
+                forward(name, registration)
             register_type(name, registration)
         except Exception as e:
-            if getattr(_replaying, "on", False):
-                logger.debug("anvil: FFI type %s not taken: %s", name, e)
-            else:
+            if not getattr(_replaying, "on", False):
                 raise
+            logger.warning("anvil: FFI type %s not registered: %s", name, e)
 
     handler._anvil = True
     return handler

@@ -141,6 +141,16 @@ def test_aliasing_keeps_the_operand(lib):
     np.testing.assert_array_equal(a[0], c[0])
 
 
+def test_targets_registered_for_anvil_itself(lib, anvil_device):
+    jax.ffi.register_ffi_target("t_copy_anvil", _fn(lib, "ffi_test_copy"), platform="anvil")
+    x = jax.device_put(np.arange(3, dtype=np.int32), anvil_device)
+    y = jax.jit(lambda v: jax.ffi.ffi_call("t_copy_anvil", jax.ShapeDtypeStruct(v.shape, v.dtype))(v))(x)
+    np.testing.assert_array_equal(y, [0, 1, 2])
+    # a name nobody registered still answers UNIMPLEMENTED, at compile time
+    with pytest.raises(Exception, match="UNIMPLEMENTED.*@t_nobody is not supported"):
+        jax.jit(lambda v: jax.ffi.ffi_call("t_nobody", jax.ShapeDtypeStruct(v.shape, v.dtype))(v))(x)
+
+
 def test_errors_raise_at_the_call(lib, anvil_device):
     f = jax.jit(lambda: jax.ffi.ffi_call("t_fail", jax.ShapeDtypeStruct((), jnp.int32),
                                          has_side_effect=True)(message="no way", code=np.int32(5)))

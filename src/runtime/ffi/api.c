@@ -10,10 +10,6 @@
 #include "runtime/ffi/ffi.h"
 #include "runtime/thread_pool.h"
 
-av_xffi_error *av_ffi_api_error_create(av_xffi_error_create_args *a);
-void av_ffi_api_error_get_message(av_xffi_error_get_message_args *a);
-void av_ffi_api_error_destroy(av_xffi_error_destroy_args *a);
-
 #define BAD_ARGS(fn) av_ffi_error_new(AV_XFFI_INVALID_ARGUMENT, "%s: bad arguments (struct size)", fn)
 
 /* An error object carrying `d`'s code and message. */

@@ -90,10 +90,6 @@ av_code av_ffi_error_take(av_xffi_error *e, const char *what, av_diag *d) {
 
 /* ---- the API's functions (api.c puts them in the table) */
 
-av_xffi_error *av_ffi_api_error_create(av_xffi_error_create_args *a);
-void av_ffi_api_error_get_message(av_xffi_error_get_message_args *a);
-void av_ffi_api_error_destroy(av_xffi_error_destroy_args *a);
-
 av_xffi_error *av_ffi_api_error_create(av_xffi_error_create_args *a) {
   if (!a || a->struct_size < AV_XFFI_ERROR_CREATE_SIZE)
     return error_make(AV_XFFI_INVALID_ARGUMENT, "XLA_FFI_Error_Create: bad arguments");

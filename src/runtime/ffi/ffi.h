@@ -80,6 +80,11 @@ av_code av_ffi_error_take(av_xffi_error *e, const char *what, av_diag *d);
 /* Whether `e` is a live error anvil made. */
 bool av_ffi_error_is_live(const av_xffi_error *e);
 
+/* The table's three error functions (Error_Create, Error_GetMessage, Error_Destroy). */
+av_xffi_error *av_ffi_api_error_create(av_xffi_error_create_args *a);
+void av_ffi_api_error_get_message(av_xffi_error_get_message_args *a);
+void av_ffi_api_error_destroy(av_xffi_error_destroy_args *a);
+
 /* The legacy status a status-returning target writes through XlaCustomCallStatusSetFailure. */
 typedef struct av_ffi_status {
   uint64_t magic;

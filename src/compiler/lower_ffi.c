@@ -143,8 +143,12 @@ static av_xffi_attrs *attrs_of(av_lower *c, const char *target, const av_attr *d
   for (size_t i = 0; i < n; i++) {
     const char *name = dict->u.dict.items[i].name;
     const av_attr *a = dict->u.dict.items[i].value;
+    if (!a) {
+      AV_INVALID(c, "@%s: attribute %s has no value", target, name);
+      return NULL;
+    }
     av_xffi_bytes *nm = av_lower_alloc(c, sizeof *nm);
-    if (!nm || !a) return NULL;
+    if (!nm) return NULL;
     nm->ptr = name;
     nm->len = strlen(name);
     void *v = NULL;
@@ -260,11 +264,13 @@ static bool aliases_of(av_lower *c, const char *target, const av_op *op, av_ffi_
       return AV_INVALID(c, "@%s: output_operand_aliases names result %lld and operand %lld", target,
                         (long long)k, (long long)i);
     av_ffi_operand *r = &rets[k], *o = &args[i];
-    bool same_layout = (!r->minor_to_major && !o->minor_to_major) ||
-                       (r->minor_to_major && o->minor_to_major &&
-                        memcmp(r->minor_to_major, o->minor_to_major, (size_t)r->rank * 8) == 0);
-    if (r->dtype != o->dtype || r->rank != o->rank ||
-        memcmp(r->dims, o->dims, (size_t)r->rank * sizeof *r->dims) != 0 || !same_layout)
+    bool same = r->dtype == o->dtype && r->rank == o->rank &&
+                memcmp(r->dims, o->dims, (size_t)r->rank * sizeof *r->dims) == 0;
+    bool same_layout = same && ((!r->minor_to_major && !o->minor_to_major) ||
+                                (r->minor_to_major && o->minor_to_major &&
+                                 memcmp(r->minor_to_major, o->minor_to_major,
+                                        (size_t)r->rank * sizeof *r->minor_to_major) == 0));
+    if (!same_layout)
       return AV_INVALID(c, "@%s: result %lld aliases operand %lld of another type or layout",
                         target, (long long)k, (long long)i);
     for (uint32_t q = 0; q < op->nresults; q++)

@@ -26,6 +26,8 @@ import ctypes
 import logging
 import threading
 
+from ._lapack_provider import _capsule_address  # the pointer a PyCapsule holds
+
 logger = logging.getLogger(__name__)
 
 PLATFORM = "anvil"
@@ -58,17 +60,6 @@ def _library():
         return _lib
 
 
-def _capsule_pointer(obj):
-    """The pointer a PyCapsule holds (whatever its name)."""
-    get_name = ctypes.pythonapi.PyCapsule_GetName
-    get_name.restype = ctypes.c_char_p
-    get_name.argtypes = [ctypes.py_object]
-    get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
-    get_pointer.restype = ctypes.c_void_p
-    get_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
-    return get_pointer(obj, get_name(obj))
-
-
 class RegistrationError(RuntimeError):
     pass
 
@@ -88,9 +79,9 @@ def register_target(name, fn, platform, api_version=1, traits=0):
         if unknown:
             raise ValueError(f"unknown FFI handler stages {sorted(unknown)} for {name}")
         for stage, capsule in fn.items():
-            stages[stage] = _capsule_pointer(capsule)
+            stages[stage] = _capsule_address(capsule)
     else:
-        stages["execute"] = _capsule_pointer(fn)
+        stages["execute"] = _capsule_address(fn)
     err = ctypes.create_string_buffer(2048)
     code = _library().AnvilFfi_RegisterHandler(
         name.encode() if isinstance(name, str) else bytes(name), platform.encode(),
@@ -103,11 +94,11 @@ def register_type(name, registration):
     """Registers an FFI type: `registration` is jax.ffi's {"type_id": capsule,
     "type_info": capsule (optional)} (or a bare type-id capsule)."""
     if isinstance(registration, dict):
-        type_id = _capsule_pointer(registration["type_id"])
+        type_id = _capsule_address(registration["type_id"])
         info = registration.get("type_info")
-        type_info = _capsule_pointer(info) if info is not None else None
+        type_info = _capsule_address(info) if info is not None else None
     else:
-        type_id, type_info = _capsule_pointer(registration), None
+        type_id, type_info = _capsule_address(registration), None
     err = ctypes.create_string_buffer(2048)
     code = _library().AnvilFfi_RegisterType(
         name.encode() if isinstance(name, str) else bytes(name), type_id, type_info, err,

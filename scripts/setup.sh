@@ -33,8 +33,9 @@ fi
 .venv/bin/pip install -q "$JAX_SPEC" numpy ml_dtypes pytest scikit-build-core
 # flax + optax: the tests train a flax model with an optax optimizer on anvil;
 # matplotlib: bench/run.py plots the anvil/XLA ratios; flatbuffers: jax.export's
-# Exported.serialize (tests/python/test_jax_export_platforms.py).
-.venv/bin/pip install -q flax optax matplotlib flatbuffers
+# Exported.serialize (tests/python/test_jax_export_platforms.py); nanobind (a small pure
+# package): tests/python/test_ffi_examples.py builds JAX's examples/ffi with it.
+.venv/bin/pip install -q flax optax matplotlib flatbuffers nanobind
 # PyTorch/XLA (about 7 GB with torch's CUDA dependencies, the only torch 2.9.0 build on PyPI):
 # only when asked, e.g. ANVIL_WITH_TORCH=1 (CI does), since JAX users do not need it.
 if [ "${ANVIL_WITH_TORCH:-0}" = 1 ]; then

@@ -33,6 +33,10 @@ if [ "${ANVIL_SKIP_SANITIZERS:-0}" != 1 ]; then
   echo "== C tests under ThreadSanitizer: build/test-tsan"
   cmake -S . -B build/test-tsan -G Ninja -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
         -DCMAKE_BUILD_TYPE=RelWithDebInfo -DANVIL_TSAN=ON >/dev/null
+  # the XLA FFI handler tests (async handlers, thread pool tasks) when CMake found JAX's headers
+  if ninja -C build/test-tsan -t targets all | grep -q '^test_ffi:'; then
+    THREADED="$THREADED test_ffi"
+  fi
   # shellcheck disable=SC2086
   ninja -C build/test-tsan -j"$JOBS" $THREADED
   (cd build/test-tsan && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \

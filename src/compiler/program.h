@@ -131,7 +131,8 @@ void av_program_set_denormals(av_program *p, av_denormals mode);
 /* How long the program's in-process collectives wait for the other devices of their group
  * (ms > 0; set once, by the first client that loads it; unset: 120 s). */
 void av_program_use_collective_timeout(av_program *p, int64_t ms);
-/* Whether running the program calls the host callback dispatcher. */
+/* Whether running the program calls the host callback dispatcher or users' custom-call
+ * handlers (code of the host process that reports errors at the call, as on XLA:CPU). */
 bool av_program_calls_host(const av_program *p);
 
 /* Where each device of the assignment lives, for a program loaded onto a client of a

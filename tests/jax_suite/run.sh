@@ -107,10 +107,11 @@ for f in $FILES; do
     fi
     restarts=0
     while :; do
+      # each attempt its own xml and log (one that died wrote no xml, but its log tells why)
       name=$label.$f
       n=1
-      if ls "$OUT/$label.$f".*xml >/dev/null 2>&1; then
-        while [ -e "$OUT/$label.$f.part$n.xml" ]; do n=$((n+1)); done
+      if ls "$OUT/$label.$f".*log >/dev/null 2>&1; then
+        while [ -e "$OUT/$label.$f.part$n.log" ]; do n=$((n+1)); done
         name=$label.$f.part$n
       fi
       mapfile -t deselect < <(ran_tests "$progress")

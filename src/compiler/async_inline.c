@@ -3,6 +3,9 @@
 #include "compiler/async_inline.h"
 
 #include <stdlib.h>
+#include <string.h>
+
+#include "compiler/attrs.h"
 
 enum { ASYNC_MAX_DEPTH = 64 };
 
@@ -102,9 +105,28 @@ static bool collect(av_region *rg, start_list *l, int depth) {
   return true;
 }
 
+/* custom_call @control_dep(src, dst) with no results: an order between two values for XLA's
+ * scheduler (jax.experimental.control_deps), possibly futures. Dropped: anvil runs a block's
+ * steps in program order, and the values are untouched. */
+static bool is_control_dep(const av_op *op) {
+  const char *t = op->code == AV_OP_CUSTOM_CALL ? av_attr_get_str(op, "call_target_name") : NULL;
+  return t && strcmp(t, "control_dep") == 0 && op->nresults == 0 && op->nregions == 0;
+}
+
+static void drop_control_deps(av_region *rg, int depth) {
+  if (depth > ASYNC_MAX_DEPTH) return;
+  for (uint32_t b = 0; b < rg->nblocks; b++)
+    for (av_op *op = rg->blocks[b].first, *next; op; op = next) {
+      next = op->next;
+      for (uint32_t r = 0; r < op->nregions; r++) drop_control_deps(&op->regions[r], depth + 1);
+      if (is_control_dep(op)) av_block_remove(&rg->blocks[b], op);
+    }
+}
+
 void av_inline_async(av_module *m) {
   for (uint32_t f = 0; f < m->nfuncs; f++) {
     if (!m->funcs[f]) continue;
+    drop_control_deps(&m->funcs[f]->body, 0);
     start_list l = {0};
     /* out of memory: the pairs stay, and the lowering reports them */
     if (collect(&m->funcs[f]->body, &l, 0))

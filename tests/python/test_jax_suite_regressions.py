@@ -49,3 +49,37 @@ def test_remat_custom_jvp_scan_second_order(anvil_device, cpu_device):
     got = _run(anvil_device, jax.jit(lambda x: jax.jvp(g, (x,), (x,))), np.float32(0.7))
     want = _run(cpu_device, jax.jit(lambda x: jax.jvp(g, (x,), (x,))), np.float32(0.7))
     assert_close(got, want)
+
+
+def test_control_deps_between_values_and_futures(anvil_device, cpu_device):
+    """control_deps_test: jax.experimental.control_deps.schedule adds custom_call @control_dep
+    between values, here also a collective's future. JAX serialized it for anvil's StableHLO
+    1.16.3, which has no future operands on custom_call ('Failed to serialize StableHLO to
+    plugin version'), and @control_dep answered UNIMPLEMENTED. anvil reads 1.17.0 now and
+    drops the hint (steps run in program order)."""
+    from jax.experimental.control_deps import schedule
+    from jax._src.lax import parallel
+
+    def f(x, y):
+        a = jnp.sin(x @ x)
+        b = jnp.cos(y @ y)
+        schedule([b, a])
+        return a + b
+
+    x = np.linspace(0, 1, 49, dtype=np.float32).reshape(7, 7)
+    assert_close(_run(anvil_device, jax.jit(f), x, x + 1), _run(cpu_device, jax.jit(f), x, x + 1))
+
+    def g(w):
+        started = parallel.all_gather_start(w, "i", tiled=True)
+        y = w * 3
+        schedule([started.x, y])
+        return started.done() + y
+
+    def sharded(device, x):
+        mesh = jax.make_mesh((1,), ("i",), axis_types=(jax.sharding.AxisType.Explicit,),
+                             devices=[device])
+        with jax.set_mesh(mesh):
+            f = jax.jit(jax.shard_map(g, out_specs=jax.P("i"), check_vma=False))
+            return np.asarray(f(jax.device_put(x, jax.NamedSharding(mesh, jax.P("i")))))
+
+    assert_close(sharded(anvil_device, x), sharded(cpu_device, x))

@@ -114,6 +114,51 @@ def scalar_loop(x):  # a loop over scalars only
     return lax.while_loop(lambda c: c[0] < 1000, body, (0, x))[1]
 
 
+def carr(*shape, dtype=np.complex64):
+    return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dtype)
+
+
+def fft_conv(a, k):  # convolution by FFT: three 2-D transforms and a product
+    return jnp.fft.irfft2(jnp.fft.rfft2(a) * jnp.fft.rfft2(k), s=a.shape)
+
+
+def fft_cases():
+    """FFT, real and complex, f32 and f64 (cases with f64/c128 in the name run under x64)."""
+    c = {}
+    shapes = {"1d_1M": (1 << 20,), "1d_1000": (1000,), "1d_4093": (4093,),  # 4093: prime
+              "2d_512": (512, 512), "3d_64": (64, 64, 64)}
+    for tag, shape in shapes.items():
+        axes = tuple(range(-len(shape), 0))
+        for real, cdt in ((np.float32, np.complex64), (np.float64, np.complex128)):
+            c[f"fft{tag}_{np.dtype(cdt).name.replace('complex', 'c')}"] = (
+                lambda x, axes=axes: jnp.fft.fftn(x, axes=axes), (carr(*shape, dtype=cdt),), None)
+            c[f"rfft{tag}_{np.dtype(real).name.replace('float', 'f')}"] = (
+                lambda x, axes=axes: jnp.fft.rfftn(x, axes=axes), (arr(*shape, dtype=real),), None)
+    c["fft_conv_512_f32"] = (fft_conv, (arr(512, 512), arr(512, 512)), None)
+    return c
+
+
+def spd(batch, n, dtype=np.float32):
+    m = rng.standard_normal((batch, n, n))
+    return (m @ np.swapaxes(m, -1, -2) + n * np.eye(n)).astype(dtype)
+
+
+def chol_solve(a, b):  # cholesky + cho_solve + log-determinant of each matrix
+    c = jnp.linalg.cholesky(a)
+    x = jax.scipy.linalg.cho_solve((c, True), b)
+    return x, 2.0 * jnp.sum(jnp.log(jnp.diagonal(c, axis1=-2, axis2=-1)), axis=-1)
+
+
+def small_linalg_cases():
+    """Many small matrices at once (batched linear algebra)."""
+    c = {}
+    for n, batch in ((4, 4096), (8, 4096), (32, 512)):
+        c[f"chol_solve_{n}x{n}_b{batch}"] = (chol_solve, (spd(batch, n), arr(batch, n, 1)), None)
+        c[f"inv_{n}x{n}_b{batch}"] = (jnp.linalg.inv, (spd(batch, n),), None)
+        c[f"eigh_{n}x{n}_b{batch}"] = (jnp.linalg.eigh, (spd(batch, n),), None)
+    return c
+
+
 def matmul_case(n, dtype):
     a, b = arr(n, n, dtype=np.float32), arr(n, n, dtype=np.float32)
     if dtype == "bf16":
@@ -150,7 +195,13 @@ def cases(quick):
                 continue
             fn, args, flops = matmul_case(n, dt)
             c[f"matmul_{dt}_{n}"] = (fn, args, flops)
+    c.update(fft_cases())
+    c.update(small_linalg_cases())
     return c
+
+
+def needs_x64(name):
+    return "f64" in name or "c128" in name
 
 
 def timed_compile(fn, args, device):
@@ -323,14 +374,15 @@ def main():
         for name, (fn, args) in todo.items():
             if opts.filter and not any(f in name for f in opts.filter.split(",")):
                 continue
-            exp = jax.export.export(jax.jit(fn))(*args)
+            with jax.enable_x64(needs_x64(name)):
+                exp = jax.export.export(jax.jit(fn))(*args)
             with open(os.path.join(opts.export, name + ".mlirbc"), "wb") as f:
                 f.write(exp.mlir_module_serialized)
             print(f"wrote {name}.mlirbc")
         return
     os.makedirs(opts.out, exist_ok=True)
     rows = []
-    print(f"CPU: {cpu_model()}")
+    print(f"CPU: {cpu_model()}; load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     if not opts.models:
         micro(opts, rows)
     if not opts.no_models:
@@ -346,7 +398,8 @@ def micro(opts, rows):
         if opts.filter and not any(f in name for f in opts.filter.split(",")):
             continue
         try:
-            ta, tc, ca, cc = measure(fn, args, opts.min_time, 200)
+            with jax.enable_x64(needs_x64(name)):
+                ta, tc, ca, cc = measure(fn, args, opts.min_time, 200)
         except Exception as e:  # an unsupported case is reported, not fatal
             print(f"{name:26} FAILED on anvil or XLA: {str(e).splitlines()[0][:90]}")
             rows.append(dict(case=name, anvil_ms="", xla_ms="", ratio="", note="failed"))
@@ -366,7 +419,8 @@ def micro(opts, rows):
     if ratios:
         gm = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
         print(f"geometric mean ratio anvil/XLA: {gm:.2f} over {len(ratios)} cases; "
-              f"worst {max(ratios):.2f}")
+              f"worst {max(ratios):.2f}; load average now "
+              f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
 def write_results(opts, rows):

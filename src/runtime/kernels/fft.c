@@ -24,8 +24,39 @@
 typedef float fft_vf __attribute__((vector_size(32)));
 typedef double fft_vd __attribute__((vector_size(32)));
 
+/* Transposes of a square of vectors (NL x NL) in three (f32) or two (f64) rounds of
+ * two-input shuffles: in-lane unpacks, then 64-bit pairs, then 128-bit halves. */
+static inline __attribute__((always_inline)) void transpose8_f32(fft_vf *m) {
+  fft_vf a[8], b[8];
+  for (int i = 0; i < 8; i += 2) {
+    a[i] = __builtin_shufflevector(m[i], m[i + 1], 0, 8, 1, 9, 4, 12, 5, 13);
+    a[i + 1] = __builtin_shufflevector(m[i], m[i + 1], 2, 10, 3, 11, 6, 14, 7, 15);
+  }
+  for (int i = 0; i < 8; i += 4)
+    for (int j = 0; j < 2; j++) {
+      b[i + 2 * j] = __builtin_shufflevector(a[i + j], a[i + j + 2], 0, 1, 8, 9, 4, 5, 12, 13);
+      b[i + 2 * j + 1] = __builtin_shufflevector(a[i + j], a[i + j + 2], 2, 3, 10, 11, 6, 7, 14, 15);
+    }
+  for (int j = 0; j < 4; j++) {
+    m[j] = __builtin_shufflevector(b[j], b[j + 4], 0, 1, 2, 3, 8, 9, 10, 11);
+    m[j + 4] = __builtin_shufflevector(b[j], b[j + 4], 4, 5, 6, 7, 12, 13, 14, 15);
+  }
+}
+
+static inline __attribute__((always_inline)) void transpose4_f64(fft_vd *m) {
+  fft_vd a0 = __builtin_shufflevector(m[0], m[1], 0, 4, 2, 6);
+  fft_vd a1 = __builtin_shufflevector(m[0], m[1], 1, 5, 3, 7);
+  fft_vd a2 = __builtin_shufflevector(m[2], m[3], 0, 4, 2, 6);
+  fft_vd a3 = __builtin_shufflevector(m[2], m[3], 1, 5, 3, 7);
+  m[0] = __builtin_shufflevector(a0, a2, 0, 1, 4, 5);
+  m[1] = __builtin_shufflevector(a1, a3, 0, 1, 4, 5);
+  m[2] = __builtin_shufflevector(a0, a2, 2, 3, 6, 7);
+  m[3] = __builtin_shufflevector(a1, a3, 2, 3, 6, 7);
+}
+
 #define FT float
 #define FV fft_vf
+#define TRANSPOSE(m) transpose8_f32(m)
 #define NL 8
 #define F(x) x##_f32
 #define DEINT_RE(lo, hi) __builtin_shufflevector(lo, hi, 0, 2, 4, 6, 8, 10, 12, 14)
@@ -41,9 +72,11 @@ typedef double fft_vd __attribute__((vector_size(32)));
 #undef DEINT_IM
 #undef INTERLEAVE_LO
 #undef INTERLEAVE_HI
+#undef TRANSPOSE
 
 #define FT double
 #define FV fft_vd
+#define TRANSPOSE(m) transpose4_f64(m)
 #define NL 4
 #define F(x) x##_f64
 #define DEINT_RE(lo, hi) __builtin_shufflevector(lo, hi, 0, 2, 4, 6)

@@ -18,6 +18,7 @@ enum {
    * SIMD blocks and is at least FFT_PER_LINE_MIN points */
   FFT_PER_LINE_LONG = 16384,
   FFT_PER_LINE_MIN = 256,
+  FOUR_GROUP = 4, /* neighbouring SIMD blocks a four-step step moves together */
 };
 
 typedef struct fft_cplan fft_cplan;
@@ -38,10 +39,11 @@ struct fft_cplan {
   const fft_cplan *sub;
   const void *chirp, *kern;
   /* The four-step split of one long line, n = n1 * n2 (n1 == 0: none): n2 transforms of n1
-   * points down the columns, twiddles w_n^{j2 k1} (tw4re/tw4im, [k1][j2]), n1 of n2 points. */
+   * points down the columns, twiddles w_n^{j2 k1} (tw4, in the order fft_engine.inc's column
+   * step reads them), n1 of n2 points. */
   int64_t n1, n2;
   const fft_cplan *p1, *p2;
-  const void *tw4re, *tw4im;
+  const void *tw4;
 };
 
 /* One transformed axis. */

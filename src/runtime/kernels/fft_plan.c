@@ -211,11 +211,13 @@ static void build_split(builder *b, fft_cplan *p) {
   if (n1 < 2) return;
   p->p1 = cplan_build(b, n1, true, false);
   p->p2 = cplan_build(b, n2, true, false);
+  /* in the order the column step reads them: group, row k1, block of the group, NL real
+   * parts then NL imaginary parts (lanes past n2 hold zeros) */
+  int64_t nl = b->f64 ? 4 : 8, gw = FOUR_GROUP * nl, groups = (n2 + gw - 1) / gw;
   size_t es = b->f64 ? sizeof(double) : sizeof(float);
-  /* padded: the last column block of a row loads a whole vector */
-  void *twr = av_arena_calloc(b->a, (size_t)n + 8, es), *twi = av_arena_calloc(b->a, (size_t)n + 8, es);
+  void *tw = av_arena_calloc(b->a, (size_t)(groups * n1 * gw * 2), es);
   ld *w = malloc(sizeof(ld) * 2 * (size_t)n);
-  if (!p->p1 || !p->p2 || !twr || !twi || !w) {
+  if (!p->p1 || !p->p2 || !tw || !w) {
     free(w);
     b->oom = true;
     return;
@@ -224,20 +226,20 @@ static void build_split(builder *b, fft_cplan *p) {
   for (int64_t k1 = 0; k1 < n1; k1++)
     for (int64_t j2 = 0, t = 0; j2 < n2; j2++, t += k1) {
       if (t >= n) t -= n;
-      int64_t i = k1 * n2 + j2;
+      int64_t g = j2 / gw, q = j2 % gw / nl, j = j2 % nl;
+      int64_t i = ((g * n1 + k1) * FOUR_GROUP + q) * 2 * nl + j;
       if (b->f64) {
-        ((double *)twr)[i] = (double)w[t];
-        ((double *)twi)[i] = (double)w[n + t];
+        ((double *)tw)[i] = (double)w[t];
+        ((double *)tw)[i + nl] = (double)w[n + t];
       } else {
-        ((float *)twr)[i] = (float)w[t];
-        ((float *)twi)[i] = (float)w[n + t];
+        ((float *)tw)[i] = (float)w[t];
+        ((float *)tw)[i + nl] = (float)w[n + t];
       }
     }
   free(w);
   p->n1 = n1;
   p->n2 = n2;
-  p->tw4re = twr;
-  p->tw4im = twi;
+  p->tw4 = tw;
 }
 
 /* direct: usable across SIMD lanes (Stockham, or Bluestein over a Stockham transform);

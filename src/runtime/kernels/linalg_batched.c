@@ -233,5 +233,112 @@ bool av_trsm_batched_applies(int64_t n, int64_t batch) {
     return true;                                                                               \
   }
 
+#define DEFINE_SYEVD(SUF, T, LANES, SQRT, ABS, EPS)                                            \
+  /* One cyclic Jacobi sweep over lane-major symmetric s (both triangles kept) and the       \
+   * eigenvector matrix v; returns per lane the off-diagonal square sum before the sweep    \
+   * and the Frobenius square sum in off2/fro2. */                                             \
+  AV_CLONES static void jacobi_sweep_##SUF(T *restrict s, T *restrict v, int64_t n, bool vec,  \
+                                           T *restrict off2, T *restrict fro2) {               \
+    T sn[LANES], t[LANES], r[LANES];                                                           \
+    for (int l = 0; l < LANES; l++) off2[l] = 0, fro2[l] = 0;                                  \
+    for (int64_t p = 0; p < n; p++)                                                            \
+      for (int64_t q = 0; q < n; q++) {                                                        \
+        const T *e = s + (p * n + q) * LANES;                                                  \
+        for (int l = 0; l < LANES; l++) {                                                      \
+          fro2[l] += e[l] * e[l];                                                              \
+          off2[l] += p != q ? e[l] * e[l] : 0;                                                 \
+        }                                                                                      \
+      }                                                                                        \
+    for (int64_t p = 0; p < n; p++)                                                            \
+      for (int64_t q = p + 1; q < n; q++) {                                                    \
+        T *spp = s + (p * n + p) * LANES, *sqq = s + (q * n + q) * LANES;                      \
+        T *spq = s + (p * n + q) * LANES, *sqp = s + (q * n + p) * LANES;                      \
+        for (int l = 0; l < LANES; l++) { /* Golub & Van Loan's sym.schur2 */                 \
+          T apq = spq[l], tau = (sqq[l] - spp[l]) / (2 * apq);                                 \
+          T tt = (tau >= 0 ? 1 : -1) / (ABS(tau) + SQRT(1 + tau * tau));                       \
+          /* no rotation where apq is already negligible: each rotation rounds */              \
+          bool rot = ABS(apq) > (T)EPS * SQRT(ABS(spp[l]) * ABS(sqq[l])) && tt == tt;          \
+          tt = rot ? tt : 0;                                                                   \
+          T cc = 1 / SQRT(1 + tt * tt);                                                        \
+          t[l] = tt, sn[l] = tt * cc;                                                          \
+          r[l] = sn[l] / (1 + cc); /* Rutishauser's form: x - s (y + r x), y + s (x - r y) */   \
+        }                                                                                      \
+        for (int64_t k = 0; k < n; k++) {                                                      \
+          if (k == p || k == q) continue;                                                      \
+          T *kp = s + (k * n + p) * LANES, *kq = s + (k * n + q) * LANES;                      \
+          T *pk = s + (p * n + k) * LANES, *qk = s + (q * n + k) * LANES;                      \
+          for (int l = 0; l < LANES; l++) {                                                    \
+            T x = kp[l], y = kq[l];                                                            \
+            T nx = x - sn[l] * (y + r[l] * x), ny = y + sn[l] * (x - r[l] * y);                \
+            kp[l] = nx, pk[l] = nx, kq[l] = ny, qk[l] = ny;                                    \
+          }                                                                                    \
+        }                                                                                      \
+        for (int l = 0; l < LANES; l++) {                                                      \
+          T apq = spq[l];                                                                      \
+          spp[l] -= t[l] * apq;                                                                \
+          sqq[l] += t[l] * apq;                                                                \
+          spq[l] = 0, sqp[l] = 0;                                                              \
+        }                                                                                      \
+        if (vec)                                                                               \
+          for (int64_t k = 0; k < n; k++) {                                                    \
+            T *kp = v + (k * n + p) * LANES, *kq = v + (k * n + q) * LANES;                    \
+            for (int l = 0; l < LANES; l++) {                                                  \
+              T x = kp[l], y = kq[l];                                                          \
+              kp[l] = x - sn[l] * (y + r[l] * x);                                              \
+              kq[l] = y + sn[l] * (x - r[l] * y);                                              \
+            }                                                                                  \
+          }                                                                                    \
+      }                                                                                        \
+  }                                                                                            \
+                                                                                               \
+  bool av_syevd_batched_##SUF(bool lower, bool vec, T *a, T *w, int *info, int64_t n,          \
+                              int64_t batch) {                                                 \
+    int64_t nn = n * n;                                                                        \
+    T *s = malloc(sizeof(T) * (size_t)(2 * nn * LANES)), *v = s + nn * LANES;                  \
+    if (!s) return false;                                                                      \
+    for (int64_t g = 0; g < batch; g += LANES) {                                               \
+      int cnt = batch - g < LANES ? (int)(batch - g) : LANES;                                  \
+      gather_##SUF(s, a, g, cnt, nn, n);                                                       \
+      /* column-major: (i, j) at i + j n; the referenced triangle, mirrored */                \
+      for (int64_t i = 0; i < n; i++)                                                          \
+        for (int64_t j = 0; j < n; j++) {                                                      \
+          bool keep = lower ? i >= j : i <= j;                                                 \
+          if (!keep) memcpy(s + (i + j * n) * LANES, s + (j + i * n) * LANES, sizeof(T) * LANES); \
+        }                                                                                      \
+      for (int64_t e = 0; e < nn; e++)                                                         \
+        for (int l = 0; l < LANES; l++) v[e * LANES + l] = e % (n + 1) == 0 ? 1 : 0;           \
+      T off2[LANES], fro2[LANES];                                                              \
+      for (int sweep = 0; sweep < 40; sweep++) {                                               \
+        jacobi_sweep_##SUF(s, v, n, vec, off2, fro2);                                          \
+        bool done = true;                                                                      \
+        for (int l = 0; l < cnt; l++)                                                          \
+          done &= off2[l] <= (T)(EPS * EPS) * fro2[l] || !(off2[l] == off2[l]);                \
+        if (done) break;                                                                       \
+      }                                                                                        \
+      /* ascending eigenvalues, vectors (columns of v, row-major) in the same order */        \
+      for (int l = 0; l < cnt; l++) {                                                          \
+        int64_t idx[AV_BATCHED_MAX_N];                                                         \
+        T *wl = w + (g + l) * n, *al = a + (g + l) * nn;                                       \
+        for (int64_t i = 0; i < n; i++) idx[i] = i;                                            \
+        for (int64_t i = 1; i < n; i++) /* insertion sort, stable */                          \
+          for (int64_t j = i; j > 0 && s[(idx[j] * (n + 1)) * LANES + l] <                     \
+                                           s[(idx[j - 1] * (n + 1)) * LANES + l]; j--) {       \
+            int64_t tmp = idx[j];                                                              \
+            idx[j] = idx[j - 1], idx[j - 1] = tmp;                                             \
+          }                                                                                    \
+        for (int64_t j = 0; j < n; j++) {                                                      \
+          wl[j] = s[(idx[j] * (n + 1)) * LANES + l];                                           \
+          for (int64_t i = 0; i < n; i++)                                                      \
+            al[i + j * n] = vec ? v[(i * n + idx[j]) * LANES + l] : 0;                         \
+        }                                                                                      \
+        info[g + l] = 0;                                                                       \
+      }                                                                                        \
+    }                                                                                          \
+    free(s);                                                                                   \
+    return true;                                                                               \
+  }
+
 DEFINE_BATCHED(f32, float, 16, fmaf, sqrtf, fabsf)
 DEFINE_BATCHED(f64, double, 8, fma, sqrt, fabs)
+DEFINE_SYEVD(f32, float, 16, sqrtf, fabsf, 1.1920929e-07)
+DEFINE_SYEVD(f64, double, 8, sqrt, fabs, 2.220446049250313e-16)

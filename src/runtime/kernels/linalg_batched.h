@@ -33,4 +33,12 @@ bool av_trsm_batched_f64(const av_triangular_solve_params *p, const double *a, c
 bool av_getrf_batched_f32(float *a, int *ipiv, int *info, int64_t n, int64_t batch);
 bool av_getrf_batched_f64(double *a, int *ipiv, int *info, int64_t n, int64_t batch);
 
+/* LAPACK syevd on each n x n symmetric matrix (column-major, the `lower` or upper triangle
+ * read) by cyclic Jacobi: ascending eigenvalues into w (n per matrix), the eigenvectors (when
+ * `vectors`) as the columns of a, info 0. */
+bool av_syevd_batched_f32(bool lower, bool vectors, float *a, float *w, int *info, int64_t n,
+                          int64_t batch);
+bool av_syevd_batched_f64(bool lower, bool vectors, double *a, double *w, int *info, int64_t n,
+                          int64_t batch);
+
 #endif

@@ -41,10 +41,11 @@ static int type_index(av_dtype t) {
 }
 
 av_code av_lapack_run(const av_lapack_call *call, const av_lapack_fns *fns,
-                      void *const *phys_in, void *const *phys_out, av_diag *d) {
+                      struct av_thread_pool *pool, void *const *phys_in, void *const *phys_out,
+                      av_diag *d) {
   int ti = type_index(call->dtype);
-  lapack_ctx x = {call,     ti, av_dtype_size(call->dtype), ti == 0 || ti == 2 ? 4 : 8, phys_in,
-                  phys_out, d,  fns};
+  lapack_ctx x = {call, ti, av_dtype_size(call->dtype), ti == 0 || ti == 2 ? 4 : 8, phys_in,
+                  phys_out, d, fns, pool};
   return lapack_run_factor(&x);
 }
 
@@ -159,7 +160,7 @@ av_code av_step_lapack(const av_step *s, av_frame *f, av_diag *d) {
     }
     own_out[k] = true;
   }
-  if (rc == AV_OK) rc = av_lapack_run(c, f->plan->lapack, pin, pout, d);
+  if (rc == AV_OK) rc = av_lapack_run(c, f->plan->lapack, f->pool, pin, pout, d);
   for (uint32_t k = 0; k < c->nout; k++) {
     if (rc == AV_OK && own_out[k]) relayout(&c->out[k], av_out(s, f, k), pout[k], false);
     if (own_out[k]) free(pout[k]);

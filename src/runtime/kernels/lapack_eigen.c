@@ -27,8 +27,8 @@ static av_code syevd(const lapack_ctx *x) {
     lapack_copy_in(x, 0, 0);
     bool lower = x->c->uplo == 'L', vec = x->c->mode == 'V';
     bool ok = x->ti == 0
-                  ? av_syevd_batched_f32(lower, vec, x->out[0], x->out[1], x->out[2], n, x->c->batch)
-                  : av_syevd_batched_f64(lower, vec, x->out[0], x->out[1], x->out[2], n, x->c->batch);
+                  ? av_syevd_batched_f32(lower, vec, x->out[0], x->out[1], x->out[2], n, x->c->batch, x->pool)
+                  : av_syevd_batched_f64(lower, vec, x->out[0], x->out[1], x->out[2], n, x->c->batch, x->pool);
     return ok ? AV_OK : av_diag_set(x->d, AV_RESOURCE_EXHAUSTED, "syevd: out of memory");
   }
   int lda = lapack_ld(n);

@@ -12,6 +12,12 @@
 #include <string.h>
 
 #include "runtime/kernels/simd_clones.h"
+#include "runtime/thread_pool.h"
+
+#if defined(__GNUC__) && !defined(__clang__)
+/* 64-byte vectors only live inside the functions (the SIMD clones) that use them */
+#pragma GCC diagnostic ignored "-Wpsabi"
+#endif
 
 bool av_trsm_batched_applies(int64_t n, int64_t batch) {
   /* where triangular_solve_xla.c's XLA algorithm is the direct substitution */
@@ -234,77 +240,104 @@ bool av_trsm_batched_applies(int64_t n, int64_t batch) {
   }
 
 #define DEFINE_SYEVD(SUF, T, LANES, SQRT, ABS, EPS)                                            \
-  /* One cyclic Jacobi sweep over lane-major symmetric s (both triangles kept) and the       \
-   * eigenvector matrix v; returns per lane the off-diagonal square sum before the sweep    \
-   * and the Frobenius square sum in off2/fro2. */                                             \
+  typedef T vec_##SUF __attribute__((vector_size(LANES * sizeof(T))));                         \
+  /* One cyclic Jacobi sweep over lane-major symmetric s, of which only the diagonal and the \
+   * upper triangle (i < j at i n + j) are read and kept, and the eigenvector matrix v;       \
+   * returns per lane the off-diagonal and the Frobenius square sums before the sweep. */      \
   AV_CLONES static void jacobi_sweep_##SUF(T *restrict s, T *restrict v, int64_t n, bool vec,  \
                                            T *restrict off2, T *restrict fro2) {               \
     T sn[LANES], t[LANES], r[LANES];                                                           \
     for (int l = 0; l < LANES; l++) off2[l] = 0, fro2[l] = 0;                                  \
     for (int64_t p = 0; p < n; p++)                                                            \
-      for (int64_t q = 0; q < n; q++) {                                                        \
+      for (int64_t q = p; q < n; q++) {                                                        \
         const T *e = s + (p * n + q) * LANES;                                                  \
         for (int l = 0; l < LANES; l++) {                                                      \
-          fro2[l] += e[l] * e[l];                                                              \
-          off2[l] += p != q ? e[l] * e[l] : 0;                                                 \
+          T sq = e[l] * e[l];                                                                  \
+          fro2[l] += p != q ? 2 * sq : sq;                                                     \
+          off2[l] += p != q ? 2 * sq : 0;                                                      \
         }                                                                                      \
       }                                                                                        \
     for (int64_t p = 0; p < n; p++)                                                            \
       for (int64_t q = p + 1; q < n; q++) {                                                    \
         T *spp = s + (p * n + p) * LANES, *sqq = s + (q * n + q) * LANES;                      \
-        T *spq = s + (p * n + q) * LANES, *sqp = s + (q * n + p) * LANES;                      \
+        T *spq = s + (p * n + q) * LANES;                                                      \
+        int any = 0;                                                                           \
         for (int l = 0; l < LANES; l++) { /* Golub & Van Loan's sym.schur2 */                 \
           T apq = spq[l], tau = (sqq[l] - spp[l]) / (2 * apq);                                 \
           T tt = (tau >= 0 ? 1 : -1) / (ABS(tau) + SQRT(1 + tau * tau));                       \
           /* no rotation where apq is already negligible: each rotation rounds */              \
           bool rot = ABS(apq) > (T)EPS * SQRT(ABS(spp[l]) * ABS(sqq[l])) && tt == tt;          \
           tt = rot ? tt : 0;                                                                   \
+          any |= rot;                                                                          \
           T cc = 1 / SQRT(1 + tt * tt);                                                        \
           t[l] = tt, sn[l] = tt * cc;                                                          \
           r[l] = sn[l] / (1 + cc); /* Rutishauser's form: x - s (y + r x), y + s (x - r y) */   \
         }                                                                                      \
+        if (!any) continue;                                                                    \
+        /* explicit vectors: the rows and columns alias as far as the compiler knows */       \
+        vec_##SUF vs, vr, x, y, nx, ny;                                                        \
+        memcpy(&vs, sn, sizeof vs);                                                            \
+        memcpy(&vr, r, sizeof vr);                                                             \
         for (int64_t k = 0; k < n; k++) {                                                      \
           if (k == p || k == q) continue;                                                      \
-          T *kp = s + (k * n + p) * LANES, *kq = s + (k * n + q) * LANES;                      \
-          T *pk = s + (p * n + k) * LANES, *qk = s + (q * n + k) * LANES;                      \
-          for (int l = 0; l < LANES; l++) {                                                    \
-            T x = kp[l], y = kq[l];                                                            \
-            T nx = x - sn[l] * (y + r[l] * x), ny = y + sn[l] * (x - r[l] * y);                \
-            kp[l] = nx, pk[l] = nx, kq[l] = ny, qk[l] = ny;                                    \
-          }                                                                                    \
+          /* (k, p) and (k, q) in the upper triangle */                                       \
+          T *kp = s + (k < p ? k * n + p : p * n + k) * LANES;                                 \
+          T *kq = s + (k < q ? k * n + q : q * n + k) * LANES;                                 \
+          memcpy(&x, kp, sizeof x);                                                            \
+          memcpy(&y, kq, sizeof y);                                                            \
+          nx = x - vs * (y + vr * x);                                                          \
+          ny = y + vs * (x - vr * y);                                                          \
+          memcpy(kp, &nx, sizeof nx);                                                          \
+          memcpy(kq, &ny, sizeof ny);                                                          \
         }                                                                                      \
         for (int l = 0; l < LANES; l++) {                                                      \
           T apq = spq[l];                                                                      \
           spp[l] -= t[l] * apq;                                                                \
           sqq[l] += t[l] * apq;                                                                \
-          spq[l] = 0, sqp[l] = 0;                                                              \
+          spq[l] = 0;                                                                          \
         }                                                                                      \
         if (vec)                                                                               \
           for (int64_t k = 0; k < n; k++) {                                                    \
             T *kp = v + (k * n + p) * LANES, *kq = v + (k * n + q) * LANES;                    \
-            for (int l = 0; l < LANES; l++) {                                                  \
-              T x = kp[l], y = kq[l];                                                          \
-              kp[l] = x - sn[l] * (y + r[l] * x);                                              \
-              kq[l] = y + sn[l] * (x - r[l] * y);                                              \
-            }                                                                                  \
+            memcpy(&x, kp, sizeof x);                                                          \
+            memcpy(&y, kq, sizeof y);                                                          \
+            nx = x - vs * (y + vr * x);                                                        \
+            ny = y + vs * (x - vr * y);                                                        \
+            memcpy(kp, &nx, sizeof nx);                                                        \
+            memcpy(kq, &ny, sizeof ny);                                                        \
           }                                                                                    \
       }                                                                                        \
   }                                                                                            \
                                                                                                \
-  bool av_syevd_batched_##SUF(bool lower, bool vec, T *a, T *w, int *info, int64_t n,          \
-                              int64_t batch) {                                                 \
-    int64_t nn = n * n;                                                                        \
+  typedef struct syevd_ctx_##SUF {                                                             \
+    bool lower, vec;                                                                           \
+    T *a, *w;                                                                                  \
+    int *info;                                                                                 \
+    int64_t n, batch;                                                                          \
+    int failed;                                                                                \
+  } syevd_ctx_##SUF;                                                                           \
+                                                                                               \
+  /* groups [g0, g1) of LANES matrices */                                                      \
+  static void syevd_groups_##SUF(void *vctx, int64_t g0, int64_t g1) {                         \
+    syevd_ctx_##SUF *cx = vctx;                                                                \
+    bool lower = cx->lower, vec = cx->vec;                                                     \
+    T *a = cx->a, *w = cx->w;                                                                  \
+    int *info = cx->info;                                                                      \
+    int64_t n = cx->n, batch = cx->batch, nn = n * n;                                          \
     T *s = malloc(sizeof(T) * (size_t)(2 * nn * LANES)), *v = s + nn * LANES;                  \
-    if (!s) return false;                                                                      \
-    for (int64_t g = 0; g < batch; g += LANES) {                                               \
+    if (!s) {                                                                                  \
+      __atomic_store_n(&cx->failed, 1, __ATOMIC_RELAXED);                                      \
+      return;                                                                                  \
+    }                                                                                          \
+    for (int64_t g = g0 * LANES; g < g1 * LANES && g < batch; g += LANES) {                    \
       int cnt = batch - g < LANES ? (int)(batch - g) : LANES;                                  \
       gather_##SUF(s, a, g, cnt, nn, n);                                                       \
-      /* column-major: (i, j) at i + j n; the referenced triangle, mirrored */                \
-      for (int64_t i = 0; i < n; i++)                                                          \
-        for (int64_t j = 0; j < n; j++) {                                                      \
-          bool keep = lower ? i >= j : i <= j;                                                 \
-          if (!keep) memcpy(s + (i + j * n) * LANES, s + (j + i * n) * LANES, sizeof(T) * LANES); \
-        }                                                                                      \
+      /* column-major: (i, j) at i + j n; the upper triangle of the sweeps (i < j at       \
+       * i n + j) is the lower one as stored when `lower` (nothing to move), else its mirror */ \
+      if (!lower)                                                                              \
+        for (int64_t i = 0; i < n; i++)                                                        \
+          for (int64_t j = i + 1; j < n; j++)                                                  \
+            memcpy(s + (i * n + j) * LANES, s + (i + j * n) * LANES, sizeof(T) * LANES);       \
       for (int64_t e = 0; e < nn; e++)                                                         \
         for (int l = 0; l < LANES; l++) v[e * LANES + l] = e % (n + 1) == 0 ? 1 : 0;           \
       T off2[LANES], fro2[LANES];                                                              \
@@ -335,7 +368,14 @@ bool av_trsm_batched_applies(int64_t n, int64_t batch) {
       }                                                                                        \
     }                                                                                          \
     free(s);                                                                                   \
-    return true;                                                                               \
+  }                                                                                            \
+                                                                                               \
+  bool av_syevd_batched_##SUF(bool lower, bool vec, T *a, T *w, int *info, int64_t n,          \
+                              int64_t batch, struct av_thread_pool *pool) {                    \
+    syevd_ctx_##SUF cx = {lower, vec, a, w, info, n, batch, 0};                                \
+    int64_t groups = (batch + LANES - 1) / LANES, work = n * n * n;                            \
+    av_parallel_for(pool, groups, 1, work >= 4096 ? 1 : 4096 / work, syevd_groups_##SUF, &cx);  \
+    return !cx.failed;                                                                         \
   }
 
 DEFINE_BATCHED(f32, float, 16, fmaf, sqrtf, fabsf)

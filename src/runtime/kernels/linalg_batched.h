@@ -35,10 +35,11 @@ bool av_getrf_batched_f64(double *a, int *ipiv, int *info, int64_t n, int64_t ba
 
 /* LAPACK syevd on each n x n symmetric matrix (column-major, the `lower` or upper triangle
  * read) by cyclic Jacobi: ascending eigenvalues into w (n per matrix), the eigenvectors (when
- * `vectors`) as the columns of a, info 0. */
+ * `vectors`) as the columns of a, info 0. Groups of matrices run on `pool` (may be NULL). */
+struct av_thread_pool;
 bool av_syevd_batched_f32(bool lower, bool vectors, float *a, float *w, int *info, int64_t n,
-                          int64_t batch);
+                          int64_t batch, struct av_thread_pool *pool);
 bool av_syevd_batched_f64(bool lower, bool vectors, double *a, double *w, int *info, int64_t n,
-                          int64_t batch);
+                          int64_t batch, struct av_thread_pool *pool);
 
 #endif

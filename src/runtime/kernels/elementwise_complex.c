@@ -74,23 +74,11 @@ static inline cf clog1pf_(cf z) { return (cf)clog1p_((cd)z); }
  * reduce_window) round the same way: (a+bi)(c+di) = (ac - bd) + (bc + ad)i with one product
  * of each part fused (XLA's LLVM contracts them into FMAs; checked bit-exact against the
  * conformance data's expected values). Non-finite results fall back to C's operator, which
- * recovers infinities (C11 Annex G) where the plain formula gives NaN. */
-static inline cf cmulf_(cf x, cf y) {
-  float a = crealf(x), b = cimagf(x), c = crealf(y), d = cimagf(y);
-  float re = fmaf(a, c, -(b * d)), im = fmaf(b, c, a * d);
-  if (isnan(re) && isnan(im)) return x * y;
-  return mk_cf(re, im);
-}
-static inline cd cmul_(cd x, cd y) {
-  double a = creal(x), b = cimag(x), c = creal(y), d = cimag(y);
-  double re = fma(a, c, -(b * d)), im = fma(b, c, a * d);
-  if (isnan(re) && isnan(im)) return x * y;
-  return mk_cd(re, im);
-}
-/* Complex multiply loops: the products of a chunk go to a local buffer first, in loops the
- * FMA clones vectorise (fmaf/fma are single instructions there), and the rare element whose
- * parts are both NaN is then recomputed with C's operator from its inputs (still unchanged:
- * the output may alias an input, so the chunk is stored only after that). */
+ * recovers infinities (C11 Annex G) where the plain formula gives NaN.
+ * The products of a chunk go to a local buffer first, in loops the FMA clones vectorise
+ * (fmaf/fma are single instructions there; in the baseline copy libm calls, 5x slower), and
+ * the rare element whose parts are both NaN is then recomputed from its inputs (still
+ * unchanged: the output may alias an input, so the chunk is stored only after that). */
 enum { kMulChunk = 256 };
 #define CMUL_LOOP(name, T, CT, FMA, MUL)                                                     \
   AV_CLONES_FMA static void name(const void *const *in, void *out, int64_t n,               \
@@ -192,7 +180,6 @@ static inline cf ccbrtf_(cf z) { return (cf)ccbrt_((cd)z); }
 #define COMPLEX_BINARY_OPS(X)                                                              \
   X(ADD, x + y, x + y)                                                                     \
   X(SUBTRACT, x - y, x - y)                                                                \
-  X(MULTIPLY, cmulf_(x, y), cmul_(x, y))                                                                \
   X(DIVIDE, x / y, x / y)                                                                  \
   X(POWER, cpowf(x, y), cpow(x, y))                                                       \
   X(MAXIMUM, cmaxf_(x, y), cmax_(x, y))                                                    \
@@ -241,8 +228,8 @@ av_ew_fn av_ew_complex_fn(av_opcode op, av_dtype t) {
     return NULL;
   }
   if (!c64 && t != AV_DT_C128) return NULL;
-  if (op == AV_OP_MULTIPLY) return c64 ? cmul64_loop : cmul128_loop;
   switch (op) {
+    case AV_OP_MULTIPLY: return c64 ? cmul64_loop : cmul128_loop;
 #define CASE_CU(OP, EF, ED) \
   case AV_OP_##OP: return c64 ? cu64_##OP : cu128_##OP;
     COMPLEX_UNARY_OPS(CASE_CU)

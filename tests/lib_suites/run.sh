@@ -15,10 +15,14 @@
 #                                              a test past it ends the process: a hang)
 #   PYTHON     [/work/main/.venv/bin/python]
 #   PYTEST_EXTRA                               more pytest args (e.g. "-k 'not slow'")
+#   TESTS                                      test paths instead of the library's own (for
+#                                              one library; relative to where it runs from)
 #   ASAN_PLUGIN                                an ASan+UBSan build of libanvil_pjrt.so: loaded
 #                                              instead of the installed one, libasan and
 #                                              libstdc++ preloaded; labels get "_asan"
 #
+# A file that fails to import (equinox's test_pmap asks for jax.devices("cpu") at import) does
+# not stop the others (--continue-on-collection-errors); its tests count as not run.
 # As in tests/jax_suite/run.sh, a process that dies in a test (crash, sanitizer report, hang)
 # is recorded in OUT_DIR/LABEL.LIB.died and the suite goes on without the tests already run.
 set -u
@@ -77,6 +81,7 @@ died_in() {
 
 for lib in $LIBS; do
   tests=$(lib_tests "$lib") || { echo "unknown library $lib" >&2; continue; }
+  tests=${TESTS:-$tests}
   dir=$(lib_dir "$lib")
   [ -d "$dir" ] || { echo "missing $dir" >&2; continue; }
   ndev=$(lib_devices "$lib")
@@ -99,7 +104,7 @@ for lib in $LIBS; do
       echo "== $label $lib $(date -u +%H:%M:%S) (${#deselect[@]} already run)"
       # shellcheck disable=SC2086
       (cd "$dir" && env JAX_PLATFORMS="$p" "${extra_env[@]}" \
-        "$PY" "$RUNNER" "" "$progress" $tests -q -p no:cacheprovider \
+        "$PY" "$RUNNER" "" "$progress" $tests -q -p no:cacheprovider --continue-on-collection-errors \
           --timeout="$TEST_TIMEOUT" --timeout-method=thread \
           --junitxml="$OUT/$name.xml" -o junit_family=xunit1 \
           "${deselect[@]}" ${PYTEST_EXTRA:-} > "$OUT/$name.log" 2>&1)

@@ -212,7 +212,7 @@ def _host_device():
     return xb.local_devices(backend=PLATFORM)[0]
 
 
-def _make_host_impl(original, *, returns_values, label):
+def _make_host_impl(original, *, returns_values, label, log):
     def impl(*args, callback, **params):
         if _cpu_backend_available():
             return original(*args, callback=callback, **params)
@@ -227,7 +227,7 @@ def _make_host_impl(original, *, returns_values, label):
             try:
                 out = callback(*args)
             except BaseException:
-                logger.exception("%s failed", label)
+                log.exception("%s failed", label)
                 raise
         return tree_util.tree_map(np.asarray, out) if returns_values else ()
 
@@ -246,7 +246,10 @@ def _install_host_device_impls():
         original = getattr(module, name, None)
         if original is None or getattr(original, "_anvil", False):
             continue
-        impl = _make_host_impl(original, returns_values=returns_values, label=label)
+        # a failing callback is logged through the jax module's own logger, as the original
+        # impl does, so filters put on it apply (equinox's filter_jit drops that record)
+        impl = _make_host_impl(original, returns_values=returns_values, label=label,
+                               log=getattr(module, "logger", logger))
         setattr(module, name, impl)
         # debug_callback_impl is also the primitive's eager implementation
         prim = getattr(debugging, "debug_callback_p", None)

@@ -501,42 +501,62 @@ bool av_program_input_type(const av_program *p, int i, av_dtype *dtype, int *ran
 }
 
 static av_code execute_one(av_program *p, int device_index, int mem_device,
-                           const av_tensor *inputs, av_tensor *outputs, av_diag *d);
+                           const av_tensor *inputs, const bool *given, av_tensor *outputs,
+                           av_diag *d);
 
 av_code av_program_execute(av_program *p, int device_index, const av_tensor *inputs,
                            av_tensor *outputs, av_diag *d) {
-  return av_program_execute_on(p, device_index, -1, inputs, outputs, d);
+  return av_program_execute_on(p, device_index, -1, inputs, NULL, outputs, d);
+}
+
+/* Drops the references given for inputs [from, n). */
+static void release_given(const av_tensor *inputs, const bool *given, uint32_t from, uint32_t n) {
+  for (uint32_t i = from; given && i < n; i++)
+    if (given[i]) av_storage_release(inputs[i].storage);
 }
 
 av_code av_program_execute_on(av_program *p, int device_index, int mem_device,
-                              const av_tensor *inputs, av_tensor *outputs, av_diag *d) {
-  if (p->spmd && p->spmd->run_global)
-    return av_spmd_execute_device(p->spmd, p->plan, device_index, inputs, outputs, d);
-  return execute_one(p, device_index, mem_device, inputs, outputs, d);
+                              const av_tensor *inputs, const bool *given, av_tensor *outputs,
+                              av_diag *d) {
+  if (p->spmd && p->spmd->run_global) {
+    av_code c = av_spmd_execute_device(p->spmd, p->plan, device_index, inputs, outputs, d);
+    release_given(inputs, given, 0, (uint32_t)p->ninputs);
+    return c;
+  }
+  return execute_one(p, device_index, mem_device, inputs, given, outputs, d);
 }
 
 static av_code execute_one(av_program *p, int device_index, int mem_device,
-                           const av_tensor *inputs, av_tensor *outputs, av_diag *d) {
+                           const av_tensor *inputs, const bool *given, av_tensor *outputs,
+                           av_diag *d) {
   const av_func_plan *e = p->plan->entry;
   uint32_t nin = e->body.nargs, nout = e->body.nresults;
   av_slot *buf = calloc((size_t)nin + nout + 1, sizeof *buf);
-  if (!buf) return av_diag_set(d, AV_RESOURCE_EXHAUSTED, "out of memory");
+  if (!buf) {
+    release_given(inputs, given, 0, nin);
+    return av_diag_set(d, AV_RESOURCE_EXHAUSTED, "out of memory");
+  }
   av_slot *args = buf, *res = buf + nin;
   for (uint32_t i = 0; i < nin; i++) {
     const av_slot_type *t = &e->types[e->body.args[i]];
     const av_tensor *x = &inputs[i];
-    if (t->token) continue;
+    if (t->token) {
+      release_given(inputs, given, i, i + 1);
+      continue;
+    }
     bool ok = x->storage && x->dtype == t->dtype && x->rank == t->rank &&
               x->storage->size >= t->nbytes;
     for (int k = 0; ok && k < t->rank; k++) ok = x->dims[k] == t->dims[k];
     if (!ok) {
       for (uint32_t j = 0; j < i; j++) av_slot_release(&args[j]);
+      release_given(inputs, given, i, nin);
       free(buf);
       return av_diag_set(d, AV_INVALID_ARGUMENT,
                          "input %u does not match the program's parameter (%s, rank %d)", i,
                          av_dtype_mlir_name(t->dtype), t->rank);
     }
-    args[i].st = av_storage_retain(x->storage);
+    /* a given reference moves into the run, which may then write the storage in place */
+    args[i].st = given && given[i] ? x->storage : av_storage_retain(x->storage);
     args[i].data = x->storage->data;
   }
   av_code c = av_run_func(p->plan, e, device_index, mem_device, 0, args, res, d);

@@ -120,9 +120,13 @@ int64_t av_program_net_wait_ns(const av_program *p);
 av_code av_program_execute(av_program *p, int device_index, const av_tensor *inputs,
                            av_tensor *outputs, av_diag *d);
 /* Same, counting the large blocks the run allocates as held by device `mem_device` in the
- * block cache's accounting (util/block_cache.h; -1: nobody). */
+ * block cache's accounting (util/block_cache.h; -1: nobody). `given` (NULL: none) marks the
+ * inputs whose storage reference the caller hands over, whatever the outcome (donated
+ * buffers): the caller must not release those. Held by the run alone, such storage may be
+ * written in place and become an output, as XLA reuses a donated buffer. */
 av_code av_program_execute_on(av_program *p, int device_index, int mem_device,
-                              const av_tensor *inputs, av_tensor *outputs, av_diag *d);
+                              const av_tensor *inputs, const bool *given, av_tensor *outputs,
+                              av_diag *d);
 
 /* Runs one execution on all `ndev` devices of the assignment at once (ndev must be
  * num_replicas * num_partitions): inputs[dev] holds device dev's num_inputs shards, outputs[dev]

@@ -160,7 +160,11 @@ static void job_run(av_job *j) {
     av_diag d;
     av_diag_init(&d);
     int64_t start = av_now_ns(), waited = av_program_net_wait_ns(j->core->program);
-    if (av_program_execute_on(j->core->program, j->device_index, j->mem_device, in, out, &d) != AV_OK) {
+    av_code rc = av_program_execute_on(j->core->program, j->device_index, j->mem_device, in,
+                                       was_donated, out, &d);
+    for (size_t i = 0; i < ni; i++) /* the run took these references */
+      if (was_donated[i]) in[i].storage = NULL;
+    if (rc != AV_OK) {
       if (d.code == AV_OK) av_diag_set(&d, AV_INTERNAL, "execution failed without a message");
       err = av_error_from_diag(&d);
       if (d.code != AV_ABORTED) job_group_fail(j);

@@ -66,6 +66,13 @@ static void make_view(const av_frame *f, int32_t slot, av_view *v) {
   v->dims = t->dims;
 }
 
+/* Whether no other input of `s` names input k's slot. */
+static bool input_used_once(const av_step *s, uint32_t k) {
+  for (uint32_t j = 0; j < s->nin; j++)
+    if (j != k && s->in[j] == s->in[k]) return false;
+  return true;
+}
+
 av_code av_step_kernel(const av_step *s, av_frame *f, av_diag *d) {
   const av_kernel_params *kp = s->params;
   av_kernel_params p = *kp;
@@ -108,7 +115,12 @@ av_code av_step_kernel(const av_step *s, av_frame *f, av_diag *d) {
   for (uint32_t i = 0; i < s->nin; i++) make_view(f, s->in[i], &in[i]);
   av_code c = AV_OK;
   for (uint32_t k = 0; k < s->nout && c == AV_OK; k++) {
-    c = av_step_alloc_out(s, f, k, d);
+    /* scatter's result k starts as operand k: it updates a dying operand in place (a donated
+     * buffer, a loop's carried array), as XLA does; the kernel skips the copy then. Not when
+     * the operand is also read as another input (the indices or the updates). */
+    bool in_place = p.kind == AV_K_SCATTER && k < (uint32_t)p.u.scatter.ninputs &&
+                    input_used_once(s, k);
+    c = in_place ? av_step_alloc_out_reuse(s, f, k, k, d) : av_step_alloc_out(s, f, k, d);
     if (c == AV_OK) make_view(f, s->out[k], &out[k]);
   }
   if (c == AV_OK) {

@@ -73,6 +73,27 @@ for name, run in cases.items():
         print(name, "raised again at the barrier")
 """
 
+LOGGED = r"""
+import logging, jax, jax.numpy as jnp
+from jax.experimental import io_callback
+records = []
+class Keep(logging.Handler):
+    def emit(self, record):
+        records.append((record.name, record.getMessage()))
+logging.getLogger().addHandler(Keep())
+def bad(*a):
+    raise ValueError("boom")
+for run in (lambda: jax.jit(lambda x: jax.pure_callback(bad, jax.ShapeDtypeStruct((), jnp.float32), x))(1.0),
+            lambda: jax.jit(lambda x: io_callback(bad, None, x))(1.0),
+            lambda: jax.jit(lambda x: jax.debug.callback(bad, x))(1.0)):
+    try:
+        run()
+        jax.effects_barrier()
+    except Exception:
+        pass
+print(sorted(set(r for r in records if r[1].endswith("failed"))))
+"""
+
 SHARDED = r"""
 import jax, jax.numpy as jnp, numpy as np
 from jax.experimental import io_callback
@@ -144,4 +165,13 @@ def test_callbacks_under_a_sharded_jit_run_once_with_a_maximal_sharding():
     assert "annotated True" in anvil
     assert "result [0.0, 2.0] calls [(2,)]" in anvil
     assert "ordered [1, 3, 5]" in anvil
+    assert anvil == cpu
+
+
+def test_a_failing_callback_is_logged_by_jax_own_logger_as_on_cpu():
+    # equinox's filter_jit filters the record jax._src.callback logs when a pure_callback
+    # raises (its error_if raises in one); anvil's host-device callbacks log the same record
+    anvil, _ = run(LOGGED, "anvil")
+    cpu, _ = run(LOGGED, "cpu")
+    assert "('jax._src.callback', 'jax.pure_callback failed')" in cpu
     assert anvil == cpu

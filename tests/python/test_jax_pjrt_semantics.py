@@ -48,6 +48,35 @@ def test_donating_the_same_buffer_twice_raises(device):
         add(x, x).block_until_ready()
 
 
+@pytest.mark.parametrize("shape", [(), (4,), (100000,)])
+def test_donated_buffer_is_reused_for_the_result(device, shape):
+    # XLA writes the result of an elementwise op into the donated argument's buffer; equinox's
+    # test_buffer_donation_* check it, and memory stays flat in training loops that donate
+    add_one = jax.jit(lambda x: x + 1.0, donate_argnums=0)
+    x = _on(device, lambda t: t * 0.0, np.ones(shape, np.float32))  # a buffer the device made
+    before = x.unsafe_buffer_pointer()
+    y = add_one(x)
+    assert x.is_deleted()
+    assert y.unsafe_buffer_pointer() == before
+    np.testing.assert_array_equal(np.asarray(y), np.ones(shape, np.float32))
+
+
+def test_donated_buffer_is_updated_in_place_by_a_scatter(device):
+    # x.at[i].add(v) on a donated array: XLA scatters into the donated buffer (equinox's
+    # test_buffer_donation_method); the operand read twice must still give the right values
+    add_at = jax.jit(lambda x: x.at[jnp.array([0, 2, 0])].add(x[:3]), donate_argnums=0)
+    x = _on(device, lambda t: t * 2.0, np.arange(1000, dtype=np.float32))
+    before = x.unsafe_buffer_pointer()
+    y = add_at(x)
+    expected = np.arange(1000, dtype=np.float32) * 2
+    np.add.at(expected, [0, 2, 0], expected[:3].copy())
+    np.testing.assert_array_equal(np.asarray(y), expected)
+    set_first = jax.jit(lambda x: x.at[0].add(1.0), donate_argnums=0)
+    z = set_first(y)
+    assert z.unsafe_buffer_pointer() == before
+    assert float(z[0]) == expected[0] + 1.0
+
+
 def test_jit_identity_returns_a_new_buffer(device):
     x = jax.device_put(np.arange(6.0, dtype=np.float32), device)
     y = jax.jit(lambda t: t)(x)

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "compiler/attrs.h"
+#include "compiler/custom_partitioner.h"
 #include "compiler/spmd_part_internal.h"
 
 void av_spmd_report_free(av_spmd_report *r) {
@@ -266,7 +267,7 @@ static void settle_results_after(av_part *P, av_op *op, av_op *after) {
   P->before = saved;
 }
 
-static void settle_results(av_part *P, av_op *op) { settle_results_after(P, op, op); }
+void av_part_settle_results(av_part *P, av_op *op) { settle_results_after(P, op, op); }
 
 static bool has_sharded_operand(av_part *P, const av_op *op) {
   for (uint32_t i = 0; i < op->noperands; i++) {
@@ -296,7 +297,7 @@ static void fallback(av_part *P, av_op *op, const char *why) {
     av_part_set(P, &op->results[i], &op->results[i], NULL);
   }
   if (costly) av_part_note_fallback(P, op, why);
-  settle_results(P, op);
+  av_part_settle_results(P, op);
 }
 
 /* The manual-axes part of a manual computation's in/out sharding (the view its body has). */
@@ -460,6 +461,11 @@ static void inline_manual(av_part *P, av_op *mc, int depth) {
 /* An op of a manual body (depth > 0): per-device code, kept as it is on its operands' local
  * values; nested manual computations are inlined, sharding constraints dropped. */
 static void process_body_op(av_part *P, av_op *op, int depth) {
+  if (av_custom_partitioner_of(op)) {
+    av_part_fail(P, AV_UNIMPLEMENTED, "%s inside a manual computation over part of the mesh's axes: a custom-partitioned call there is not supported",
+                 op->name);
+    return;
+  }
   if (op->code == AV_OP_SDY_MANUAL_COMPUTATION) {
     inline_manual(P, op, depth);
     return;
@@ -742,7 +748,7 @@ static bool partitioned_callback(av_part *P, av_op *op) {
     op->operands[i] = av_part_get(P, op->operands[i], &ignored);
   }
   for (uint32_t i = 0; i < op->nresults; i++) av_part_set(P, &op->results[i], &op->results[i], NULL);
-  settle_results(P, op);
+  av_part_settle_results(P, op);
   return true;
 }
 
@@ -753,7 +759,7 @@ static void process_op(av_part *P, av_op *op, int depth) {
     process_body_op(P, op, depth);
     return;
   }
-  if (partitioned_callback(P, op)) return;
+  if (partitioned_callback(P, op) || av_part_custom(P, op)) return;
   switch (op->code) {
     case AV_OP_SDY_MANUAL_COMPUTATION:
       inline_manual(P, op, 0);
@@ -789,7 +795,7 @@ static void process_op(av_part *P, av_op *op, int depth) {
         return;
       }
       if (av_part_local_op(P, op)) {
-        settle_results(P, op);
+        av_part_settle_results(P, op);
         return;
       }
       if (P->failed) return;

@@ -845,9 +845,14 @@ av_factor_rule *av_factor_rule_from_sdy(const av_op *op, const char *text, char 
       rt_expect(&t, ">");
     }
   }
+  uint64_t used = 0;
+  for (uint32_t i = 0; i < b.r->nops + b.r->nres; i++)
+    for (int k = 0; k < b.r->ops[i].rank; k++)
+      for (int q = 0; q < b.r->ops[i].dims[k].n; q++) used |= (uint64_t)1 << b.r->ops[i].dims[k].f[q];
   for (int f = 0; !t.failed && f < b.r->nfactors; f++) {
-    if (!sized[f]) rt_fail(&t, "a factor without a size");
-    else b.r->size[f] = sizes[f];
+    if (sized[f]) b.r->size[f] = sizes[f];
+    else if (used >> f & 1u) rt_fail(&t, "a factor without a size");
+    else b.r->size[f] = 1; /* named by no tensor */
   }
   /* every dimension is the product of its factors, and no tensor names a factor twice */
   for (uint32_t i = 0; !t.failed && i < b.r->nops + b.r->nres; i++) {

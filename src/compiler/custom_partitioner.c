@@ -190,10 +190,11 @@ static const char *target_of(const av_op *op) {
 static av_code callback_error(const av_cp_header *h, const char *what, const av_op *op, av_diag *d) {
   av_code code = h->code > AV_OK && h->code <= AV_UNAUTHENTICATED ? (av_code)h->code : AV_INTERNAL;
   bool has_msg = h->error_msg.size && h->error_msg.data && h->error_msg.size < CP_MAX_MODULE;
-  int len = has_msg ? (int)(h->error_msg.size < CP_MAX_MESSAGE ? h->error_msg.size : CP_MAX_MESSAGE) : 0;
-  return av_diag_set(d, code, "custom partitioner of @%s (%s) at %s: %.*s%s", target_of(op), what, op->loc, len,
-                     has_msg ? h->error_msg.data : "failed without a message",
-                     has_msg && h->error_msg.size > CP_MAX_MESSAGE ? "..." : "");
+  static const char none[] = "failed without a message";
+  int len = has_msg ? (int)(h->error_msg.size < CP_MAX_MESSAGE ? h->error_msg.size : CP_MAX_MESSAGE) : (int)sizeof none - 1;
+  return av_diag_set(d, code, "custom partitioner of @%s (%s): %.*s%s (at %s)", target_of(op), what, len,
+                     has_msg ? h->error_msg.data : none, has_msg && h->error_msg.size > CP_MAX_MESSAGE ? "..." : "",
+                     op->loc);
 }
 
 static void cleanup(av_cp_header *h) {
@@ -202,8 +203,8 @@ static void cleanup(av_cp_header *h) {
 }
 
 static av_code bad_result(const char *what, const av_op *op, const char *why, av_diag *d) {
-  return av_diag_set(d, AV_INVALID_ARGUMENT, "custom partitioner of @%s (%s) at %s: %s", target_of(op), what,
-                     op->loc, why);
+  return av_diag_set(d, AV_INVALID_ARGUMENT, "custom partitioner of @%s (%s): %s (at %s)", target_of(op), what, why,
+                     op->loc);
 }
 
 static av_cp_string backend_config(const av_op *op) {
@@ -307,7 +308,7 @@ av_code av_cp_call_partition(av_cp_callbacks *cb, const av_op *op, const av_type
 }
 
 av_code av_cp_call_infer(av_cp_callbacks *cb, const av_op *op, const av_sharding *const *operand_shardings,
-                         const av_mesh *mesh, bool *has, av_sharding *results, av_diag *d) {
+                         bool *has, av_sharding *results, av_diag *d) {
   *has = false;
   const char *what = "infer_sharding_from_operands";
   if (!cb->infer_sharding || !op->nresults) return AV_OK;
@@ -332,12 +333,18 @@ av_code av_cp_call_infer(av_cp_callbacks *cb, const av_op *op, const av_sharding
     if (a.header.has_error) rc = callback_error(&a.header, what, op, d);
     else if (a.has_result_sharding && !string_ok(a.result_sharding)) rc = bad_result(what, op, "a bad result sharding", d);
   }
-  if (rc == AV_OK && a.has_result_sharding) {
-    for (uint32_t i = 0; i < nres; i++) ranks[i] = rtypes[i]->rank;
-    rc = av_op_sharding_decode(a.result_sharding.data, a.result_sharding.size, mesh, (int)nres, ranks, results, d);
-    if (rc != AV_OK) decode_note(d, "result sharding", op);
-    *has = rc == AV_OK;
+  /* onto the first operand mesh that can hold it (those of a GSPMD-form program differ) */
+  for (uint32_t i = 0; i < nres && rc == AV_OK; i++) ranks[i] = rtypes[i]->rank;
+  for (uint32_t i = 0; rc == AV_OK && a.has_result_sharding && !*has && i < nin; i++) {
+    const av_mesh *mesh = operand_shardings[i] ? operand_shardings[i]->mesh : NULL;
+    if (!mesh || mesh->ndevices <= 1) continue;
+    av_diag tmp;
+    av_diag_init(&tmp);
+    av_code c = av_op_sharding_decode(a.result_sharding.data, a.result_sharding.size, mesh, (int)nres, ranks, results, &tmp);
+    if (c == AV_OK) *has = true;
+    else if (c != AV_UNIMPLEMENTED) rc = av_diag_set(d, c, "%s", tmp.msg);
   }
+  if (rc != AV_OK) decode_note(d, "result sharding", op);
   cleanup(&a.header);
   free(avals);
   free(otypes);

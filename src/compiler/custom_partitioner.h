@@ -114,9 +114,11 @@ av_code av_cp_call_partition(av_cp_callbacks *cb, const av_op *op, const av_type
                              const av_sharding *const *result_shardings, const av_mesh *mesh,
                              av_cp_partition_result *out, av_diag *d);
 
-/* infer_sharding_from_operands: *has is false when the callback gives no sharding; else
- * results[0..nresults) are set (on `mesh`). */
+/* infer_sharding_from_operands, told the operands' shardings (NULL: none). *has is false when
+ * the callback gives no sharding, or one that fits no operand's mesh (propagation then goes
+ * on without it); else results[0..nresults) are set on the first operand mesh that holds
+ * it. */
 av_code av_cp_call_infer(av_cp_callbacks *cb, const av_op *op, const av_sharding *const *operand_shardings,
-                         const av_mesh *mesh, bool *has, av_sharding *results, av_diag *d);
+                         bool *has, av_sharding *results, av_diag *d);
 
 #endif

@@ -845,8 +845,36 @@ static bool not_partitioned(av_spmd_report *rep, const char *why) {
   return false;
 }
 
+static const av_op *custom_partitioned_call(const av_region *r, int depth) {
+  for (uint32_t b = 0; b < r->nblocks && depth < 64; b++)
+    for (const av_op *op = r->blocks[b].first; op; op = op->next) {
+      if (av_custom_partitioner_of(op)) return op;
+      for (uint32_t q = 0; q < op->nregions; q++) {
+        const av_op *in = custom_partitioned_call(&op->regions[q], depth + 1);
+        if (in) return in;
+      }
+    }
+  return NULL;
+}
+
+static av_code partition_main(av_module *m, const av_spmd_shardings *s, int num_replicas,
+                              int num_partitions, av_spmd_report *rep, av_diag *d);
+
 av_code av_spmd_partition(av_module *m, const av_spmd_shardings *s, int num_replicas,
                           int num_partitions, av_spmd_report *rep, av_diag *d) {
+  av_code c = partition_main(m, s, num_replicas, num_partitions, rep, d);
+  const av_func *ef = av_module_entry(m);
+  const av_op *cp = c == AV_OK && rep->why_not && ef ? custom_partitioned_call(&ef->body, 0) : NULL;
+  if (cp) { /* its partitioner writes per-device code: there is no global program to run */
+    c = av_diag_set(d, AV_UNIMPLEMENTED, "%s @%s at %s: a custom-partitioned call needs the program partitioned, which anvil cannot do here: %s",
+                    cp->name, av_attr_get_str(cp, "call_target_name"), cp->loc, rep->why_not);
+    av_spmd_report_free(rep);
+  }
+  return c;
+}
+
+static av_code partition_main(av_module *m, const av_spmd_shardings *s, int num_replicas,
+                              int num_partitions, av_spmd_report *rep, av_diag *d) {
   memset(rep, 0, sizeof *rep);
   av_func *ef = av_module_entry(m);
   if (num_partitions <= 1 || !ef) return AV_OK;

@@ -981,9 +981,7 @@ static void run_infer(prop *p, uint32_t k) {
     const av_sharding *s = is_tensor(op->operands[i]) ? get_sh(p, op->operands[i]) : NULL;
     changed |= s != it->seen[i];
     it->seen[i] = s;
-    if (!s || !s->mesh || s->mesh->ndevices <= 1) continue;
-    if (mesh && !same_mesh(mesh, s->mesh)) return;
-    mesh = s->mesh;
+    if (!mesh && s && s->mesh && s->mesh->ndevices > 1) mesh = s->mesh;
   }
   if (!mesh || !changed) return;
   av_sharding *res = calloc((size_t)op->nresults + 1, sizeof *res);
@@ -992,12 +990,12 @@ static void run_infer(prop *p, uint32_t k) {
     return;
   }
   bool has = false;
-  if (av_cp_call_infer(av_custom_partitioner_of(op), op, it->seen, mesh, &has, res, p->d) != AV_OK) p->failed = true;
+  if (av_cp_call_infer(av_custom_partitioner_of(op), op, it->seen, &has, res, p->d) != AV_OK) p->failed = true;
   for (uint32_t i = 0; has && !p->failed && i < op->nresults; i++) {
     const av_value *r = &op->results[i];
     const av_sharding *cur = get_sh(p, r);
     if (!is_tensor(r) || (!cur && sharding_empty(&res[i])) || (cur && sharding_same(cur, &res[i]))) continue;
-    if (!res[i].mesh) res[i].mesh = mesh;
+    if (!res[i].mesh) res[i].mesh = mesh; /* replicated, and closed */
     set_sh(p, r, &res[i]);
     notify_value(p, r, k);
   }

@@ -658,6 +658,14 @@ static void test_hostile_partitioners(void **state) {
   assert_int_equal(d.code, AV_INVALID_ARGUMENT);
   assert_non_null(strstr(d.msg, "sdy.sharding_rule"));
   assert_int_equal(g->partitions, 0);
+  /* a program anvil runs as one global program (several replicas) cannot hold one */
+  av_compile_options o = {.num_replicas = 2, .num_partitions = NDEV, .use_shardy_partitioner = true};
+  text = program("cp_bad_rule", true, false);
+  av_diag_init(&d);
+  assert_null(av_program_compile("mlir", 4, text, strlen(text), &o, &d));
+  assert_int_equal(d.code, AV_UNIMPLEMENTED);
+  assert_non_null(strstr(d.msg, "needs the program partitioned"));
+  assert_non_null(strstr(d.msg, "several replicas"));
   /* registrations without callbacks or a name are refused */
   av_diag_init(&d);
   assert_int_equal(av_custom_partitioner_register("x", 1, NULL, &d), AV_INVALID_ARGUMENT);

@@ -382,6 +382,8 @@ void av_program_use_collective_timeout(av_program *p, int64_t ms) {
 
 bool av_program_calls_host(const av_program *p) { return p->plan->calls_host; }
 
+bool av_program_custom_partitioned(const av_program *p) { return p->partitioning.ncustom > 0; }
+
 void av_program_set_lapack(av_program *p, const av_lapack_fns *fns) {
   if (!fns || p->plan->lapack) return; /* the first table sticks (one per process in practice) */
   p->plan->lapack = av_arena_memdup(&p->plan->arena, fns, sizeof *fns);

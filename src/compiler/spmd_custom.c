@@ -121,6 +121,7 @@ bool av_part_custom(av_part *P, av_op *op) {
   if (!P->failed) {
     av_part_settle_results(P, op);
     av_block_remove(P->b, op);
+    if (P->rep) P->rep->ncustom++;
   }
 done:
   av_module_free(sub);

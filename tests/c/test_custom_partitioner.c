@@ -520,6 +520,7 @@ static void test_partition_with_rule_and_psum(void **state) {
   assert_int_equal(f->infers, 0);
   assert_int_equal(f->api_version_seen, 0);
   assert_string_equal(f->config_seen, "cfg");
+  assert_true(av_program_custom_partitioned(p)); /* not serializable as given */
   /* the result's propagated sharding (rows, through the rule) was what it was told */
   assert_int_equal(f->result_sharding_seen_size, f->rows_size);
   assert_memory_equal(f->result_sharding_seen, f->rows, f->rows_size);

@@ -86,6 +86,13 @@ def cases(platform):
         ys = jax.device_put(yv, NamedSharding(mesh, P('y')))
     rec("matmul_psum_tuple", lambda: jax.jit(mm)(xs, ys))
     rec("matmul_then_more", lambda: jax.jit(lambda a, b: jnp.tanh(mm(a, b)[1] / 1000) + 1)(xs, ys))
+    # anvil serializes programs as given, which name their partitioner by a key of this process
+    try:
+        from jax.experimental.serialize_executable import serialize
+        serialize(jax.jit(mm).lower(xs, ys).compile())
+        out["serialize"] = "ok"
+    except Exception as e:
+        out["serialize"] = "ERROR: " + type(e).__name__ + ": " + str(e)[:2000]
 
     # a partitioner that wants its operand whole and gives a whole result (resharding around it)
     def whole_partition(mesh, arg_shapes, result_shape):
@@ -195,6 +202,13 @@ def test_partition_is_told_what_xla_tells_it(results):
     assert any(s[0] == "matmul" for s in got)
     if mode == "gspmd":
         assert any(s[0] == "infer" for s in got)
+
+
+def test_serializing_is_refused_with_the_reason(results):
+    _, r = results
+    assert r["cpu"]["serialize"] == "ok", r["cpu"]["serialize"]
+    assert r["anvil"]["serialize"].startswith("ERROR"), r["anvil"]["serialize"]
+    assert "custom partitioner" in r["anvil"]["serialize"], r["anvil"]["serialize"]
 
 
 def test_invalid_sharding_message_reaches_the_user(results):

@@ -778,7 +778,11 @@ static void collect_op(prop *p, const av_op *op) {
     const av_attr *rule = av_op_attr(op, "sdy.sharding_rule");
     if (rule && (rule->kind == AV_ATTR_OPAQUE || rule->kind == AV_ATTR_STRING)) {
       char why[200];
-      if (!av_factor_rule_from_sdy(op, rule->u.str.s, why, sizeof why)) {
+      av_factor_rule *again = av_factor_rule_from_sdy(op, rule->u.str.s, why, sizeof why);
+      if (again) { /* it reads: the first attempt ran out of memory */
+        av_factor_rule_free(again);
+        p->oom = true;
+      } else {
         av_diag_set(p->d, AV_INVALID_ARGUMENT, "%s at %s: its sdy.sharding_rule: %s", op->name, op->loc, why);
         p->failed = true;
       }

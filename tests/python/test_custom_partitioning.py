@@ -86,10 +86,10 @@ def cases(platform):
         ys = jax.device_put(yv, NamedSharding(mesh, P('y')))
     rec("matmul_psum_tuple", lambda: jax.jit(mm)(xs, ys))
     rec("matmul_then_more", lambda: jax.jit(lambda a, b: jnp.tanh(mm(a, b)[1] / 1000) + 1)(xs, ys))
-    # anvil serializes programs as given, which name their partitioner by a key of this process
+    # anvil serializes programs as given, which name their partitioner by a key of this
+    # process (what JAX's persistent cache does with an executable)
     try:
-        from jax.experimental.serialize_executable import serialize
-        serialize(jax.jit(mm).lower(xs, ys).compile())
+        jax.jit(mm).lower(xs, ys).compile().runtime_executable().serialize()
         out["serialize"] = "ok"
     except Exception as e:
         out["serialize"] = "ERROR: " + type(e).__name__ + ": " + str(e)[:2000]

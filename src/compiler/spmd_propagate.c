@@ -718,6 +718,23 @@ static void collect_manual(prop *p, const av_op *op) {
   }
 }
 
+/* A custom-partitioned call whose sdy.sharding_rule gave no rule: the reason is the error
+ * (or memory ran out). False when the call has no rule. */
+static bool custom_rule_failed(prop *p, const av_op *op) {
+  const av_attr *rule = av_op_attr(op, "sdy.sharding_rule");
+  if (!rule || (rule->kind != AV_ATTR_OPAQUE && rule->kind != AV_ATTR_STRING)) return false;
+  char why[200];
+  av_factor_rule *again = av_factor_rule_from_sdy(op, rule->u.str.s, why, sizeof why);
+  if (again) { /* it reads: the first attempt ran out of memory */
+    av_factor_rule_free(again);
+    p->oom = true;
+  } else {
+    av_diag_set(p->d, AV_INVALID_ARGUMENT, "%s at %s: its sdy.sharding_rule: %s", op->name, op->loc, why);
+    p->failed = true;
+  }
+  return true;
+}
+
 static void collect_op(prop *p, const av_op *op) {
   switch (op->code) {
     case AV_OP_WHILE: {
@@ -774,24 +791,10 @@ static void collect_op(prop *p, const av_op *op) {
   }
   av_factor_rule *r = av_factor_rule_of(op);
   item_kind kind = ITEM_OP;
-  if (!r && av_custom_partitioner_of(op)) {
-    const av_attr *rule = av_op_attr(op, "sdy.sharding_rule");
-    if (rule && (rule->kind == AV_ATTR_OPAQUE || rule->kind == AV_ATTR_STRING)) {
-      char why[200];
-      av_factor_rule *again = av_factor_rule_from_sdy(op, rule->u.str.s, why, sizeof why);
-      if (again) { /* it reads: the first attempt ran out of memory */
-        av_factor_rule_free(again);
-        p->oom = true;
-      } else {
-        av_diag_set(p->d, AV_INVALID_ARGUMENT, "%s at %s: its sdy.sharding_rule: %s", op->name, op->loc, why);
-        p->failed = true;
-      }
-      return;
-    }
-    if (!p->infer_custom) return;
+  if (!r) { /* a custom-partitioned call: its rule did not read, or it has none */
+    if (!av_custom_partitioner_of(op) || custom_rule_failed(p, op) || !p->infer_custom) return;
     kind = ITEM_INFER;
   }
-  if (!r && kind != ITEM_INFER) return;
   item it = {kind, op, 0, r, NULL, 0, NULL, 0, NULL, NULL, 0, NULL, NULL};
   uint32_t k = add_item(p, it);
   if (k == UINT32_MAX) return;

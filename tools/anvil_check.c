@@ -40,7 +40,7 @@ static int check_file(const char *path, bool shardings, bool print) {
     status = 2;
   } else if (shardings) {
     av_spmd_shardings s;
-    if (av_spmd_propagate(m, &s, &d) != AV_OK) {
+    if (av_spmd_propagate(m, false, &s, &d) != AV_OK) {
       printf("%s: sharding propagation failed: %s: %s\n", path, av_code_name(d.code), d.msg);
       status = 1;
     } else {

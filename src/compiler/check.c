@@ -28,7 +28,7 @@ av_code av_check_module_notes(av_module *m, FILE *notes, av_diag *d) {
   if (np > 1) {
     av_spmd_shardings s;
     av_spmd_report rep;
-    av_code c = av_spmd_propagate(m, &s, d);
+    av_code c = av_spmd_propagate(m, false, &s, d);
     if (c == AV_OK) c = av_spmd_partition(m, &s, module_replicas(m), np, &rep, d);
     if (c == AV_OK && notes) {
       if (!rep.partitioned && rep.why_not)

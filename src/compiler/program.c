@@ -296,7 +296,9 @@ static av_program *finish(av_program *p, const av_compile_options *options, av_d
     if (options->num_partitions >= 1) p->num_partitions = options->num_partitions;
   }
   /* several partitions: every value's sharding, as XLA's Shardy pipeline would give it */
-  if (p->num_partitions > 1 && av_spmd_propagate(p->module, &p->shardings, d) != AV_OK) goto fail;
+  /* (JAX's custom partitioners infer shardings in programs compiled without Shardy) */
+  bool infer_custom = options && !options->use_shardy_partitioner;
+  if (p->num_partitions > 1 && av_spmd_propagate(p->module, infer_custom, &p->shardings, d) != AV_OK) goto fail;
   if (p->num_partitions > 1 && options && options->inspect_sharding) {
     const av_func *entry = av_module_entry(p->module);
     if (entry && inspect_region(p, &entry->body, false, options->inspect_sharding, 0, d) != AV_OK)
@@ -379,6 +381,8 @@ void av_program_use_collective_timeout(av_program *p, int64_t ms) {
 }
 
 bool av_program_calls_host(const av_program *p) { return p->plan->calls_host; }
+
+bool av_program_custom_partitioned(const av_program *p) { return p->partitioning.ncustom > 0; }
 
 void av_program_set_lapack(av_program *p, const av_lapack_fns *fns) {
   if (!fns || p->plan->lapack) return; /* the first table sticks (one per process in practice) */

@@ -104,6 +104,9 @@ void av_program_use_collective_timeout(av_program *p, int64_t ms);
 /* Whether running the program calls the host callback dispatcher or users' custom-call
  * handlers (code of the host process that reports errors at the call, as on XLA:CPU). */
 bool av_program_calls_host(const av_program *p);
+/* Whether a custom partitioner (compiler/custom_partitioner.h) wrote part of the program: its
+ * callbacks live in the compiling process, so the program as given compiles only there. */
+bool av_program_custom_partitioned(const av_program *p);
 
 /* Where each device of the assignment lives, for a program loaded onto a client of a
  * multi-process job: proc_of_position[i] is the process of assignment position i (n of them,

@@ -123,4 +123,12 @@ bool av_mesh_at_origin(const av_mesh *m, uint32_t axes, int64_t pos);
  * `cap` bytes; returns the size needed (0 for REPLICATED), or (size_t)-1 when out of memory. */
 size_t av_sharding_to_op_sharding(const av_sharding *s, uint8_t *buf, size_t cap);
 
+/* The inverse (compiler/op_sharding.c): a serialized xla.OpSharding, whose device ids are the
+ * logical ids of `mesh`'s devices, as shardings of `nvalues` values of the given ranks on
+ * `mesh`: a TUPLE sharding gives one per value, any other applies to every value. Tiled
+ * shardings must follow (sub-)axes of the mesh; what cannot be placed on it is
+ * UNIMPLEMENTED, malformed input INVALID_ARGUMENT. */
+av_code av_op_sharding_decode(const void *buf, size_t size, const av_mesh *mesh, int nvalues,
+                              const int *ranks, av_sharding *out, av_diag *d);
+
 #endif

@@ -38,6 +38,9 @@ const av_sharding *av_part_on_mesh(av_part *P, const av_sharding *s, av_sharding
 const av_sharding *av_part_keep(av_part *P, const av_sharding *s); /* an arena copy */
 bool av_part_fail(av_part *P, av_code code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void av_part_note_fallback(av_part *P, const av_op *op, const char *why);
+/* op's results, set to their local values and shardings, resharded after op to their
+ * propagated shardings. */
+void av_part_settle_results(av_part *P, av_op *op);
 
 /* ---- emission (spmd_emit.c): new ops before P->before */
 const av_type *av_part_local_type(av_part *P, const av_type *global, const av_sharding *s);
@@ -77,5 +80,7 @@ av_value *av_part_operand(av_part *P, const av_value *orig, const av_sharding *t
 bool av_part_local_op(av_part *P, av_op *op);
 bool av_part_iota(av_part *P, av_op *op);
 bool av_part_constant(av_part *P, av_op *op);
+/* A custom call with a registered custom partitioner (spmd_custom.c); false when op has none. */
+bool av_part_custom(av_part *P, av_op *op);
 
 #endif

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "compiler/attrs.h"
+#include "compiler/custom_partitioner.h"
 #include "compiler/spmd_part_internal.h"
 
 void av_spmd_report_free(av_spmd_report *r) {
@@ -266,7 +267,7 @@ static void settle_results_after(av_part *P, av_op *op, av_op *after) {
   P->before = saved;
 }
 
-static void settle_results(av_part *P, av_op *op) { settle_results_after(P, op, op); }
+void av_part_settle_results(av_part *P, av_op *op) { settle_results_after(P, op, op); }
 
 static bool has_sharded_operand(av_part *P, const av_op *op) {
   for (uint32_t i = 0; i < op->noperands; i++) {
@@ -296,7 +297,7 @@ static void fallback(av_part *P, av_op *op, const char *why) {
     av_part_set(P, &op->results[i], &op->results[i], NULL);
   }
   if (costly) av_part_note_fallback(P, op, why);
-  settle_results(P, op);
+  av_part_settle_results(P, op);
 }
 
 /* The manual-axes part of a manual computation's in/out sharding (the view its body has). */
@@ -460,6 +461,11 @@ static void inline_manual(av_part *P, av_op *mc, int depth) {
 /* An op of a manual body (depth > 0): per-device code, kept as it is on its operands' local
  * values; nested manual computations are inlined, sharding constraints dropped. */
 static void process_body_op(av_part *P, av_op *op, int depth) {
+  if (av_custom_partitioner_of(op)) {
+    av_part_fail(P, AV_UNIMPLEMENTED, "%s inside a manual computation over part of the mesh's axes: a custom-partitioned call there is not supported",
+                 op->name);
+    return;
+  }
   if (op->code == AV_OP_SDY_MANUAL_COMPUTATION) {
     inline_manual(P, op, depth);
     return;
@@ -742,7 +748,7 @@ static bool partitioned_callback(av_part *P, av_op *op) {
     op->operands[i] = av_part_get(P, op->operands[i], &ignored);
   }
   for (uint32_t i = 0; i < op->nresults; i++) av_part_set(P, &op->results[i], &op->results[i], NULL);
-  settle_results(P, op);
+  av_part_settle_results(P, op);
   return true;
 }
 
@@ -753,7 +759,7 @@ static void process_op(av_part *P, av_op *op, int depth) {
     process_body_op(P, op, depth);
     return;
   }
-  if (partitioned_callback(P, op)) return;
+  if (partitioned_callback(P, op) || av_part_custom(P, op)) return;
   switch (op->code) {
     case AV_OP_SDY_MANUAL_COMPUTATION:
       inline_manual(P, op, 0);
@@ -789,7 +795,7 @@ static void process_op(av_part *P, av_op *op, int depth) {
         return;
       }
       if (av_part_local_op(P, op)) {
-        settle_results(P, op);
+        av_part_settle_results(P, op);
         return;
       }
       if (P->failed) return;
@@ -839,8 +845,36 @@ static bool not_partitioned(av_spmd_report *rep, const char *why) {
   return false;
 }
 
+static const av_op *custom_partitioned_call(const av_region *r, int depth) {
+  for (uint32_t b = 0; b < r->nblocks && depth < 64; b++)
+    for (const av_op *op = r->blocks[b].first; op; op = op->next) {
+      if (av_custom_partitioner_of(op)) return op;
+      for (uint32_t q = 0; q < op->nregions; q++) {
+        const av_op *in = custom_partitioned_call(&op->regions[q], depth + 1);
+        if (in) return in;
+      }
+    }
+  return NULL;
+}
+
+static av_code partition_main(av_module *m, const av_spmd_shardings *s, int num_replicas,
+                              int num_partitions, av_spmd_report *rep, av_diag *d);
+
 av_code av_spmd_partition(av_module *m, const av_spmd_shardings *s, int num_replicas,
                           int num_partitions, av_spmd_report *rep, av_diag *d) {
+  av_code c = partition_main(m, s, num_replicas, num_partitions, rep, d);
+  const av_func *ef = av_module_entry(m);
+  const av_op *cp = c == AV_OK && rep->why_not && ef ? custom_partitioned_call(&ef->body, 0) : NULL;
+  if (cp) { /* its partitioner writes per-device code: there is no global program to run */
+    c = av_diag_set(d, AV_UNIMPLEMENTED, "%s @%s at %s: a custom-partitioned call needs the program partitioned, which anvil cannot do here: %s",
+                    cp->name, av_attr_get_str(cp, "call_target_name"), cp->loc, rep->why_not);
+    av_spmd_report_free(rep);
+  }
+  return c;
+}
+
+static av_code partition_main(av_module *m, const av_spmd_shardings *s, int num_replicas,
+                              int num_partitions, av_spmd_report *rep, av_diag *d) {
   memset(rep, 0, sizeof *rep);
   av_func *ef = av_module_entry(m);
   if (num_partitions <= 1 || !ef) return AV_OK;

@@ -28,6 +28,7 @@ typedef struct av_spmd_report {
   int nfallbacks;        /* ops run on whole (gathered) operands */
   char **fallbacks;      /* malloc'd "op at loc: reason" */
   int ncollectives;      /* collectives inserted */
+  int ncustom;           /* calls partitioned by their custom partitioner (spmd_custom.c) */
 } av_spmd_report;
 
 void av_spmd_report_free(av_spmd_report *r);

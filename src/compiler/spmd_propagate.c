@@ -2,13 +2,13 @@
  * find per factor the axes compatible across the op's tensors, resolve conflicts (aggressive
  * strategy), project back. Written from Shardy's documentation and source semantics. */
 #include "compiler/spmd_propagate.h"
-#include "compiler/spmd_rules.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "compiler/attrs.h"
+#include "compiler/custom_partitioner.h"
 #include "compiler/spmd_rules.h"
 
 static const char *attr_text(const av_attr *a) {
@@ -521,7 +521,9 @@ static void aggressive(proj *p, const dir *dirs, bool elementwise, bool *updated
 
 /* ------------------------------------------------------------ the worklist */
 
-typedef enum { ITEM_OP, ITEM_EDGE, ITEM_MANUAL_IN, ITEM_MANUAL_OUT } item_kind;
+/* ITEM_INFER: a custom-partitioned call without a sharding rule, whose partitioner infers its
+ * results' shardings from its operands' (run_infer); it has no factor rule. */
+typedef enum { ITEM_OP, ITEM_EDGE, ITEM_MANUAL_IN, ITEM_MANUAL_OUT, ITEM_INFER } item_kind;
 
 typedef struct item {
   item_kind kind;
@@ -539,6 +541,7 @@ typedef struct item {
   av_sharding *owner_sh;
   uint32_t manual;
   const av_value *inner;
+  const av_sharding **seen; /* ITEM_INFER: the operands' shardings its partitioner was last told */
 } item;
 
 typedef struct prop {
@@ -557,6 +560,8 @@ typedef struct prop {
   int stage;
   av_diag *d;
   bool oom;
+  bool infer_custom; /* see av_spmd_propagate */
+  bool failed;       /* an error is in d */
 } prop;
 
 static const av_sharding *get_sh(const prop *p, const av_value *v) {
@@ -628,7 +633,7 @@ static void add_edge(prop *p, const av_op *owner, uint32_t index, const av_value
     free(src);
     return;
   }
-  item it = {ITEM_EDGE, owner, index, av_factor_rule_identity(typed->type, nsrc, 1), src, nsrc, tgt, ntgt, fixed, NULL, 0, NULL};
+  item it = {ITEM_EDGE, owner, index, av_factor_rule_identity(typed->type, nsrc, 1), src, nsrc, tgt, ntgt, fixed, NULL, 0, NULL, NULL};
   if (!it.rule) {
     free(src);
     return;
@@ -685,7 +690,7 @@ static void collect_manual(prop *p, const av_op *op) {
     const av_value **l = vlist(p, 1);
     if (!l) return;
     l[0] = op->operands[i];
-    item it = {ITEM_MANUAL_IN, op, i, av_factor_rule_identity(op->operands[i]->type, 2, 1), l, 1, NULL, 0, NULL, &sh[i], mask, &body->args[i]};
+    item it = {ITEM_MANUAL_IN, op, i, av_factor_rule_identity(op->operands[i]->type, 2, 1), l, 1, NULL, 0, NULL, &sh[i], mask, &body->args[i], NULL};
     if (!it.rule) {
       free(l);
       continue;
@@ -701,7 +706,7 @@ static void collect_manual(prop *p, const av_op *op) {
     const av_value **l = vlist(p, 1);
     if (!l) return;
     l[0] = ret->operands[i];
-    item it = {ITEM_MANUAL_OUT, op, i, av_factor_rule_identity(op->results[i].type, 1, 1), l, 1, NULL, 0, NULL, NULL, mask, ret->operands[i]};
+    item it = {ITEM_MANUAL_OUT, op, i, av_factor_rule_identity(op->results[i].type, 1, 1), l, 1, NULL, 0, NULL, NULL, mask, ret->operands[i], NULL};
     if (!it.rule) {
       free(l);
       continue;
@@ -711,6 +716,23 @@ static void collect_manual(prop *p, const av_op *op) {
     add_user(p, ret->operands[i], k);
     set_definer(p, &op->results[i], k);
   }
+}
+
+/* A custom-partitioned call whose sdy.sharding_rule gave no rule: the reason is the error
+ * (or memory ran out). False when the call has no rule. */
+static bool custom_rule_failed(prop *p, const av_op *op) {
+  const av_attr *rule = av_op_attr(op, "sdy.sharding_rule");
+  if (!rule || (rule->kind != AV_ATTR_OPAQUE && rule->kind != AV_ATTR_STRING)) return false;
+  char why[200];
+  av_factor_rule *again = av_factor_rule_from_sdy(op, rule->u.str.s, why, sizeof why);
+  if (again) { /* it reads: the first attempt ran out of memory */
+    av_factor_rule_free(again);
+    p->oom = true;
+  } else {
+    av_diag_set(p->d, AV_INVALID_ARGUMENT, "%s at %s: its sdy.sharding_rule: %s", op->name, op->loc, why);
+    p->failed = true;
+  }
+  return true;
 }
 
 static void collect_op(prop *p, const av_op *op) {
@@ -768,8 +790,12 @@ static void collect_op(prop *p, const av_op *op) {
       break;
   }
   av_factor_rule *r = av_factor_rule_of(op);
-  if (!r) return;
-  item it = {ITEM_OP, op, 0, r, NULL, 0, NULL, 0, NULL, NULL, 0, NULL};
+  item_kind kind = ITEM_OP;
+  if (!r) { /* a custom-partitioned call: its rule did not read, or it has none */
+    if (!av_custom_partitioner_of(op) || custom_rule_failed(p, op) || !p->infer_custom) return;
+    kind = ITEM_INFER;
+  }
+  item it = {kind, op, 0, r, NULL, 0, NULL, 0, NULL, NULL, 0, NULL, NULL};
   uint32_t k = add_item(p, it);
   if (k == UINT32_MAX) return;
   for (uint32_t i = 0; i < op->noperands; i++) add_user(p, op->operands[i], k);
@@ -945,10 +971,52 @@ static void run_manual(prop *p, uint32_t k) {
   av_factor_rule_free(r);
 }
 
+/* A custom-partitioned call without a sharding rule (a GSPMD-form program): its partitioner's
+ * infer_sharding_from_operands is told the operands' shardings and gives the results', as
+ * XLA's GSPMD propagation asks it; asked again only when the operands' shardings change. */
+static void run_infer(prop *p, uint32_t k) {
+  item *it = &p->items[k];
+  const av_op *op = it->op;
+  uint32_t n = op->noperands;
+  if (!it->seen && !(it->seen = calloc((size_t)n + 1, sizeof *it->seen))) {
+    p->oom = true;
+    return;
+  }
+  const av_mesh *mesh = NULL;
+  bool changed = false;
+  for (uint32_t i = 0; i < n; i++) {
+    const av_sharding *s = is_tensor(op->operands[i]) ? get_sh(p, op->operands[i]) : NULL;
+    changed |= s != it->seen[i];
+    it->seen[i] = s;
+    if (!mesh && s && s->mesh && s->mesh->ndevices > 1) mesh = s->mesh;
+  }
+  if (!mesh || !changed) return;
+  av_sharding *res = calloc((size_t)op->nresults + 1, sizeof *res);
+  if (!res) {
+    p->oom = true;
+    return;
+  }
+  bool has = false;
+  if (av_cp_call_infer(av_custom_partitioner_of(op), op, it->seen, &has, res, p->d) != AV_OK) p->failed = true;
+  for (uint32_t i = 0; has && !p->failed && i < op->nresults; i++) {
+    const av_value *r = &op->results[i];
+    const av_sharding *cur = get_sh(p, r);
+    if (!is_tensor(r) || (!cur && sharding_empty(&res[i])) || (cur && sharding_same(cur, &res[i]))) continue;
+    if (!res[i].mesh) res[i].mesh = mesh; /* replicated, and closed */
+    set_sh(p, r, &res[i]);
+    notify_value(p, r, k);
+  }
+  free(res);
+}
+
 /* Propagates through one item; pushes the items its changes affect. */
 static void run_item(prop *p, uint32_t k) {
   if (p->items[k].kind == ITEM_MANUAL_IN || p->items[k].kind == ITEM_MANUAL_OUT) {
     run_manual(p, k);
+    return;
+  }
+  if (p->items[k].kind == ITEM_INFER) {
+    run_infer(p, k);
     return;
   }
   item *it = &p->items[k];
@@ -1197,6 +1265,7 @@ static void prop_free(prop *p) {
   for (uint32_t i = 0; i < p->nitems; i++) {
     av_factor_rule_free(p->items[i].rule);
     free(p->items[i].src);
+    free(p->items[i].seen);
   }
   free(p->items);
   for (uint32_t i = 0; p->users && i < p->s->nvalues; i++) free(p->users[i]);
@@ -1209,7 +1278,7 @@ static void prop_free(prop *p) {
   free(p->queued);
 }
 
-av_code av_spmd_propagate(av_module *m, av_spmd_shardings *out, av_diag *d) {
+av_code av_spmd_propagate(av_module *m, bool infer_custom, av_spmd_shardings *out, av_diag *d) {
   memset(out, 0, sizeof *out);
   av_arena_init(&out->arena);
   av_mesh_table_init(&out->meshes);
@@ -1232,6 +1301,7 @@ av_code av_spmd_propagate(av_module *m, av_spmd_shardings *out, av_diag *d) {
   p.s = out;
   p.main = ef;
   p.d = d;
+  p.infer_custom = infer_custom;
   p.uses = calloc((size_t)nv + 1, sizeof *p.uses);
   p.users = calloc((size_t)nv + 1, sizeof *p.users);
   p.nusers = calloc((size_t)nv + 1, sizeof *p.nusers);
@@ -1269,11 +1339,12 @@ av_code av_spmd_propagate(av_module *m, av_spmd_shardings *out, av_diag *d) {
     collect_region(&p, &ef->body);
     p.stack = calloc((size_t)p.nitems + 1, sizeof *p.stack);
     p.queued = calloc((size_t)p.nitems + 1, sizeof *p.queued);
-    if (p.oom || !p.stack || !p.queued) c = av_diag_set(d, AV_RESOURCE_EXHAUSTED, "out of memory");
+    if (p.failed) c = d->code ? d->code : AV_INTERNAL;
+    else if (p.oom || !p.stack || !p.queued) c = av_diag_set(d, AV_RESOURCE_EXHAUSTED, "out of memory");
   }
   if (c == AV_OK && out->mesh) {
     apply_constraints(&p, &ef->body);
-    for (p.stage = 0; p.stage < 5 && !p.oom; p.stage++) {
+    for (p.stage = 0; p.stage < 5 && !p.oom && !p.failed; p.stage++) {
       func_results(&p);
       p.nstack = 0;
       for (uint32_t i = p.nitems; i-- > 0;) { /* the first item on top */
@@ -1281,14 +1352,15 @@ av_code av_spmd_propagate(av_module *m, av_spmd_shardings *out, av_diag *d) {
         p.stack[p.nstack++] = i;
       }
       uint64_t guard = 0;
-      while (p.nstack && !p.oom && guard++ < 64ull * (p.nitems + 16)) {
+      while (p.nstack && !p.oom && !p.failed && guard++ < 64ull * (p.nitems + 16)) {
         uint32_t k = p.stack[--p.nstack];
         p.queued[k] = false;
         run_item(&p, k);
       }
       func_results(&p);
     }
-    if (p.oom) c = av_diag_set(d, AV_RESOURCE_EXHAUSTED, "out of memory (sharding propagation)");
+    if (p.failed) c = d->code ? d->code : AV_INTERNAL;
+    else if (p.oom) c = av_diag_set(d, AV_RESOURCE_EXHAUSTED, "out of memory (sharding propagation)");
   }
   if (c == AV_OK) {
     for (uint32_t k = 0; k < out->nargs; k++) {

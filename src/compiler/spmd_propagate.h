@@ -12,6 +12,7 @@
 #ifndef ANVIL_COMPILER_SPMD_PROPAGATE_H
 #define ANVIL_COMPILER_SPMD_PROPAGATE_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
 #include "compiler/sharding.h"
@@ -30,8 +31,11 @@ typedef struct av_spmd_shardings {
 } av_spmd_shardings;
 
 /* Prepares `m` (in place) and propagates. `out` is initialised here; free it with
- * av_spmd_shardings_free (also after a failure). */
-av_code av_spmd_propagate(av_module *m, av_spmd_shardings *out, av_diag *d);
+ * av_spmd_shardings_free (also after a failure). Custom-partitioned calls
+ * (compiler/custom_partitioner.h) propagate through their sdy.sharding_rule; without one,
+ * when `infer_custom`, their partitioner's infer_sharding_from_operands gives their results'
+ * shardings (JAX gives that callback instead of a rule when Shardy is off). */
+av_code av_spmd_propagate(av_module *m, bool infer_custom, av_spmd_shardings *out, av_diag *d);
 void av_spmd_shardings_free(av_spmd_shardings *s);
 
 /* The mesh axes one factor of an op is sharded along, major to minor. */

@@ -2,10 +2,12 @@
  * documented semantics). */
 #include "compiler/spmd_rules.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "compiler/attrs.h"
+#include "compiler/custom_partitioner.h"
 #include "runtime/ffi/ffi.h"
 #include "runtime/kernels/elementwise.h"
 
@@ -693,6 +695,188 @@ static bool rule_batch_partitionable(builder *b, const av_op *op) {
   return !b->failed;
 }
 
+/* ---- sdy.sharding_rule: #sdy.op_sharding_rule<([i, j], [j, k])->([i, k]) {i=8, j=4, k=2}
+ * reduction={j} need_replication={...} permutation={...} blocked_propagation={...}, custom>.
+ * A dimension lists its factors major to minor without separators ([ij] is i then j);
+ * factors are named i..z, then z_1, z_2, ... */
+
+typedef struct rule_text {
+  const char *s;
+  char *why;
+  size_t cap;
+  bool failed;
+} rule_text;
+
+static bool rt_fail(rule_text *t, const char *what) {
+  if (!t->failed) snprintf(t->why, t->cap, "%s near \"%.24s\"", what, t->s);
+  t->failed = true;
+  return false;
+}
+
+static void rt_ws(rule_text *t) {
+  while (*t->s == ' ' || *t->s == '\n' || *t->s == '\t') t->s++;
+}
+
+static bool rt_accept(rule_text *t, const char *tok) {
+  rt_ws(t);
+  size_t n = strlen(tok);
+  if (strncmp(t->s, tok, n) != 0) return false;
+  t->s += n;
+  return true;
+}
+
+static bool rt_expect(rule_text *t, const char *tok) {
+  if (rt_accept(t, tok)) return true;
+  char what[32];
+  snprintf(what, sizeof what, "expected '%s'", tok);
+  return rt_fail(t, what);
+}
+
+/* One factor name at t->s (no whitespace skipped): its index, or -1 when none is there. */
+static int rt_factor(rule_text *t) {
+  char c = *t->s;
+  if (c < 'i' || c > 'z') return -1;
+  t->s++;
+  if (c != 'z' || t->s[0] != '_' || t->s[1] < '0' || t->s[1] > '9') return c - 'i';
+  t->s++;
+  int64_t n = 0;
+  while (*t->s >= '0' && *t->s <= '9' && n < AV_RULE_MAX_FACTORS) n = n * 10 + (*t->s++ - '0');
+  return n >= 1 && n < AV_RULE_MAX_FACTORS ? (int)(17 + n) : (rt_fail(t, "factor index out of range"), -1);
+}
+
+/* `[dims, ...]` for tensor `tf`. */
+static bool rt_mapping(rule_text *t, av_tensor_factors *tf, int *max_factor) {
+  if (!rt_expect(t, "[")) return false;
+  int dim = 0;
+  if (!rt_accept(t, "]")) {
+    do {
+      rt_ws(t);
+      if (dim >= tf->rank) return rt_fail(t, "more dimensions than the tensor has");
+      av_dim_factors *df = &tf->dims[dim++];
+      int f;
+      while ((f = rt_factor(t)) >= 0) {
+        if (f >= AV_RULE_MAX_FACTORS) return rt_fail(t, "too many factors");
+        if (df->n >= AV_RULE_MAX_DIM_FACTORS) return rt_fail(t, "too many factors in one dimension");
+        df->f[df->n++] = (uint8_t)f;
+        if (f > *max_factor) *max_factor = f;
+      }
+      if (t->failed) return false;
+      if (!df->n) return rt_fail(t, "a dimension without factors");
+    } while (rt_accept(t, ","));
+    if (!rt_expect(t, "]")) return false;
+  }
+  return dim == tf->rank || rt_fail(t, "fewer dimensions than the tensor has");
+}
+
+static bool rt_mappings(rule_text *t, av_tensor_factors *tfs, uint32_t n, int *max_factor) {
+  if (!rt_expect(t, "(")) return false;
+  uint32_t i = 0;
+  if (!rt_accept(t, ")")) {
+    do {
+      if (i >= n) return rt_fail(t, "more tensors than the op has");
+      if (!rt_mapping(t, &tfs[i++], max_factor)) return false;
+    } while (rt_accept(t, ","));
+    if (!rt_expect(t, ")")) return false;
+  }
+  return i == n || rt_fail(t, "fewer tensors than the op has");
+}
+
+/* `{f, g}` after a keyword: marks each factor. */
+static bool rt_factor_set(rule_text *t, av_factor_rule *r, int kind, bool blocked) {
+  if (!rt_expect(t, "{")) return false;
+  if (rt_accept(t, "}")) return true;
+  do {
+    rt_ws(t);
+    int f = rt_factor(t);
+    if (f < 0 || f >= r->nfactors) return rt_fail(t, "an unknown factor");
+    if (blocked) r->blocked[f] = true;
+    else r->kind[f] = (uint8_t)kind;
+  } while (rt_accept(t, ","));
+  return rt_expect(t, "}");
+}
+
+av_factor_rule *av_factor_rule_from_sdy(const av_op *op, const char *text, char *why, size_t cap) {
+  builder b;
+  rule_text t = {text ? text : "", why, cap, false};
+  if (cap) why[0] = '\0';
+  if (!init_op(&b, op)) return (void)snprintf(why, cap, "out of memory"), NULL;
+  if (b.failed) rt_fail(&t, "tensors of dynamic shape");
+  int max_factor = -1;
+  int64_t sizes[AV_RULE_MAX_FACTORS];
+  bool sized[AV_RULE_MAX_FACTORS] = {false};
+  rt_accept(&t, "#sdy.");
+  if (!t.failed && rt_expect(&t, "op_sharding_rule<") && rt_mappings(&t, b.r->ops, b.r->nops, &max_factor) &&
+      rt_expect(&t, "->") && rt_mappings(&t, b.r->res, b.r->nres, &max_factor)) {
+    b.r->nfactors = max_factor + 1;
+    if (rt_accept(&t, "{") && !rt_accept(&t, "}")) {
+      do {
+        rt_ws(&t);
+        int f = rt_factor(&t);
+        if (f < 0 || f > max_factor) {
+          rt_fail(&t, "a size for an unknown factor");
+          break;
+        }
+        int64_t v = 0;
+        if (!rt_expect(&t, "=")) break;
+        rt_ws(&t);
+        if (*t.s < '0' || *t.s > '9') {
+          rt_fail(&t, "expected a factor size");
+          break;
+        }
+        while (*t.s >= '0' && *t.s <= '9' && v < ((int64_t)1 << 48)) v = v * 10 + (*t.s++ - '0');
+        sizes[f] = v;
+        sized[f] = v >= 1;
+      } while (rt_accept(&t, ","));
+      if (!t.failed) rt_expect(&t, "}");
+    }
+    static const char *const kinds[] = {"reduction=", "need_replication=", "permutation=", "blocked_propagation="};
+    static const int kind_of[] = {AV_FACTOR_REDUCTION, AV_FACTOR_NEED_REPLICATION, AV_FACTOR_PERMUTATION, 0};
+    for (bool more = !t.failed; more && !t.failed;) {
+      more = false;
+      rt_accept(&t, ",");
+      for (int k = 0; k < 4 && !more; k++)
+        if (rt_accept(&t, kinds[k])) {
+          rt_factor_set(&t, b.r, kind_of[k], k == 3);
+          more = true;
+        }
+    }
+    if (!t.failed) {
+      rt_accept(&t, "custom");
+      rt_expect(&t, ">");
+    }
+  }
+  uint64_t used = 0;
+  for (uint32_t i = 0; i < b.r->nops + b.r->nres; i++)
+    for (int k = 0; k < b.r->ops[i].rank; k++)
+      for (int q = 0; q < b.r->ops[i].dims[k].n; q++) used |= (uint64_t)1 << b.r->ops[i].dims[k].f[q];
+  for (int f = 0; !t.failed && f < b.r->nfactors; f++) {
+    if (sized[f]) b.r->size[f] = sizes[f];
+    else if (used >> f & 1u) rt_fail(&t, "a factor without a size");
+    else b.r->size[f] = 1; /* named by no tensor */
+  }
+  /* every dimension is the product of its factors, and no tensor names a factor twice */
+  for (uint32_t i = 0; !t.failed && i < b.r->nops + b.r->nres; i++) {
+    const av_tensor_factors *tf = &b.r->ops[i];
+    const av_type *ty = i < b.r->nops ? op->operands[i]->type : op->results[i - b.r->nops].type;
+    uint64_t seen = 0;
+    for (int k = 0; k < tf->rank && !t.failed; k++) {
+      int64_t prod = 1;
+      for (int q = 0; q < tf->dims[k].n; q++) {
+        int f = tf->dims[k].f[q];
+        if (seen >> f & 1u) rt_fail(&t, "a factor used twice by one tensor");
+        seen |= (uint64_t)1 << f;
+        prod = prod > INT64_MAX / b.r->size[f] ? -1 : prod * b.r->size[f];
+      }
+      if (!t.failed && prod != type_dims(ty)[k]) rt_fail(&t, "a dimension whose size is not the product of its factors");
+    }
+  }
+  if (t.failed) {
+    av_factor_rule_free(b.r);
+    return NULL;
+  }
+  return b.r;
+}
+
 static void rule_custom_call(builder *b, const av_op *op, bool *none) {
   const char *t = av_attr_get_str(op, "call_target_name");
   if (!t || !op->nresults) {
@@ -723,6 +907,11 @@ av_factor_rule *av_factor_rule_of(const av_op *op) {
       return NULL;
     default:
       break;
+  }
+  const av_attr *sdy_rule = op->code == AV_OP_CUSTOM_CALL ? av_op_attr(op, "sdy.sharding_rule") : NULL;
+  if (sdy_rule && (sdy_rule->kind == AV_ATTR_OPAQUE || sdy_rule->kind == AV_ATTR_STRING) && av_custom_partitioner_of(op)) {
+    char why[160];
+    return av_factor_rule_from_sdy(op, sdy_rule->u.str.s, why, sizeof why);
   }
   if (!init_op(&b, op)) return NULL;
   const av_type *rt = op->results[0].type;

@@ -55,6 +55,11 @@ av_factor_rule *av_factor_rule_of(const av_op *op);
  * rule of data-flow edges and of func results). */
 av_factor_rule *av_factor_rule_identity(const av_type *t, uint32_t nops, uint32_t nres);
 void av_factor_rule_free(av_factor_rule *r);
+/* The rule an op states in its sdy.sharding_rule attribute (text of #sdy.op_sharding_rule<...>,
+ * checked against the op's operands and results); NULL with the reason in why[cap] when it
+ * cannot be read. av_factor_rule_of uses it for custom calls with a custom partitioner
+ * (compiler/custom_partitioner.h). */
+av_factor_rule *av_factor_rule_from_sdy(const av_op *op, const char *text, char *why, size_t cap);
 /* Whether Shardy counts `op` as elementwise (its propagation schedule and conflict order). */
 bool av_spmd_is_elementwise(const av_op *op);
 

@@ -59,14 +59,15 @@ static bool put_factor_sizes(bc_reader *r, bc_cursor *c, bc_text *t) {
   return true;
 }
 
-static bool put_ints(bc_reader *r, bc_cursor *c, bc_text *t, bool as_factors) {
+/* Integers, or factor names when `as_factors`, separated by `sep`. */
+static bool put_ints(bc_reader *r, bc_cursor *c, bc_text *t, bool as_factors, const char *sep) {
   uint64_t n;
   if (!bc_read_varint(c, &n) || n > bc_remaining(c)) return bc_fail(r, c, "bad sdy integer list");
   for (uint64_t i = 0; i < n; i++) {
     int64_t v;
     if (!bc_read_svarint(c, &v)) return bc_fail(r, c, "truncated sdy integer list");
     if (as_factors) {
-      if (i) bc_text_put(t, ", ", 2);
+      if (i) bc_text_put(t, sep, strlen(sep));
       put_factor(t, v);
     } else {
       bc_text_printf(t, "%s%lld", i ? ", " : "", (long long)v);
@@ -128,7 +129,7 @@ static bool sdy_text(bc_reader *r, bc_cursor *c, uint64_t code, bc_text *t) {
       char ids[SDY_TEXT_MAX];
       bc_text it = {ids, 0, sizeof ids};
       ids[0] = '\0';
-      ok = ok && put_ints(r, c, &it, false);
+      ok = ok && put_ints(r, c, &it, false, ", ");
       if (ok && it.len) bc_text_printf(t, ", device_ids=[%s]", ids);
       bc_text_put(t, ">", 1);
       break;
@@ -170,8 +171,8 @@ static bool sdy_text(bc_reader *r, bc_cursor *c, uint64_t code, bc_text *t) {
     case 17: ok = tensor_sharding(r, c, t, 3); break;
     case 7:
     case 16: ok = put_list(r, c, t, "#sdy.sharding_per_value<[", "]>", "#sdy.sharding"); break;
-    case 8: /* DimMapping: factor indices */
-      ok = put_ints(r, c, t, true);
+    case 8: /* DimMapping: factor indices, major to minor, written together ([ij, k]) */
+      ok = put_ints(r, c, t, true, "");
       break;
     case 9: ok = put_list(r, c, t, "[", "]", ""); break; /* TensorMapping */
     case 10: { /* OpShardingRule */
@@ -188,7 +189,7 @@ static bool sdy_text(bc_reader *r, bc_cursor *c, uint64_t code, bc_text *t) {
         char fs[SDY_TEXT_MAX];
         bc_text ft = {fs, 0, sizeof fs};
         fs[0] = '\0';
-        ok = put_ints(r, c, &ft, true);
+        ok = put_ints(r, c, &ft, true, ", ");
         if (ok && ft.len) {
           bc_text_put(t, kNames[k], strlen(kNames[k]));
           bc_text_printf(t, "%s}", fs);

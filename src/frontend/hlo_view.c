@@ -58,7 +58,7 @@ static void write_packed(av_pbw *w, uint32_t num, const int64_t *v, size_t n) {
   free(buf);
 }
 
-static av_code shape(av_pbw *w, const av_hlo_view_value *v, av_diag *d) {
+av_code av_hlo_view_shape(av_pbw *w, const av_hlo_view_value *v, av_diag *d) {
   if (v->token) {
     av_pbw_varint(w, SHAPE_ELEMENT_TYPE, PT_TOKEN);
     return AV_OK;
@@ -85,7 +85,7 @@ static av_code shape_field(av_pbw *w, uint32_t num, const av_hlo_view_value *v,
                            av_diag *d) {
   av_pbw s;
   av_pbw_init(&s);
-  av_code rc = shape(&s, v, d);
+  av_code rc = av_hlo_view_shape(&s, v, d);
   if (rc == AV_OK) write_message(w, num, &s);
   av_pbw_free(&s);
   return rc;

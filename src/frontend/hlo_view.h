@@ -25,6 +25,7 @@
 
 #include "ir/dtype.h"
 #include "util/diag.h"
+#include "util/proto_writer.h"
 
 typedef struct av_hlo_view_value {
   bool token;    /* a token (dtype and dims unused) */
@@ -46,6 +47,10 @@ typedef struct av_hlo_view {
   bool has_shardings; /* write the values' shardings (a partitioned multi-device program) */
   const char *program_text; /* backend_config of the anvil_program call; may be NULL */
 } av_hlo_view;
+
+/* The fields of an xla.ShapeProto for one value (dtype, dims, row-major layout; or a token),
+ * written into `w` (also used for the shapes custom partitioners are told). */
+av_code av_hlo_view_shape(av_pbw *w, const av_hlo_view_value *v, av_diag *d);
 
 /* Serialized xla.HloModuleProtoWithConfig of the view: *out malloc'd (caller frees). */
 av_code av_hlo_view_build(const av_hlo_view *v, uint8_t **out, size_t *out_size, av_diag *d);

@@ -47,6 +47,12 @@ PJRT_Error *av_PJRT_Executable_Serialize(PJRT_Executable_Serialize_Args *args) {
   AV_REQUIRE(args->executable && args->executable->core, AV_INVALID_ARGUMENT,
              "%s: executable is NULL", fn);
   const av_exec_core *c = args->executable->core;
+  /* the program as given names its partitioner by a key of the compiling process (JAX: the
+   * id of a Python object), which another process could resolve to another partitioner */
+  AV_REQUIRE(!av_program_custom_partitioned(c->program), AV_UNIMPLEMENTED,
+             "%s: a custom partitioner (jax.experimental.custom_partitioning) wrote part of this "
+             "executable; anvil serializes programs as given, which only this process can partition",
+             fn);
   size_t vlen = sizeof writer_version - 1, flen = strlen(c->source_format);
   size_t total = sizeof magic + 5 * 8 + vlen + flen + c->source_code_size + c->source_options_size;
   unsigned char *buf = malloc(total);

@@ -97,13 +97,15 @@ for f in $FILES; do
     [ -n "${TEST_DUT:-}" ] && label=${p}_as_${TEST_DUT}
     if [ -n "${ASAN_PLUGIN:-}" ] && [[ "$p" == anvil* ]]; then
       label=${label}_asan
-      extra_env+=(ASAN_OPTIONS=detect_leaks=0:halt_on_error=1:abort_on_error=1:log_path="$OUT/$label.$f.sanitizer"
-                  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:abort_on_error=1:log_path="$OUT/$label.$f.sanitizer")
+      # the sanitizers split their options at commas too: anvil,cpu's comma becomes a '+'
+      log="$OUT/${label//,/+}.$f.sanitizer"
+      extra_env+=(ASAN_OPTIONS=detect_leaks=0:halt_on_error=1:abort_on_error=1:log_path="$log"
+                  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:abort_on_error=1:log_path="$log")
     fi
     progress=$OUT/$label.$f.progress
     if [ "${RESUME:-0}" != 1 ]; then
       rm -f "$OUT/$label.$f".*xml "$OUT/$label.$f".*log "$OUT/$label.$f.died" "$progress" \
-            "$OUT/$label.$f.sanitizer".*
+            "$OUT/${label//,/+}.$f.sanitizer".*
     fi
     restarts=0
     while :; do

@@ -194,6 +194,8 @@ static bool lower_iota(av_lower *c, const av_op *op) {
     for (int64_t e = 0; e < m; e++) buf[e] = ((i + e) / inner) % rt->dims[dim];
     av_convert_run(&cv, buf, (char *)p->st->data + (size_t)i * es, m);
   }
+  p->iota_inner = inner;
+  p->iota_size = rt->dims[dim];
   /* the const step takes no inputs */
   av_step *s = av_emit(c, av_step_const, p, 0, 1);
   if (!s) return false;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/codegen_abi.h"
 #include "runtime/kernels/simd_clones.h"
 #include "runtime/steps.h"
 #include "runtime/thread_pool.h"
@@ -169,8 +170,91 @@ static char *tile_at(const av_fused_params *p, char *const *base, uint32_t r, in
   return base[r] + (whole ? (size_t)t * g->esize : 0);
 }
 
+bool av_fused_gen_run(const av_fused_params *p, void *const *at, int64_t m, int64_t index0) {
+  const av_cg_kernel *g = p->gen;
+  int64_t body = m - m % g->lanes, rem = m - body;
+  if (body > 0) {
+    av_cg_args a = {at, body, index0};
+    g->entry(&a);
+  }
+  if (rem == 0) return true;
+  /* the tail: every array register gets a zero-padded vector of its own */
+  size_t vec = (size_t)g->lanes * 8; /* bytes of the widest element */
+  _Alignas(64) char local[8192];
+  void *local_ptr[FUSED_LOCAL_REGS];
+  size_t need = (size_t)p->nregs * vec;
+  char *buf = need <= sizeof local ? local : malloc(need);
+  void **ptr = p->nregs <= FUSED_LOCAL_REGS ? local_ptr : malloc(sizeof *ptr * p->nregs);
+  bool ok = buf && ptr;
+  if (ok) {
+    memset(buf, 0, need);
+    for (uint32_t r = 0; r < p->nregs; r++) {
+      const av_fused_reg *q = &p->regs[r];
+      bool array = q->kind == AV_FUSED_IN || q->kind == AV_FUSED_BOX || q->kind == AV_FUSED_OUT;
+      ptr[r] = array ? buf + (size_t)r * vec : at[r];
+      if (q->kind != AV_FUSED_OUT && array)
+        memcpy(ptr[r], (const char *)at[r] + (size_t)body * q->esize, (size_t)rem * q->esize);
+    }
+    av_cg_args a = {(void *const *)ptr, g->lanes, index0 + body};
+    g->entry(&a);
+    for (uint32_t r = 0; r < p->nregs; r++)
+      if (p->regs[r].kind == AV_FUSED_OUT)
+        memcpy((char *)at[r] + (size_t)body * p->regs[r].esize, ptr[r], (size_t)rem * p->regs[r].esize);
+  }
+  if (buf != local) free(buf);
+  if (ptr != local_ptr) free(ptr);
+  return ok;
+}
+
+/* A worker's share of a generated region: one call over [begin, end), or (regions reading
+ * broadcasts of arrays) one per tile, with the boxes gathered as the interpreter does. */
+static void gen_range(fused_run *fr, int64_t begin, int64_t end) {
+  const av_step *s = fr->s;
+  const av_frame *f = fr->f;
+  const av_fused_params *p = fr->p;
+  void *local_at[FUSED_LOCAL_REGS];
+  void **at = p->nregs <= FUSED_LOCAL_REGS ? local_at : malloc(sizeof *at * p->nregs);
+  uint32_t nbox = 0;
+  size_t box_bytes = 0;
+  for (uint32_t r = 0; r < p->nregs && at; r++)
+    if (p->regs[r].kind == AV_FUSED_BOX) {
+      nbox++;
+      box_bytes += ((size_t)fr->tile * p->regs[r].esize + 63) & ~(size_t)63;
+    }
+  _Alignas(64) char local_buf[FUSED_TILE_BYTES];
+  char *boxes = box_bytes <= sizeof local_buf ? local_buf : malloc(box_bytes);
+  bool ok = at && boxes;
+  int64_t step = nbox ? fr->tile : end - begin;
+  for (int64_t t = begin; ok && t < end; t += step) {
+    int64_t m = end - t < step ? end - t : step;
+    size_t off = 0;
+    for (uint32_t r = 0; r < p->nregs; r++) {
+      const av_fused_reg *g = &p->regs[r];
+      switch (g->kind) {
+        case AV_FUSED_IN: at[r] = (char *)av_in(s, f, g->index) + (size_t)t * g->esize; break;
+        case AV_FUSED_OUT: at[r] = (char *)av_out(s, f, g->index) + (size_t)t * g->esize; break;
+        case AV_FUSED_SCALAR: at[r] = av_in(s, f, g->index); break;
+        case AV_FUSED_BOX:
+          at[r] = boxes + off;
+          off += ((size_t)fr->tile * g->esize + 63) & ~(size_t)63;
+          gather_box(g->box, av_in(s, f, g->index), at[r], t, m);
+          break;
+        default: at[r] = NULL; break;
+      }
+    }
+    ok = av_fused_gen_run(p, at, m, t);
+  }
+  if (!ok) atomic_store(&fr->failed, true);
+  if (boxes != local_buf) free(boxes);
+  if (at != local_at) free(at);
+}
+
 static void fused_range(void *ctx, int64_t begin, int64_t end) {
   fused_run *fr = ctx;
+  if (fr->p->gen) {
+    gen_range(fr, begin, end);
+    return;
+  }
   const av_step *s = fr->s;
   const av_frame *f = fr->f;
   const av_fused_params *p = fr->p;

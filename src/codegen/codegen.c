@@ -113,7 +113,11 @@ static void dump_listing(const av_cg_region_desc *d, const cg_region *r, const c
     const cg_node *n = &r->v[i];
     fprintf(f, "  %%%u = %s.%s", i, cg_op_name((cg_opc)n->op), cg_type_name((cg_type)n->type));
     for (int k = 0; k < n->nin; k++) fprintf(f, "%s%%%u", k ? ", " : " ", n->in[k]);
-    if (n->op == CG_LOAD || n->op == CG_STORE || n->op == CG_SCALAR) fprintf(f, " [ptr %u]", n->reg);
+    if (n->op == CG_LOAD || n->op == CG_STORE || n->op == CG_SCALAR) {
+      static const char *const kinds[] = {"input", "scalar", "temp", "output", "broadcast"};
+      uint8_t k = n->reg < d->p->nregs ? d->p->regs[n->reg].kind : 0;
+      fprintf(f, " [ptr %u: %s]", n->reg, k < 5 ? kinds[k] : "?");
+    }
     if (n->op == CG_CONST || n->op == CG_CMP || n->op == CG_CVT || n->op == CG_FROUND ||
         (n->op >= CG_SHLI && n->op <= CG_ROTLI))
       fprintf(f, " imm 0x%llx", (unsigned long long)n->imm);

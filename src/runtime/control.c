@@ -131,7 +131,7 @@ static av_code scalar_loop(const av_while_params *p, av_frame *f, av_slot *cur, 
   }
 }
 
-av_code av_step_while(const av_step *s, av_frame *f, av_diag *d) {
+static av_code run_while(const av_step *s, av_frame *f, av_diag *d) {
   const av_while_params *p = s->params;
   uint32_t n = s->nin;
   av_slot small[2 * SMALL];
@@ -163,6 +163,21 @@ av_code av_step_while(const av_step *s, av_frame *f, av_diag *d) {
   release_all(cur, 2 * n + 2);
   free_slot_array(cur, small);
   if (ptrs != small_ptrs) free(ptrs);
+  return c;
+}
+
+av_code av_step_while(const av_step *s, av_frame *f, av_diag *d) {
+  /* profiled: the condition's and body's steps are recorded too, one loop deeper (loops run
+   * as register programs have no steps: they stay one event) */
+  struct av_prof_run *prof = f->prof_inner;
+  if (!prof) return run_while(s, f, d);
+  f->prof = prof;
+  f->prof_inner = NULL;
+  f->prof_depth++;
+  av_code c = run_while(s, f, d);
+  f->prof = NULL;
+  f->prof_inner = prof;
+  f->prof_depth--;
   return c;
 }
 

@@ -16,7 +16,7 @@
 
 #include "runtime/profiler_internal.h"
 
-enum { PENDING_MAX = 4096, OUT_BLOCK = 64 << 10, EVENT_FIXED_LEN = 320 };
+enum { PENDING_MAX = 4096, OUT_BLOCK = 64 << 10, EVENT_FIXED_LEN = 360 };
 
 bool prof_trace_open(av_profiler *p, const char *path, av_diag *d) {
   p->trace_path = strdup(path);
@@ -145,6 +145,8 @@ static void write_event(writer *w, const av_profiler *p, char *const *name_json,
     put_int(&o, (int64_t)r->bytes);
     PUT_LIT(&o, ",\"flops\":");
     put_int(&o, (int64_t)r->flops);
+    PUT_LIT(&o, ",\"loop_depth\":");
+    put_int(&o, r->depth);
   }
   PUT_LIT(&o, ",\"program\":");
   put(&o, prog, np);

@@ -89,9 +89,30 @@ AV_CLONES static void fill_elements(char *dst, const char *v, size_t esize, int6
   }
 }
 
+/* The box with adjacent axes merged where the source walks them contiguously too (n-body's
+ * p[None, :, :] over (N, N, 3) is one run of 3N elements per row, not N runs of 3). */
+static void coalesce(const av_box *in, av_box *b) {
+  b->rank = 0;
+  for (int k = 0; k < in->rank; k++) {
+    int q = b->rank - 1;
+    if (q >= 0 && b->sstride[q] == in->sstride[k] * in->dims[k]) {
+      b->dims[q] *= in->dims[k];
+      b->sstride[q] = in->sstride[k];
+      b->dstride[q] = in->dstride[k];
+      continue;
+    }
+    b->dims[b->rank] = in->dims[k];
+    b->sstride[b->rank] = in->sstride[k];
+    b->dstride[b->rank] = in->dstride[k];
+    b->rank++;
+  }
+}
+
 /* dst[0..m) = elements [t, t+m) of the box's output (row-major dstride) read from src. */
 static void gather_box(const av_box_params *bp, const char *src, char *dst, int64_t t, int64_t m) {
-  const av_box *b = &bp->box;
+  av_box merged;
+  coalesce(&bp->box, &merged);
+  const av_box *b = &merged;
   size_t es = bp->esize;
   int r = b->rank;
   int64_t idx[AV_BOX_MAX_RANK], soff = bp->soff, rem = t;
@@ -105,6 +126,37 @@ static void gather_box(const av_box_params *bp, const char *src, char *dst, int6
     int64_t run = inner - idx[r - 1];
     if (run > m - done) run = m - done;
     char *o = dst + (size_t)done * es;
+    if (ss == 0 && run == inner && inner <= 16 && r >= 2 && (es == 4 || es == 8) && m - done >= 2 * inner) {
+      /* short rows each repeating one element (x[:, :, None] over a small last axis): whole
+       * rows in one loop, without a call per row */
+      int64_t rows = b->dims[r - 2] - idx[r - 2], s2 = b->sstride[r - 2];
+      if (rows > (m - done) / inner) rows = (m - done) / inner;
+      for (int64_t q = 0; q < rows; q++) {
+        const char *v = src + (size_t)(soff + q * s2) * es;
+        char *row = o + (size_t)(q * inner) * es;
+        if (es == 4) {
+          uint32_t x;
+          memcpy(&x, v, 4);
+          for (int64_t j = 0; j < inner; j++) memcpy(row + 4 * j, &x, 4);
+        } else {
+          uint64_t x;
+          memcpy(&x, v, 8);
+          for (int64_t j = 0; j < inner; j++) memcpy(row + 8 * j, &x, 8);
+        }
+      }
+      done += rows * inner;
+      idx[r - 2] += rows - 1; /* the last row is carried out of below, as one run */
+      soff += (rows - 1) * s2;
+      run = inner;
+      idx[r - 1] += run;
+      for (int k = r - 1; k > 0 && idx[k] == b->dims[k]; k--) {
+        soff -= idx[k] * b->sstride[k];
+        idx[k] = 0;
+        idx[k - 1]++;
+        soff += b->sstride[k - 1];
+      }
+      continue;
+    }
     if (ss == 0) {
       fill_elements(o, src + (size_t)soff * es, es, run);
     } else if (ss == 1) {
@@ -113,6 +165,20 @@ static void gather_box(const av_box_params *bp, const char *src, char *dst, int6
       for (int64_t j = 0; j < run; j++) memcpy(o + (size_t)j * es, src + (size_t)(soff + j * ss) * es, es);
     }
     done += run;
+    /* A whole row starting a repeat (the axis outside reads the same row again: a broadcast
+     * of rows): copy that row over the repeats by doubling, instead of row by row. */
+    if (r >= 2 && idx[r - 1] == 0 && run == inner && b->sstride[r - 2] == 0) {
+      int64_t reps = b->dims[r - 2] - idx[r - 2] - 1; /* rows after this one on the axis */
+      if (reps > (m - done) / inner) reps = (m - done) / inner;
+      size_t row = (size_t)inner * es, have = row, want = row * (size_t)(reps + 1);
+      while (have < want) {
+        size_t c = have < want - have ? have : want - have;
+        memcpy(o + have, o, c);
+        have += c;
+      }
+      done += reps * inner;
+      idx[r - 2] += reps; /* soff does not move: the axis has source stride 0 */
+    }
     /* advance the multi-index by `run` along the inner axis, carrying outwards */
     idx[r - 1] += run;
     soff += run * ss;

@@ -275,8 +275,50 @@ static void test_row_and_column_broadcasts(void **state) {
   av_program_free(p);
 }
 
+/* Pairwise differences as n-body writes them: p[None, :, :] - p[:, None, :] over (N, N, 3),
+ * a broadcast whose source rows are contiguous (axes merged into one run) and one that
+ * repeats a row (copied over the repeats by doubling), times q[:, :, None] (each element
+ * repeated over a short last axis), across tile boundaries. */
+static const char *pairwise_text =
+    "func.func public @main(%p: tensor<45x3xf32>, %q: tensor<45x45xf32>) -> tensor<45x45x3xf32> {\n"
+    "  %a = stablehlo.broadcast_in_dim %p, dims = [1, 2] : (tensor<45x3xf32>) -> tensor<45x45x3xf32>\n"
+    "  %b = stablehlo.broadcast_in_dim %p, dims = [0, 2] : (tensor<45x3xf32>) -> tensor<45x45x3xf32>\n"
+    "  %c = stablehlo.broadcast_in_dim %q, dims = [0, 1] : (tensor<45x45xf32>) -> tensor<45x45x3xf32>\n"
+    "  %d = stablehlo.subtract %a, %b : tensor<45x45x3xf32>\n"
+    "  %s = stablehlo.multiply %d, %c : tensor<45x45x3xf32>\n"
+    "  return %s : tensor<45x45x3xf32>\n"
+    "}\n";
+
+static void test_pairwise_broadcasts(void **state) {
+  (void)state;
+  enum { P = 45 };
+  float x[P * 3], q[P * P];
+  for (int i = 0; i < P * 3; i++) x[i] = (float)((i * 13) % 29) * 0.25f - 3.0f;
+  for (int i = 0; i < P * P; i++) q[i] = (float)((i * 7) % 31) * 0.5f;
+  av_program *p = compile(pairwise_text);
+  av_tensor in[2] = {vector_input(x, P * 3), vector_input(q, P * P)}, out;
+  in[0].rank = 2, in[0].dims[0] = P, in[0].dims[1] = 3;
+  in[1].rank = 2, in[1].dims[0] = P, in[1].dims[1] = P;
+  av_diag d;
+  av_diag_init(&d);
+  assert_int_equal(av_program_execute(p, 0, in, &out, &d), AV_OK);
+  const float *o = out.storage->data;
+  for (int i = 0; i < P; i++)
+    for (int j = 0; j < P; j++)
+      for (int k = 0; k < 3; k++) {
+        float want = (x[j * 3 + k] - x[i * 3 + k]) * q[i * P + j];
+        if (o[(i * P + j) * 3 + k] != want)
+          fail_msg("[%d,%d,%d]: %.9g, expected %.9g", i, j, k, o[(i * P + j) * 3 + k], want);
+      }
+  av_storage_release(out.storage);
+  av_storage_release(in[0].storage);
+  av_storage_release(in[1].storage);
+  av_program_free(p);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_pairwise_broadcasts),
       cmocka_unit_test(test_chain_with_escaping_intermediate),
       cmocka_unit_test(test_arithmetic_pairs),
       cmocka_unit_test(test_broadcast_operands),

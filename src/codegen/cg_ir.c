@@ -6,11 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-static bool pure(const cg_node *n) { return n->op != CG_STORE; }
+static bool pure(const cg_node *n) { return n->op != CG_STORE && n->op != CG_ACC; }
 
 static bool same(const cg_node *a, const cg_node *b) {
   if (a->op != b->op || a->type != b->type || a->atype != b->atype || a->nin != b->nin ||
-      a->reg != b->reg || a->imm != b->imm || a->aux != b->aux)
+      a->reg != b->reg || a->imm != b->imm || a->aux != b->aux || a->rstride != b->rstride)
     return false;
   for (int i = 0; i < a->nin; i++)
     if (a->in[i] != b->in[i]) return false;
@@ -26,6 +26,7 @@ static uint64_t node_hash(const cg_node *n) {
   uint64_t h = (uint64_t)n->op | (uint64_t)n->type << 8 | (uint64_t)n->atype << 16 | (uint64_t)n->nin << 24;
   h = mix(h, n->reg);
   h = mix(h, n->imm);
+  h = mix(h, (uint64_t)n->rstride);
   h = mix(h, (uint64_t)(uintptr_t)n->aux);
   for (int i = 0; i < n->nin; i++) h = mix(h, n->in[i]);
   return h ^ (h >> 29);
@@ -110,7 +111,8 @@ void cg_invariants(const cg_region *r, bool *out) {
     const cg_node *n = &r->v[i];
     switch (n->op) {
       case CG_CONST: case CG_SCALAR: out[i] = true; continue;
-      case CG_LOAD: case CG_INDEX: case CG_STORE: out[i] = false; continue;
+      case CG_LOAD: case CG_INDEX: case CG_STORE: case CG_LANE: case CG_ACC: out[i] = false; continue;
+      case CG_XLOAD: out[i] = n->rstride == 0 && n->nin == 0; continue;
       default: break;
     }
     out[i] = true;
@@ -237,7 +239,8 @@ static const char *const op_names[CG_NOPS] = {
     [CG_FSQRT] = "fsqrt", [CG_FMA] = "fma", [CG_FROUND] = "fround", [CG_CMP] = "cmp",
     [CG_PAND] = "pand", [CG_POR] = "por", [CG_PXOR] = "pxor", [CG_PNOT] = "pnot",
     [CG_SELECT] = "select", [CG_CVT] = "cvt", [CG_BITCAST] = "bitcast", [CG_CALL] = "call",
-    [CG_CALL_CONVERT] = "call_convert", [CG_CALL_IF] = "call_if",
+    [CG_CALL_CONVERT] = "call_convert", [CG_CALL_IF] = "call_if", [CG_LANE] = "lane",
+    [CG_XLOAD] = "xload", [CG_ACC] = "acc",
 };
 
 const char *cg_op_name(cg_opc op) { return op < CG_NOPS && op_names[op] ? op_names[op] : "?"; }

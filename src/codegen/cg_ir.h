@@ -71,6 +71,11 @@ typedef enum cg_opc {
    * on in[1] for all lanes, else in[2] (the fast path's result, which equals the kernel's
    * where in[0] is clear) */
   CG_CALL_IF,
+  /* reduction nests (cg_nest.c): the vector axis's lanes v0 + lane, clamped to the last index
+   * (I32); an element of pointer `reg` at element offset imm + rstride * r (the reduced
+   * axis's counter r) + in[0] lanes (an I32 index vector; none: the same element in every
+   * lane); an F64 accumulator, in[0] before the reduced loop, + in[1] every iteration */
+  CG_LANE, CG_XLOAD, CG_ACC,
   CG_NOPS
 } cg_opc;
 
@@ -104,14 +109,19 @@ typedef struct cg_node {
   uint8_t nin;
   uint32_t in[CG_MAX_IN];
   uint32_t reg;  /* LOAD / SCALAR / STORE: pointer index */
-  uint64_t imm;  /* CONST bits, shift counts, cg_cmp, cg_round, cg_cvt */
+  uint64_t imm;  /* CONST bits, shift counts, cg_cmp, cg_round, cg_cvt; XLOAD / nest STORE:
+                    element offset */
+  int64_t rstride; /* XLOAD: elements per step of the reduced axis */
   const void *aux; /* CALL*: the kernel */
   uint32_t uses; /* how many node operands read it (filled by cg_finish) */
 } cg_node;
 
+enum { CG_NEST_OUT = 0xFFFFFFFEu }; /* STORE `reg` of a nest: the staging output */
+
 typedef struct cg_region {
   cg_node *v;
   uint32_t n, cap;
+  bool nest; /* a reduction nest (cg_nest.c), not an elementwise region */
   /* hash-consing: node index + 1 per slot (0 empty), hcap a power of 2; hused slots written
    * since the last rebuild (some may name nodes a rollback dropped) */
   uint32_t *hash, hcap, hused;

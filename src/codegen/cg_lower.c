@@ -293,32 +293,30 @@ static bool all_native(const lower *L, uint32_t from) {
   return true;
 }
 
-static uint32_t lower_op(lower *L, const av_fused_op *op, cg_type want) {
-  const av_ew_kernel *k = op->k;
-  cg_region *r = L->r;
-  uint32_t in[AV_EW_MAX_IN];
-  for (int q = 0; q < op->nin; q++) in[q] = L->val[op->in[q]];
+uint32_t cg_lower_kernel(cg_region *r, const cg_target *tg, const av_ew_kernel *k, const uint32_t *in,
+                         cg_type want, bool allow_call) {
+  lower L = {r, tg, NULL};
   uint32_t mark = r->n, v = CG_NO_NODE;
   if (k->op == AV_OP_CONVERT) {
-    v = convert_op(L, &k->in_conv[0], in[0]);
+    v = convert_op(&L, &k->in_conv[0], in[0]);
   } else if (k->op == AV_OP_SELECT) {
-    v = select_op(L, in);
+    v = select_op(&L, in);
   } else if (!k->inner && native_dtype(k->dtype)) {
     if (k->dtype == AV_DT_PRED)
-      v = pred_op(L, k, in);
+      v = pred_op(&L, k, in);
     else if (k->dtype == AV_DT_F32 || k->dtype == AV_DT_F64)
-      v = float_op(L, k, in);
+      v = float_op(&L, k, in);
     else
-      v = int_op(L, k, in);
+      v = int_op(&L, k, in);
   }
-  if (v != CG_NO_NODE && !r->failed && all_native(L, mark)) return v;
+  if (v != CG_NO_NODE && !r->failed && all_native(&L, mark)) return v;
   /* the interpreter's kernel, called on the lanes */
-  if (r->failed) return CG_NO_NODE;
+  if (r->failed || !allow_call) return CG_NO_NODE;
   r->n = mark;
   cg_node call = {.op = k->op == AV_OP_CONVERT ? CG_CALL_CONVERT : CG_CALL, .type = (uint8_t)want,
-                  .nin = (uint8_t)op->nin,
+                  .nin = (uint8_t)k->nin,
                   .aux = k->op == AV_OP_CONVERT ? (const void *)&k->in_conv[0] : (const void *)k};
-  for (int q = 0; q < op->nin; q++) call.in[q] = in[q];
+  for (int q = 0; q < k->nin; q++) call.in[q] = in[q];
   return cg_add(r, call);
 }
 
@@ -368,7 +366,9 @@ bool cg_lower_region(const av_cg_region_desc *d, const cg_target *tg, cg_region 
     for (int q = 0; q < op->nin; q++)
       if (op->in[q] >= p->nregs || val[op->in[q]] == CG_NO_NODE) return false;
     cg_type want = cg_type_of_dtype(d->dtype[op->out]);
-    uint32_t v = lower_op(&L, op, want);
+    uint32_t in[AV_EW_MAX_IN];
+    for (int q = 0; q < op->nin; q++) in[q] = L.val[op->in[q]];
+    uint32_t v = cg_lower_kernel(r, tg, k, in, want, true);
     if (v == CG_NO_NODE) return false;
     if (cg_type_of(r, v) != want) {
       if (cg_type_size(cg_type_of(r, v)) != cg_type_size(want) || want == CG_PRED || cg_type_of(r, v) == CG_PRED)

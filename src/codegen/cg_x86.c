@@ -84,10 +84,10 @@ static void move(cg_x86 *x, int cls, int width, bool store, int reg, x86_mem m) 
 /* Where value v's memory copy is (part p). */
 static x86_mem home(cg_x86 *x, uint32_t v, int p) {
   cg_val *g = &x->val[v];
-  if (g->pool >= 0) return (x86_mem){X86_NOREG, X86_NOREG, 1, 0, g->pool};
+  if (g->pool >= 0) return (x86_mem){X86_NOREG, X86_NOREG, 1, 0, g->pool, 0};
   if (g->slot < 0) g->slot = frame_alloc(x, g->cls == CLS_MASK ? 8 : g->width * g->parts);
-  /* invariants are splats: every part is the same bytes */
-  return cg_x86_frame(g->slot + (g->inv ? 0 : p * g->width));
+  /* splats: every part is the same bytes */
+  return cg_x86_frame(g->slot + (g->splat ? 0 : p * g->width));
 }
 
 /* ---- element addressing */
@@ -95,10 +95,10 @@ static x86_mem home(cg_x86 *x, uint32_t v, int p) {
 x86_mem cg_x86_elem(cg_x86 *x, uint32_t reg, int esize, int p, int w) {
   int base = reg < 256 ? x->ptr_gpr[reg] : -1;
   if (base < 0) {
-    x86_mov_load(&x->b, R11, (x86_mem){R14, X86_NOREG, 1, (int32_t)(8 * reg), -1});
+    x86_mov_load(&x->b, R11, (x86_mem){R14, X86_NOREG, 1, (int32_t)(8 * reg), -1, 0});
     base = R11;
   }
-  return (x86_mem){(int8_t)base, R13, (uint8_t)esize, p * w, -1};
+  return (x86_mem){(int8_t)base, R13, (uint8_t)esize, p * w, -1, 0};
 }
 
 /* ---- register allocation */
@@ -384,29 +384,204 @@ static void emit_node(cg_x86 *x, uint32_t i) {
 /* Loads the loop-invariant values with the most uses into registers for the whole loop, as
  * many as `budget` vector and `kbudget` mask registers allow. An invariant's parts are one
  * splat, so every part names the same register. */
-static void pin_invariants(cg_x86 *x, int budget, int kbudget) {
+static void pin_invariants(cg_x86 *x) {
   const cg_region *r = x->r;
   for (;;) {
     uint32_t best = UINT32_MAX, uses = 1;
     for (uint32_t i = 0; i < r->n; i++) {
       cg_val *g = &x->val[i];
+      int need = g->splat ? 1 : g->parts; /* a splat's parts share one register */
       if (!g->inv || g->reg[0] >= 0 || g->cls == CLS_NONE || r->v[i].uses <= uses) continue;
-      if ((g->cls == CLS_MASK ? kbudget : budget) <= 0) continue;
+      if ((g->cls == CLS_MASK ? x->kbudget : x->budget) < need) continue;
       best = i;
       uses = r->v[i].uses;
     }
     if (best == UINT32_MAX) return;
     cg_val *g = &x->val[best];
     x->pos = best;
-    int reg = take_reg(x, g->cls);
-    if (x->failed) return;
-    (g->cls == CLS_MASK ? x->kown : x->vown)[reg] = (int32_t)best;
-    if (g->cls != CLS_MASK) x->vpart[reg] = 0;
-    g->reg[0] = g->reg[1] = (int8_t)reg;
+    int need = g->splat ? 1 : g->parts;
+    for (int p = 0; p < need && p < 2; p++) {
+      int reg = take_reg(x, g->cls);
+      if (x->failed) return;
+      (g->cls == CLS_MASK ? x->kown : x->vown)[reg] = (int32_t)best;
+      if (g->cls != CLS_MASK) x->vpart[reg] = (uint8_t)p;
+      g->reg[p] = (int8_t)reg;
+      if (g->splat) g->reg[1] = (int8_t)reg;
+      move(x, g->cls, g->width, false, reg, home(x, best, p));
+    }
     g->last = UINT32_MAX; /* never freed: read again every iteration */
-    move(x, g->cls, g->width, false, reg, home(x, best, 0));
-    *(g->cls == CLS_MASK ? &kbudget : &budget) -= 1;
+    *(g->cls == CLS_MASK ? &x->kbudget : &x->budget) -= need;
   }
+}
+
+static int count_owned(const int32_t *own, int lo, int hi);
+
+/* ---- reduction nests (cg_nest.c): per V block, nodes of V once, the R loop, the results */
+
+enum { LVL_INV, LVL_BLOCK, LVL_LOOP, LVL_AFTER };
+
+/* The level of every node: what it varies with. */
+static bool nest_levels(const cg_region *r, uint8_t *lvl) {
+  for (uint32_t i = 0; i < r->n; i++) {
+    const cg_node *n = &r->v[i];
+    uint8_t l = LVL_INV;
+    switch (n->op) {
+      case CG_LANE: l = LVL_BLOCK; break;
+      case CG_XLOAD: l = n->rstride ? LVL_LOOP : n->nin ? LVL_BLOCK : LVL_INV; break;
+      case CG_ACC: /* its init runs before the loop, its sum in it; readers come after */
+        if (lvl[n->in[0]] > LVL_BLOCK || lvl[n->in[1]] > LVL_LOOP) return false;
+        l = LVL_LOOP;
+        break;
+      case CG_LOAD: case CG_INDEX: case CG_CALL: case CG_CALL_CONVERT: case CG_CALL_IF: return false;
+      default:
+        for (int k = 0; k < n->nin; k++) {
+          uint32_t v = n->in[k];
+          uint8_t lk = r->v[v].op == CG_ACC ? LVL_AFTER : lvl[v];
+          if (lk == LVL_LOOP && r->v[v].op != CG_ACC && l == LVL_AFTER) return false;
+          if (lk > l) l = lk;
+        }
+        if (n->op == CG_STORE && l != LVL_AFTER) return false; /* only sums are stored */
+        break;
+    }
+    for (int k = 0; k < n->nin && n->op != CG_ACC; k++) /* a loop value read after the loop */
+      if (l == LVL_AFTER && lvl[n->in[k]] == LVL_LOOP && r->v[n->in[k]].op != CG_ACC) return false;
+    lvl[i] = l;
+  }
+  return true;
+}
+
+x86_mem cg_x86_nest_out(cg_x86 *x, int32_t byte_off) {
+  x86_mov_load(&x->b, R11, cg_x86_at(RBX, (int32_t)offsetof(av_cg_nest_args, out)));
+  return cg_x86_at(R11, byte_off);
+}
+
+int cg_x86_xload_base(cg_x86 *x, uint32_t i) {
+  const cg_node *n = &x->r->v[i];
+  for (int q = 0; q < x->nrp && n->rstride; q++)
+    if (x->rp_reg[q] == n->reg && x->rp_stride[q] == n->rstride) return x->rp_gpr[q];
+  x86_mov_load(&x->b, R11, cg_x86_at(R14, (int32_t)(8 * n->reg)));
+  return R11;
+}
+
+/* The body of a nest kernel (the prologue has computed the invariants): */
+static void emit_nest(cg_x86 *x, int *vmax, int *kmax) {
+  const cg_region *r = x->r;
+  x86_buf *b = &x->b;
+  uint8_t *lvl = calloc((size_t)r->n + 1, 1);
+  if (!lvl || !nest_levels(r, lvl) || x->has_calls) {
+    free(lvl);
+    x->failed = true;
+    return;
+  }
+  /* values of the block that the loop reads stay in their registers through it */
+  bool *held = calloc((size_t)r->n + 1, sizeof *held);
+  uint32_t *after_last = calloc((size_t)r->n + 1, sizeof *after_last); /* last reader after the loop */
+  if (!held || !after_last) {
+    free(lvl);
+    free(held);
+    free(after_last);
+    x->failed = true;
+    return;
+  }
+  for (uint32_t i = 0; i < r->n; i++) {
+    const cg_node *n = &r->v[i];
+    for (int k = 0; k < n->nin; k++) {
+      uint32_t v = n->in[k];
+      if (lvl[i] == LVL_LOOP && lvl[v] == LVL_BLOCK && !(n->op == CG_ACC && k == 0)) held[v] = true;
+      if (lvl[i] == LVL_AFTER) after_last[v] = i;
+    }
+  }
+  /* 1. the block: lanes, gathers of V, what they feed; what the loop reads of them is
+   * kept in memory like an invariant (the hottest get registers below) */
+  for (uint32_t i = 0; i < r->n && !x->failed; i++) {
+    if (lvl[i] != LVL_BLOCK) continue;
+    emit_node(x, i);
+    if (!held[i]) continue;
+    cg_val *g = &x->val[i];
+    if (g->reg[0] < 0) assign(x, i); /* (a value the block did not leave in registers) */
+    spill(x, i);
+    g->inv = true;
+  }
+  /* 2. accumulators start at their init */
+  for (uint32_t i = 0; i < r->n && !x->failed; i++) {
+    if (r->v[i].op != CG_ACC) continue;
+    x->pos = i;
+    cg_val *g = &x->val[i];
+    x->lock[r->v[i].in[0]] = i;
+    assign(x, i);
+    for (int p = 0; p < g->parts && p < 2; p++) {
+      x86_rm init = cg_x86_opnd(x, i, 0, p);
+      if (init.mem)
+        move(x, CLS_VEC, g->width, false, g->reg[p], init.m);
+      else
+        x->isa->vmov(x, g->width, g->reg[p], init.reg);
+    }
+    g->last = UINT32_MAX;
+    g->in_mem = false;
+  }
+  for (uint32_t i = 0; i < r->n; i++) /* inits read only there */
+    if (r->v[i].op == CG_ACC && lvl[r->v[i].in[0]] == LVL_BLOCK && !held[r->v[i].in[0]] &&
+        x->val[r->v[i].in[0]].last <= i)
+      free_regs(x, r->v[i].in[0]);
+  pin_invariants(x);
+  /* 3. row pointers: one register per (input, stride along R) the loop reads, advanced by it */
+  static const int rp_gprs[] = {RAX, RCX, RDX, RSI, RDI, R8, R9, R10};
+  for (uint32_t i = 0; i < r->n && !x->failed; i++) {
+    const cg_node *n = &r->v[i];
+    if (n->op != CG_XLOAD || !n->rstride) continue;
+    int q = 0;
+    while (q < x->nrp && !(x->rp_reg[q] == n->reg && x->rp_stride[q] == n->rstride)) q++;
+    if (q < x->nrp) continue;
+    if (x->nrp == (int)(sizeof rp_gprs / sizeof *rp_gprs) || n->rstride > INT32_MAX / 8) {
+      x->failed = true;
+      break;
+    }
+    x->rp_reg[q] = n->reg;
+    x->rp_stride[q] = n->rstride;
+    x->rp_gpr[q] = (int8_t)rp_gprs[q];
+    x->nrp++;
+    x86_mov_load(b, rp_gprs[q], cg_x86_at(R14, (int32_t)(8 * n->reg)));
+  }
+  /* 4. the loop over R (r12 counts down) */
+  x86_alu_imm(b, 7, R12, 0);
+  uint32_t skip = x86_jump(b, 0x4); /* je: no iterations */
+  x86_align(b, 16);
+  uint32_t top = (uint32_t)b->n;
+  x86_note(b, "loop over the reduced axis:");
+  for (uint32_t i = 0; i < r->n && !x->failed; i++) {
+    if (lvl[i] != LVL_LOOP) continue;
+    const cg_node *n = &r->v[i];
+    if (n->op == CG_ACC) { /* acc += term, in its own registers */
+      x->pos = i;
+      x->lock[n->in[1]] = i;
+      ensure(x, n->in[1]);
+      cg_val *g = &x->val[i];
+      for (int p = 0; p < g->parts && p < 2; p++) x->isa->fadd64(x, g->width, g->reg[p], cg_x86_opnd(x, i, 1, p));
+      if (x->val[n->in[1]].last == i) free_regs(x, n->in[1]);
+    } else {
+      emit_node(x, i);
+    }
+    int v = count_owned(x->vown, 0, x->isa->nvec), k = count_owned(x->kown, 1, x->isa->nmask + 1);
+    if (v > *vmax) *vmax = v;
+    if (k > *kmax) *kmax = k;
+  }
+  for (int q = 0; q < x->nrp; q++) x86_alu_imm(b, 0, x->rp_gpr[q], (int32_t)(x->rp_stride[q] * 4));
+  x86_alu_imm(b, 5, R12, 1);
+  uint32_t back = x86_jump(b, 0x5); /* jne top */
+  x86_patch_jump(b, back, top);
+  x86_patch_jump(b, skip, (uint32_t)b->n);
+  /* 5. after the loop: held values and sums live on only for their readers here */
+  for (uint32_t i = 0; i < r->n; i++) {
+    cg_val *g = &x->val[i];
+    if (g->last != UINT32_MAX || g->inv) continue;
+    g->last = after_last[i];
+    if (!after_last[i]) free_regs(x, i);
+  }
+  for (uint32_t i = 0; i < r->n && !x->failed; i++)
+    if (lvl[i] == LVL_AFTER) emit_node(x, i);
+  free(lvl);
+  free(held);
+  free(after_last);
 }
 
 static int count_owned(const int32_t *own, int lo, int hi) {
@@ -449,7 +624,7 @@ static bool generate_pass(const cg_region *r, const cg_isa *isa, bool listing, i
     g->cls = (uint8_t)class_of(x, (cg_type)n->type);
     g->parts = (uint8_t)(g->cls == CLS_NONE ? 0 : cg_x86_parts(x, (cg_type)n->type));
     g->width = (uint8_t)(g->cls == CLS_NONE ? 0 : cg_x86_width(x, (cg_type)n->type));
-    g->inv = inv[i];
+    g->inv = g->splat = inv[i];
     g->reg[0] = g->reg[1] = -1;
     g->slot = g->pool = -1;
     g->last = i;
@@ -477,9 +652,14 @@ static bool generate_pass(const cg_region *r, const cg_isa *isa, bool listing, i
     x86_u32(b, 0);
     x86_note(b, "sub rsp, FRAME");
     x86_mov_rr(b, RBX, RDI);
-    x86_mov_load(b, R14, (x86_mem){RBX, X86_NOREG, 1, (int32_t)offsetof(av_cg_args, ptr), -1});
-    x86_mov_load(b, R12, (x86_mem){RBX, X86_NOREG, 1, (int32_t)offsetof(av_cg_args, n), -1});
-    x86_mov_load(b, R15, (x86_mem){RBX, X86_NOREG, 1, (int32_t)offsetof(av_cg_args, index0), -1});
+    if (r->nest) {
+      x86_mov_load(b, R14, cg_x86_at(RBX, (int32_t)offsetof(av_cg_nest_args, ptr)));
+      x86_mov_load(b, R12, cg_x86_at(RBX, (int32_t)offsetof(av_cg_nest_args, nr)));
+    } else {
+      x86_mov_load(b, R14, cg_x86_at(RBX, (int32_t)offsetof(av_cg_args, ptr)));
+      x86_mov_load(b, R12, cg_x86_at(RBX, (int32_t)offsetof(av_cg_args, n)));
+      x86_mov_load(b, R15, cg_x86_at(RBX, (int32_t)offsetof(av_cg_args, index0)));
+    }
     if (x->has_calls) x->callbuf = frame_alloc(x, 4 * CALL_BUF + 64);
     /* invariants, once: computed into registers, then kept in memory */
     for (uint32_t i = 0; i < r->n && !x->failed; i++) {
@@ -499,7 +679,13 @@ static bool generate_pass(const cg_region *r, const cg_isa *isa, bool listing, i
       spill(x, i); /* ...then kept in its slot */
       g->inv = true;
     }
-    pin_invariants(x, budget, kbudget);
+    x->budget = budget;
+    x->kbudget = kbudget;
+    if (!r->nest) pin_invariants(x);
+    if (r->nest) {
+      emit_nest(x, vmax, kmax);
+      goto epilogue;
+    }
     /* pointers of regions without calls stay in registers */
     int ngpr = 0;
     for (uint32_t i = 0; i < r->n && !x->has_calls; i++) {
@@ -508,7 +694,7 @@ static bool generate_pass(const cg_region *r, const cg_isa *isa, bool listing, i
       if (n->reg >= 256 || x->ptr_gpr[n->reg] >= 0 || ngpr == (int)(sizeof cached_gprs / sizeof *cached_gprs))
         continue;
       x->ptr_gpr[n->reg] = (int8_t)cached_gprs[ngpr++];
-      x86_mov_load(b, cached_gprs[ngpr - 1], (x86_mem){R14, X86_NOREG, 1, (int32_t)(8 * n->reg), -1});
+      x86_mov_load(b, cached_gprs[ngpr - 1], (x86_mem){R14, X86_NOREG, 1, (int32_t)(8 * n->reg), -1, 0});
     }
     x86_xor32(b, R13, R13);
     x86_align(b, 16);
@@ -525,8 +711,9 @@ static bool generate_pass(const cg_region *r, const cg_isa *isa, bool listing, i
     x86_cmp_rr(b, R13, R12);
     uint32_t back = x86_jump(b, 0x2); /* jb loop */
     x86_patch_jump(b, back, loop);
+  epilogue:
     x86_vzeroupper(b);
-    x86_lea(b, RSP, (x86_mem){RBP, X86_NOREG, 1, -8 * SAVED_GPRS, -1});
+    x86_lea(b, RSP, (x86_mem){RBP, X86_NOREG, 1, -8 * SAVED_GPRS, -1, 0});
     x86_pop(b, R15);
     x86_pop(b, R14);
     x86_pop(b, R13);

@@ -17,6 +17,7 @@
 
 #include "codegen/cg_ir.h"
 #include "codegen/cg_x86_enc.h"
+#include "runtime/codegen_abi.h"
 
 typedef enum cg_class { CLS_NONE, CLS_VEC, CLS_MASK } cg_class;
 
@@ -25,6 +26,7 @@ typedef struct cg_val {
   uint8_t parts;  /* registers (VEC): 1 or 2 */
   uint8_t width;  /* bytes per part (VEC: 4..64; MASK: 2) */
   bool inv;       /* loop-invariant: lives in memory (pool or slot) once computed */
+  bool splat;     /* the same value in every lane (constants, scalars): its parts too */
   int8_t reg[2];  /* per part: register, or -1 */
   int32_t slot;   /* frame offset of its memory copy, or -1 */
   int32_t pool;   /* CONST: constant pool entry, or -1 */
@@ -45,6 +47,9 @@ struct cg_isa {
   bool (*native)(const cg_region *r, const cg_node *n, int lanes);
   /* emits node i (operands in registers or memory, result registers assigned) */
   void (*emit)(cg_x86 *x, uint32_t i);
+  /* register moves and in-place f64 adds (nests' accumulators), `width` bytes */
+  void (*vmov)(cg_x86 *x, int width, int dst, int src);
+  void (*fadd64)(cg_x86 *x, int width, int dst, x86_rm src);
 };
 
 struct cg_x86 {
@@ -66,6 +71,12 @@ struct cg_x86 {
   int32_t callbuf;    /* frame offset of the call buffers (regions with calls), else -1 */
   bool has_calls;
   int8_t ptr_gpr[256]; /* pointer register -> GPR caching it, or -1 */
+  int budget, kbudget; /* registers free for pinned invariants (second pass) */
+  /* nests: row pointers (input `rp_reg` advanced by `rp_stride` elements per iteration) */
+  int nrp;
+  uint32_t rp_reg[8];
+  int64_t rp_stride[8];
+  int8_t rp_gpr[8];
   /* constant pool: entries of vl bytes */
   uint8_t *pool;
   uint32_t npool, cappool;
@@ -101,8 +112,15 @@ int cg_x86_pool_splat(cg_x86 *x, uint64_t bits, int esize);
 /* The memory operand of the elements of pointer `reg` at the counter, part p (bytes/element
  * `esize`, part width `w`); loads the pointer into r11 when it is not cached. */
 x86_mem cg_x86_elem(cg_x86 *x, uint32_t reg, int esize, int p, int w);
+/* [base + disp] */
+static inline x86_mem cg_x86_at(int base, int32_t disp) { return (x86_mem){(int8_t)base, X86_NOREG, 1, disp, -1, 0}; }
 /* [rsp + off] */
-static inline x86_mem cg_x86_frame(int32_t off) { return (x86_mem){RSP, X86_NOREG, 1, off, -1}; }
+static inline x86_mem cg_x86_frame(int32_t off) { return (x86_mem){RSP, X86_NOREG, 1, off, -1, 0}; }
+
+/* Nests: the base register of XLOAD i (a row pointer, or the input's pointer loaded into
+ * r11), and the staging output at a byte offset (its pointer loaded into r11). */
+int cg_x86_xload_base(cg_x86 *x, uint32_t i);
+x86_mem cg_x86_nest_out(cg_x86 *x, int32_t byte_off);
 
 /* Calls into the interpreter (CALL, CALL_CONVERT, CALL_IF's slow path), through the ISA's
  * vector store/load of the operands and result. */

@@ -14,6 +14,8 @@ INSN_ST(VMOVQ_ST, "vmovq", 1, 1, 0xD6, 0, 0)
 INSN(VMOVD_LD, "vmovd", 1, 1, 0x6E, 0, 0)
 INSN_ST(VMOVD_ST, "vmovd", 1, 1, 0x7E, 0, 0)
 INSN(VMOVQ_GPR, "vmovq", 1, 1, 0x6E, 1, 1)
+INSN(VMOVD_GPR, "vmovd", 1, 1, 0x6E, 0, 0)
+INSN(VGATHERDPS, "vgatherdps", 2, 1, 0x92, 0, 0)
 INSN(VPBROADCASTB, "vpbroadcastb", 2, 1, 0x78, 0, 0)
 INSN(VPBROADCASTW, "vpbroadcastw", 2, 1, 0x79, 0, 0)
 INSN(VPBROADCASTD, "vpbroadcastd", 2, 1, 0x58, 0, 0)
@@ -304,6 +306,9 @@ static bool avx2_native(const cg_region *r, const cg_node *n, int lanes) {
       return true;
     case CG_SELECT: return t != CG_PRED;
     case CG_INDEX: return t == CG_I64;
+    case CG_LANE: return t == CG_I32;
+    case CG_XLOAD: return t == CG_F32 && (n->nin == 0 || r->v[n->in[0]].type == CG_I32);
+    case CG_ACC: return t == CG_F64;
     case CG_ADD: case CG_SUB: case CG_MUL: case CG_SHL: case CG_SHRL: case CG_SHRA: case CG_MAXS:
     case CG_MAXU: case CG_MINS: case CG_MINU: case CG_ABS:
       return cg_is_int(t) && int_insn((cg_opc)n->op, t);
@@ -341,6 +346,11 @@ static void emit_load(cg_x86 *x, uint32_t i) {
 static void emit_store(cg_x86 *x, uint32_t i) {
   const cg_node *n = &x->r->v[i];
   cg_type t = (cg_type)x->r->v[n->in[0]].type;
+  if (n->reg == CG_NEST_OUT) { /* a nest's sums, to the staging buffer */
+    int w = cg_x86_width(x, t), r = cg_x86_opnd_reg(x, i, 0, 0, 0);
+    cg_avx2_move(x, CLS_VEC, w, true, r, cg_x86_nest_out(x, (int32_t)n->imm * cg_type_size(t)));
+    return;
+  }
   if (t == CG_PRED) {
     int m = cg_x86_opnd_reg(x, i, 0, 0, 0), s = S(x, 1);
     mask_to_bytes(x, s, m);
@@ -355,7 +365,7 @@ static void emit_store(cg_x86 *x, uint32_t i) {
 static void emit_scalar(cg_x86 *x, uint32_t i) {
   const cg_node *n = &x->r->v[i];
   cg_type t = (cg_type)n->type;
-  x86_mov_load(&x->b, R11, (x86_mem){R14, X86_NOREG, 1, (int32_t)(8 * n->reg), -1});
+  x86_mov_load(&x->b, R11, (x86_mem){R14, X86_NOREG, 1, (int32_t)(8 * n->reg), -1, 0});
   x86_rm src = x86_m(R11, X86_NOREG, 1, 0);
   if (t == CG_PRED) {
     int s = S(x, 0);
@@ -370,7 +380,7 @@ static void emit_scalar(cg_x86 *x, uint32_t i) {
 
 static void emit_index(cg_x86 *x, uint32_t i) {
   int w = cg_x86_width(x, CG_I64), parts = cg_x86_parts(x, CG_I64), per = w / 8;
-  x86_lea(&x->b, R11, (x86_mem){R15, R13, 1, 0, -1});
+  x86_lea(&x->b, R11, (x86_mem){R15, R13, 1, 0, -1, 0});
   for (int p = 0; p < parts; p++) {
     int64_t lanes[4];
     for (int l = 0; l < 4; l++) lanes[l] = p * per + (l < per ? l : 0);
@@ -380,6 +390,42 @@ static void emit_index(cg_x86 *x, uint32_t i) {
     V(x, &VPADDQ, w, d, d, x86_pool(cg_x86_pool(x, lanes, 8, 32)), -1);
   }
 }
+
+/* nests: the V lanes of the block, v0 + lane clamped to the last v */
+static void emit_lane(cg_x86 *x, uint32_t i) {
+  int w = cg_x86_width(x, CG_I32), d = cg_x86_dst(x, i, 0), s = S(x, 0);
+  int32_t lanes[8];
+  for (int l = 0; l < 8; l++) lanes[l] = l;
+  x86_mov_load(&x->b, R11, cg_x86_at(RBX, (int32_t)offsetof(av_cg_nest_args, v0)));
+  V1(x, &VMOVD_GPR, 16, d, x86_r(R11), -1);
+  V1(x, &VPBROADCASTD, w, d, x86_r(d), -1);
+  V(x, &VPADDD, w, d, d, x86_pool(cg_x86_pool(x, lanes, 4, w)), -1);
+  x86_mov_load(&x->b, R11, cg_x86_at(RBX, (int32_t)offsetof(av_cg_nest_args, vlast)));
+  V1(x, &VMOVD_GPR, 16, s, x86_r(R11), -1);
+  V1(x, &VPBROADCASTD, w, s, x86_r(s), -1);
+  V(x, &VPMINSD, w, d, d, x86_r(s), -1);
+}
+
+/* nests: an input element per lane (a gather) or one for all lanes (a broadcast) */
+static void emit_xload(cg_x86 *x, uint32_t i) {
+  const cg_node *n = &x->r->v[i];
+  int w = cg_x86_width(x, CG_F32), d = cg_x86_dst(x, i, 0);
+  int32_t disp = (int32_t)n->imm * 4;
+  if (n->nin == 0) {
+    int base = cg_x86_xload_base(x, i);
+    V1(x, &VPBROADCASTD, w, d, x86_m(base, X86_NOREG, 1, disp), -1);
+    return;
+  }
+  int idx = cg_x86_opnd_reg(x, i, 0, 0, 0);
+  int base = cg_x86_xload_base(x, i);
+  int g = d == idx ? S(x, 1) : d, m = S(x, 2); /* destination, index and mask all differ */
+  V(x, &VPCMPEQD, w, m, m, x86_r(m), -1);      /* every lane: the gather clears its mask */
+  x86_vex(&x->b, &VGATHERDPS, Lof(w), g, m, x86_vsib(base, idx, 4, disp), -1);
+  vmov_rr(x, w, d, g);
+}
+
+static void avx2_vmov(cg_x86 *x, int width, int dst, int src) { vmov_rr(x, width, dst, src); }
+static void avx2_fadd64(cg_x86 *x, int width, int dst, x86_rm src) { V(x, &VADDPD, width, dst, dst, src, -1); }
 
 static void emit_binary(cg_x86 *x, uint32_t i, const x86_insn *in) {
   const cg_node *n = &x->r->v[i];
@@ -618,6 +664,8 @@ static void avx2_emit(cg_x86 *x, uint32_t i) {
     case CG_STORE: emit_store(x, i); return;
     case CG_SCALAR: emit_scalar(x, i); return;
     case CG_INDEX: emit_index(x, i); return;
+    case CG_LANE: emit_lane(x, i); return;
+    case CG_XLOAD: emit_xload(x, i); return;
     case CG_BITCAST:
       for (int p = 0; p < parts; p++) {
         x86_rm s = cg_x86_opnd(x, i, 0, p);
@@ -670,4 +718,6 @@ const cg_isa cg_isa_avx2 = {
     .pred_in_mask = false,
     .native = avx2_native,
     .emit = avx2_emit,
+    .vmov = avx2_vmov,
+    .fadd64 = avx2_fadd64,
 };

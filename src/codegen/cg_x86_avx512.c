@@ -31,6 +31,8 @@ INSN_ST(VEXTRACTI32X4, "vextracti32x4", 3, 1, 0x39, 0, 0)
 INSN(VINSERTI64X4, "vinserti64x4", 3, 1, 0x3A, 0, 1)
 INSN(VINSERTI32X4, "vinserti32x4", 3, 1, 0x38, 0, 0)
 INSN(VPUNPCKLQDQ, "vpunpcklqdq", 1, 1, 0x6C, 0, 1)
+INSN(VPBROADCASTD_GPR, "vpbroadcastd", 2, 1, 0x7C, 0, 0)
+INSN(VGATHERDPS, "vgatherdps", 2, 1, 0x92, 0, 0)
 INSN(VPSRLDQ, "vpsrldq", 1, 1, 0x73, 0, 0) /* /3 */
 /* masks (VEX) */
 INSN_K(KMOVW_LD, "kmovw", 1, 0, 0x90, 0, 0, 7)
@@ -40,6 +42,7 @@ INSN_K(KORW, "korw", 1, 0, 0x45, 0, 0, 7)
 INSN_K(KXORW, "kxorw", 1, 0, 0x47, 0, 0, 7)
 INSN_K(KNOTW, "knotw", 1, 0, 0x44, 0, 0, 7)
 INSN_K(KORTESTW, "kortestw", 1, 0, 0x98, 0, 0, 7)
+INSN_K(KXNORW, "kxnorw", 1, 0, 0x46, 0, 0, 7)
 INSN_K(KSHIFTRW, "kshiftrw", 3, 1, 0x30, 1, 1, 7)
 INSN_K(KUNPCKBW, "kunpckbw", 1, 1, 0x4B, 0, 0, 7)
 INSN_K(VPTESTMB, "vptestmb", 2, 1, 0x26, 0, 0, 1)
@@ -310,6 +313,9 @@ static bool avx512_native(const cg_region *r, const cg_node *n, int lanes) {
       return true;
     case CG_CALL_IF: return true;
     case CG_INDEX: return t == CG_I64;
+    case CG_LANE: return t == CG_I32;
+    case CG_XLOAD: return t == CG_F32 && (n->nin == 0 || r->v[n->in[0]].type == CG_I32);
+    case CG_ACC: return t == CG_F64;
     case CG_ADD: case CG_SUB: case CG_MUL: case CG_SHL: case CG_SHRL: case CG_SHRA:
     case CG_MAXS: case CG_MAXU: case CG_MINS: case CG_MINU:
       return cg_is_int(t) && int_insn((cg_opc)n->op, t);
@@ -352,6 +358,11 @@ static void emit_load(cg_x86 *x, uint32_t i) {
 static void emit_store(cg_x86 *x, uint32_t i) {
   const cg_node *n = &x->r->v[i];
   cg_type t = (cg_type)x->r->v[n->in[0]].type;
+  if (n->reg == CG_NEST_OUT) { /* a nest's sums, to the staging buffer */
+    int w = cg_x86_width(x, t), r = cg_x86_opnd_reg(x, i, 0, 0, 0);
+    cg_avx512_move(x, CLS_VEC, w, true, r, cg_x86_nest_out(x, (int32_t)n->imm * cg_type_size(t)));
+    return;
+  }
   if (t == CG_PRED) {
     int k = cg_x86_opnd_mask(x, i, 0, 0), s = cg_x86_scratch(x, 0);
     VK(x, &VMOVDQU8, 16, s, -1, x86_pool(cg_x86_pool_splat(x, 1, 1)), k, true, -1);
@@ -371,7 +382,7 @@ static void emit_store(cg_x86 *x, uint32_t i) {
 static void emit_scalar(cg_x86 *x, uint32_t i) {
   const cg_node *n = &x->r->v[i];
   cg_type t = (cg_type)n->type;
-  x86_mov_load(&x->b, R11, (x86_mem){R14, X86_NOREG, 1, (int32_t)(8 * n->reg), -1});
+  x86_mov_load(&x->b, R11, (x86_mem){R14, X86_NOREG, 1, (int32_t)(8 * n->reg), -1, 0});
   x86_rm src = x86_m(R11, X86_NOREG, 1, 0);
   if (t == CG_PRED) {
     int s = cg_x86_scratch(x, 0);
@@ -386,7 +397,7 @@ static void emit_scalar(cg_x86 *x, uint32_t i) {
 
 static void emit_index(cg_x86 *x, uint32_t i) {
   int w = cg_x86_width(x, CG_I64), parts = cg_x86_parts(x, CG_I64), per = w / 8;
-  x86_lea(&x->b, R11, (x86_mem){R15, R13, 1, 0, -1});
+  x86_lea(&x->b, R11, (x86_mem){R15, R13, 1, 0, -1, 0});
   for (int p = 0; p < parts; p++) {
     int64_t lanes[8];
     for (int l = 0; l < 8; l++) lanes[l] = p * per + (l < per ? l : 0);
@@ -396,6 +407,40 @@ static void emit_index(cg_x86 *x, uint32_t i) {
     V(x, &VPADDQ, w, d, d, x86_pool(e), -1);
   }
 }
+
+/* nests: the V lanes of the block, v0 + lane clamped to the last v */
+static void emit_lane(cg_x86 *x, uint32_t i) {
+  int w = cg_x86_width(x, CG_I32), d = cg_x86_dst(x, i, 0), s = cg_x86_scratch(x, 0);
+  int32_t lanes[16];
+  for (int l = 0; l < 16; l++) lanes[l] = l;
+  x86_mov_load(&x->b, R11, cg_x86_at(RBX, (int32_t)offsetof(av_cg_nest_args, v0)));
+  V1(x, &VPBROADCASTD_GPR, w, d, x86_r(R11), -1);
+  V(x, &VPADDD, w, d, d, x86_pool(cg_x86_pool(x, lanes, 4, w)), -1);
+  x86_mov_load(&x->b, R11, cg_x86_at(RBX, (int32_t)offsetof(av_cg_nest_args, vlast)));
+  V1(x, &VPBROADCASTD_GPR, w, s, x86_r(R11), -1);
+  V(x, &VPMINSD, w, d, d, x86_r(s), -1);
+}
+
+/* nests: an input element per lane (a gather) or one for all lanes (a broadcast) */
+static void emit_xload(cg_x86 *x, uint32_t i) {
+  const cg_node *n = &x->r->v[i];
+  int w = cg_x86_width(x, CG_F32), d = cg_x86_dst(x, i, 0);
+  int32_t disp = (int32_t)n->imm * 4;
+  if (n->nin == 0) {
+    int base = cg_x86_xload_base(x, i);
+    V1(x, &VPBROADCASTD, w, d, x86_m(base, X86_NOREG, 1, disp), -1);
+    return;
+  }
+  int idx = cg_x86_opnd_reg(x, i, 0, 0, 0);
+  int base = cg_x86_xload_base(x, i);
+  int g = d == idx ? cg_x86_scratch(x, 1) : d; /* a gather's destination is not its index */
+  K(x, &KXNORW, 1, 7, 7, x86_r(7), -1);      /* every lane: the gather clears its mask */
+  x86_evex(&x->b, &VGATHERDPS, ll(w), g, -1, x86_vsib(base, idx, 4, disp), 7, false, -1);
+  vmov_rr(x, w, d, g);
+}
+
+static void avx512_vmov(cg_x86 *x, int width, int dst, int src) { vmov_rr(x, width, dst, src); }
+static void avx512_fadd64(cg_x86 *x, int width, int dst, x86_rm src) { V(x, &VADDPD, width, dst, dst, src, -1); }
 
 static void emit_binary(cg_x86 *x, uint32_t i, const x86_insn *in) {
   const cg_node *n = &x->r->v[i];
@@ -596,10 +641,12 @@ static void avx512_emit(cg_x86 *x, uint32_t i) {
     case CG_STORE: emit_store(x, i); return;
     case CG_SCALAR: emit_scalar(x, i); return;
     case CG_INDEX: emit_index(x, i); return;
+    case CG_LANE: emit_lane(x, i); return;
+    case CG_XLOAD: emit_xload(x, i); return;
     case CG_CONST: /* only reached for constants needed in registers: never (pool operands) */
       for (int p = 0; p < parts; p++)
         cg_avx512_move(x, CLS_VEC, w, false, cg_x86_dst(x, i, p),
-                       (x86_mem){X86_NOREG, X86_NOREG, 1, 0, cg_x86_pool_splat(x, n->imm, cg_type_size(t))});
+                       (x86_mem){X86_NOREG, X86_NOREG, 1, 0, cg_x86_pool_splat(x, n->imm, cg_type_size(t)), 0});
       return;
     case CG_BITCAST:
       if (t == CG_PRED || n->atype == CG_PRED) return; /* not produced */
@@ -666,4 +713,6 @@ const cg_isa cg_isa_avx512 = {
     .pred_in_mask = true,
     .native = avx512_native,
     .emit = avx512_emit,
+    .vmov = avx512_vmov,
+    .fadd64 = avx512_fadd64,
 };

@@ -86,7 +86,8 @@ static void fmt_mem(char *out, size_t cap, x86_mem m) {
     return;
   }
   char idx[24] = "";
-  if (m.index != X86_NOREG) snprintf(idx, sizeof idx, "+%s*%d", gpr_names[m.index], m.scale);
+  if (m.vindex1) snprintf(idx, sizeof idx, "+v%d*%d", m.vindex1 - 1, m.scale);
+  else if (m.index != X86_NOREG) snprintf(idx, sizeof idx, "+%s*%d", gpr_names[m.index], m.scale);
   snprintf(out, cap, "[%s%s%+d]", m.base == X86_NOREG ? "" : gpr_names[m.base], idx, m.disp);
 }
 
@@ -157,7 +158,7 @@ static void modrm(x86_buf *b, int reg, x86_rm rm, bool force32) {
     return;
   }
   int base = m.base & 7;
-  bool need_sib = m.index != X86_NOREG || base == RSP;
+  bool need_sib = m.index != X86_NOREG || m.vindex1 || base == RSP;
   int mod;
   if (m.disp == 0 && base != RBP)
     mod = 0;
@@ -168,7 +169,7 @@ static void modrm(x86_buf *b, int reg, x86_rm rm, bool force32) {
   x86_byte(b, (uint8_t)(mod << 6 | reg << 3 | (need_sib ? 4 : base)));
   if (need_sib) {
     int ss = m.scale == 8 ? 3 : m.scale == 4 ? 2 : m.scale == 2 ? 1 : 0;
-    int idx = m.index == X86_NOREG ? 4 : (m.index & 7);
+    int idx = m.vindex1 ? ((m.vindex1 - 1) & 7) : m.index == X86_NOREG ? 4 : (m.index & 7);
     x86_byte(b, (uint8_t)(ss << 6 | idx << 3 | base));
   }
   if (mod == 1)
@@ -186,7 +187,8 @@ static int hi(int r) { return r >= 0 ? (r >> 3) & 1 : 0; }
 
 void x86_vex(x86_buf *b, const x86_insn *in, int L, int reg, int vvvv, x86_rm rm, int imm) {
   uint32_t f0 = b->nfix;
-  int R = hi(reg), X = rm.mem ? hi(rm.m.index) : 0, B = rm.mem ? (rm.m.pool >= 0 ? 0 : hi(rm.m.base)) : hi(rm.reg);
+  int R = hi(reg), X = rm.mem ? hi(rm.m.vindex1 ? rm.m.vindex1 - 1 : rm.m.index) : 0,
+      B = rm.mem ? (rm.m.pool >= 0 ? 0 : hi(rm.m.base)) : hi(rm.reg);
   int v = vvvv < 0 ? 0 : vvvv;
   int W = in->wv;
   if (in->map == 1 && W == 0 && X == 0 && B == 0) {
@@ -210,13 +212,14 @@ void x86_evex(x86_buf *b, const x86_insn *in, int LL, int reg, int vvvv, x86_rm 
   int R = hi(reg), R2 = reg >= 0 ? (reg >> 4) & 1 : 0;
   int X, B;
   if (rm.mem) {
-    X = hi(rm.m.index);
+    X = hi(rm.m.vindex1 ? rm.m.vindex1 - 1 : rm.m.index);
     B = rm.m.pool >= 0 ? 0 : hi(rm.m.base);
   } else {
     B = (rm.reg >> 3) & 1;
     X = (rm.reg >> 4) & 1;
   }
   int v = vvvv < 0 ? 0 : vvvv;
+  if (rm.mem && rm.m.vindex1) v = (rm.m.vindex1 - 1) & 16; /* VSIB: EVEX.V' extends the index */
   x86_byte(b, 0x62);
   x86_byte(b, (uint8_t)((!R) << 7 | (!X) << 6 | (!B) << 5 | (!R2) << 4 | in->map));
   x86_byte(b, (uint8_t)(in->we << 7 | (~v & 15) << 3 | 1 << 2 | in->pp));

@@ -35,6 +35,7 @@ typedef struct x86_mem {
   uint8_t scale; /* 1, 2, 4, 8 */
   int32_t disp;
   int32_t pool;
+  int8_t vindex1; /* gathers (VSIB): 1 + a vector register as the index; 0: none (`index`) */
 } x86_mem;
 
 /* A register or memory operand. Vector registers are 0-31, mask registers 0-7. */
@@ -44,12 +45,16 @@ typedef struct x86_rm {
   x86_mem m;
 } x86_rm;
 
-static inline x86_rm x86_r(int reg) { return (x86_rm){false, (uint8_t)reg, {0, 0, 0, 0, -1}}; }
+static inline x86_rm x86_r(int reg) { return (x86_rm){false, (uint8_t)reg, {0, 0, 0, 0, -1, 0}}; }
 static inline x86_rm x86_m(int base, int index, int scale, int32_t disp) {
-  return (x86_rm){true, 0, {(int8_t)base, (int8_t)index, (uint8_t)scale, disp, -1}};
+  return (x86_rm){true, 0, {(int8_t)base, (int8_t)index, (uint8_t)scale, disp, -1, 0}};
 }
 static inline x86_rm x86_pool(int entry) {
-  return (x86_rm){true, 0, {X86_NOREG, X86_NOREG, 1, 0, entry}};
+  return (x86_rm){true, 0, {X86_NOREG, X86_NOREG, 1, 0, entry, 0}};
+}
+/* [base + vindex*scale + disp] with a vector index (gathers) */
+static inline x86_rm x86_vsib(int base, int vindex, int scale, int32_t disp) {
+  return (x86_rm){true, 0, {(int8_t)base, X86_NOREG, (uint8_t)scale, disp, -1, (int8_t)(vindex + 1)}};
 }
 
 /* A vector instruction: opcode map (1 = 0F, 2 = 0F38, 3 = 0F3A), mandatory prefix (0 none,

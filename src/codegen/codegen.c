@@ -14,7 +14,10 @@
 #include "codegen/cg_x86.h"
 
 typedef struct cg_kernel_obj {
-  av_cg_kernel k; /* first: the plan holds a pointer to it */
+  union { /* first: the plan holds a pointer to it, and frees through it */
+    av_cg_kernel k;
+    av_cg_nest_kernel nest;
+  };
   void *map;
   size_t len;
 } cg_kernel_obj;
@@ -97,8 +100,8 @@ static void *exec_copy(const uint8_t *code, size_t n, size_t *len) {
   return m;
 }
 
-static void dump_listing(const av_cg_region_desc *d, const cg_region *r, const cg_isa *isa,
-                         const x86_buf *b) {
+static void dump_listing(const char *name, const av_fused_params *fp, const cg_region *r,
+                         const cg_isa *isa, const x86_buf *b) {
   const char *dir = getenv("ANVIL_DUMP_DIR");
   if (!dir || !*dir) return;
   static atomic_uint counter;
@@ -107,16 +110,23 @@ static void dump_listing(const av_cg_region_desc *d, const cg_region *r, const c
   snprintf(path, sizeof path, "%s/codegen.%04u.txt", dir, no);
   FILE *f = fopen(path, "w");
   if (!f) return;
-  fprintf(f, "region %s\nisa %s, %d lanes per iteration, %lld elements, %zu bytes of code\n\nIR:\n",
-          d->name ? d->name : "?", isa->name, r->lanes, (long long)d->p->n, b->n);
+  fprintf(f, "%s %s\nisa %s, %d lanes per iteration, %lld elements, %zu bytes of code\n\nIR:\n",
+          r->nest ? "nest" : "region", name ? name : "?", isa->name, r->lanes,
+          (long long)(fp ? fp->n : 0), b->n);
   for (uint32_t i = 0; i < r->n; i++) {
     const cg_node *n = &r->v[i];
     fprintf(f, "  %%%u = %s.%s", i, cg_op_name((cg_opc)n->op), cg_type_name((cg_type)n->type));
     for (int k = 0; k < n->nin; k++) fprintf(f, "%s%%%u", k ? ", " : " ", n->in[k]);
     if (n->op == CG_LOAD || n->op == CG_STORE || n->op == CG_SCALAR) {
       static const char *const kinds[] = {"input", "scalar", "temp", "output", "broadcast"};
-      uint8_t k = n->reg < d->p->nregs ? d->p->regs[n->reg].kind : 0;
-      fprintf(f, " [ptr %u: %s]", n->reg, k < 5 ? kinds[k] : "?");
+      uint8_t k = fp && n->reg < fp->nregs ? fp->regs[n->reg].kind : 0;
+      if (n->reg == CG_NEST_OUT)
+        fprintf(f, " [out + %llu]", (unsigned long long)n->imm);
+      else
+        fprintf(f, " [ptr %u: %s]", n->reg, fp ? (k < 5 ? kinds[k] : "?") : "input");
+    }
+    if (n->op == CG_XLOAD) {
+      fprintf(f, " [input %u + %llu + r*%lld]", n->reg, (unsigned long long)n->imm, (long long)n->rstride);
     }
     if (n->op == CG_CONST || n->op == CG_CMP || n->op == CG_CVT || n->op == CG_FROUND ||
         (n->op >= CG_SHLI && n->op <= CG_ROTLI))
@@ -154,7 +164,7 @@ static av_cg_kernel *generate(const av_cg_region_desc *d, const cg_isa *isa) {
       o->k.entry = (av_cg_entry)code;
       o->k.lanes = r.lanes;
       o->k.isa = isa->name;
-      dump_listing(d, &r, isa, &b);
+      dump_listing(d->name, d->p, &r, isa, &b);
     } else {
       free(o);
       o = NULL;
@@ -166,6 +176,39 @@ static av_cg_kernel *generate(const av_cg_region_desc *d, const cg_isa *isa) {
 }
 
 av_cg_kernel *av_codegen_fused(const av_cg_region_desc *d) { return generate(d, process_isa()); }
+
+static av_cg_nest_kernel *generate_nest(const av_cg_nest_desc *d, const cg_isa *isa) {
+  if (!isa || !d) return NULL;
+  cg_region r = {0};
+  int lanes = isa->vl / 4;
+  cg_target tg = {isa->native, lanes};
+  const char *dir = getenv("ANVIL_DUMP_DIR");
+  x86_buf b = {0};
+  cg_kernel_obj *o = NULL;
+  if (cg_lower_nest(d, &tg, lanes, &r) && cg_x86_generate(&r, isa, dir && *dir, &b)) {
+    o = calloc(1, sizeof *o);
+    void *code = o ? exec_copy(b.p, b.n, &o->len) : NULL;
+    if (code) {
+      o->map = code;
+      o->nest.entry = (av_cg_nest_entry)code;
+      o->nest.lanes = lanes;
+      o->nest.isa = isa->name;
+      dump_listing(d->name, NULL, &r, isa, &b);
+    } else {
+      free(o);
+      o = NULL;
+    }
+  }
+  x86_buf_free(&b);
+  cg_region_free(&r);
+  return o ? &o->nest : NULL;
+}
+
+av_cg_nest_kernel *av_codegen_nest(const av_cg_nest_desc *d) { return generate_nest(d, process_isa()); }
+
+av_cg_nest_kernel *av_codegen_nest_isa(const av_cg_nest_desc *d, const char *isa) {
+  return atomic_load(&exec_refused) ? NULL : generate_nest(d, isa_named(isa));
+}
 
 av_cg_kernel *av_codegen_fused_isa(const av_cg_region_desc *d, const char *isa) {
   return atomic_load(&exec_refused) ? NULL : generate(d, isa_named(isa));

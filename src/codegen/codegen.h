@@ -36,6 +36,39 @@ typedef struct av_cg_region_desc {
   const char *name;           /* for listings */
 } av_cg_region_desc;
 
+/* A reduction nest (compiler/fuse_nest.c): out[v, k] = (float)((double)init + the sum, in
+ * order of r, of (double)x(v, r, k)), x an expression DAG over the axes V (vectorised), R
+ * (reduced, the sequential loop) and K (short, unrolled), whose leaves are inputs read at
+ * element strides along each axis. This is the order the interpreter's reduce sums a middle
+ * axis in (runtime/kernels/reduce.c), so results are the same bits. */
+enum { AV_NEST_V = 1, AV_NEST_R = 2, AV_NEST_K = 4, AV_NEST_MAX_K = 8 };
+typedef enum av_cg_nest_kind {
+  AV_NEST_LEAF,  /* input `input` (f32) at element sv*v + sr*r + sk*k */
+  AV_NEST_CONST, /* `bits` of dtype */
+  AV_NEST_OP,    /* kernel `k` on nodes in[] */
+  AV_NEST_SUM_K, /* (float)((double)in[1] + the sum over k of (double)in[0]): an inner reduce */
+} av_cg_nest_kind;
+typedef struct av_cg_nest_node {
+  uint8_t kind;
+  uint8_t axes; /* AV_NEST_* bits the value varies along */
+  av_dtype dtype;
+  uint32_t input;
+  int64_t sv, sr, sk;
+  uint64_t bits;
+  const av_ew_kernel *k;
+  uint32_t in[3];
+} av_cg_nest_node;
+typedef struct av_cg_nest_desc {
+  int64_t nv, nr, nk;
+  const av_cg_nest_node *nodes;
+  uint32_t nnodes;
+  uint32_t root, init; /* nodes: x (f32) and the reduce's init (f32, no axes) */
+  const char *name;
+} av_cg_nest_desc;
+/* The nest's kernel, or NULL (as av_codegen_fused); free with av_codegen_free. */
+av_cg_nest_kernel *av_codegen_nest(const av_cg_nest_desc *d);
+av_cg_nest_kernel *av_codegen_nest_isa(const av_cg_nest_desc *d, const char *isa); /* tests */
+
 /* The generated kernel of a region, or NULL (generation off or unavailable, or the region has
  * something the generator does not take). Free with av_codegen_free. */
 av_cg_kernel *av_codegen_fused(const av_cg_region_desc *d);

@@ -159,6 +159,18 @@ int av_scalar_fast_form(av_opcode code, av_dtype t, av_cmp_type ct);
 struct av_loop_prog;
 const struct av_loop_prog *av_build_loop_prog(av_lower *c, const av_op *op);
 
+/* Reduction nests of a block (fuse_nest.c): found on its ops before they are lowered. Each
+ * found nest replaces reduce ops[root]: the ops it absorbs get live[] = 0 (no steps), and its
+ * step reads `inputs`. Returns how many (at most cap) were found. */
+typedef struct av_nest {
+  uint32_t root;
+  struct av_nest_params *params;
+  const av_value **inputs;
+  uint32_t ninputs;
+} av_nest;
+uint32_t av_find_nests(av_lower *c, const av_block *b, const av_op *const *ops, uint32_t n, uint8_t *live,
+                       av_nest *out, uint32_t cap);
+
 /* Fuses elementwise steps of one block (fuse_elementwise.c); call before in_dies. fence[i]:
  * step i came from an op with nested regions or side effects (no step moves past it). */
 void av_fuse_elementwise(av_lower *c, av_step_vec *steps, const uint8_t *fence);

@@ -30,4 +30,22 @@ typedef struct av_cg_kernel {
   const char *isa;  /* "avx512", "avx2": for listings and anvil-check */
 } av_cg_kernel;
 
+/* A generated reduction nest (runtime/steps_nest.c): out[v, k] = init + the sum over r of an
+ * expression of v, r and k, for one block of `lanes` consecutive v (v0, v0 + 1, ...; lanes
+ * past the last v compute the last v again). `ptr` has the nest's inputs; `out` receives the
+ * block's results k-major (out[k * lanes + lane], f32); `nr` is the reduced axis's extent. */
+typedef struct av_cg_nest_args {
+  const void *const *ptr;
+  float *out;
+  int64_t v0, vlast, nr;
+} av_cg_nest_args;
+
+typedef void (*av_cg_nest_entry)(const av_cg_nest_args *a);
+
+typedef struct av_cg_nest_kernel {
+  av_cg_nest_entry entry;
+  int lanes;
+  const char *isa;
+} av_cg_nest_kernel;
+
 #endif

@@ -78,6 +78,18 @@ bool av_fused_run_range(const av_step *s, const av_frame *f, int64_t begin, int6
  * memory for the copies (nothing was written). */
 bool av_fused_gen_run(const av_fused_params *p, void *const *at, int64_t m, int64_t index0);
 
+/* ---- reduction nests (runtime/steps_nest.c, built by compiler/fuse_nest.c)
+ * A reduce over one axis R of an expression of broadcasts (n-body's forces: a sum over j of
+ * p[j] - p[i] and functions of them), as one generated kernel that never writes the
+ * expression: for each block of V indices, a loop over R accumulating out[v, k] for the K
+ * indices (runtime/codegen_abi.h). Inputs: the expression's leaves. */
+typedef struct av_nest_params {
+  const struct av_cg_nest_kernel *gen;
+  int64_t nv, nr, nk;
+  int64_t out_vstride, out_kstride; /* elements of the result between v and between k */
+} av_nest_params;
+av_code av_step_nest(const av_step *s, av_frame *f, av_diag *d);
+
 /* ---- row groups (runtime/steps_rows.c, built by compiler/fuse_rows.c)
  * Reductions over the innermost elements of rows, and the elementwise steps around them that
  * read and write whole rows (layer-norm, softmax: a row's sum or maximum, then its elements

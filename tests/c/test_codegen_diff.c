@@ -362,8 +362,82 @@ static void test_every_op(void **state) {
   assert_true(ok);
 }
 
+/* A reduction nest, n-body's forces: acc[i, k] = sum over j of (p[j,k] - p[i,k]) * m[j] *
+ * rsqrt(sum over k' of (p[j,k'] - p[i,k'])^2 + eps)^3, against the same arithmetic in C in
+ * the interpreter's order (inner sum and outer sum in double, sequentially): the same bits,
+ * for a body count that is not a multiple of the lanes (the last block's lanes clamp). */
+static void test_nest_nbody(void **state) {
+  (void)state;
+  enum { N = 77 };
+  av_ew_kernel sub, mul, add, rsq;
+  av_ew_prepare(AV_OP_SUBTRACT, AV_DT_F32, AV_DT_F32, AV_CMP_EQ, AV_CMP_DEFAULT, &sub);
+  av_ew_prepare(AV_OP_MULTIPLY, AV_DT_F32, AV_DT_F32, AV_CMP_EQ, AV_CMP_DEFAULT, &mul);
+  av_ew_prepare(AV_OP_ADD, AV_DT_F32, AV_DT_F32, AV_CMP_EQ, AV_CMP_DEFAULT, &add);
+  av_ew_prepare(AV_OP_RSQRT, AV_DT_F32, AV_DT_F32, AV_CMP_EQ, AV_CMP_DEFAULT, &rsq);
+  float eps = 0.01f;
+  uint32_t eps_bits;
+  memcpy(&eps_bits, &eps, 4);
+  const int V = AV_NEST_V, R = AV_NEST_R, K = AV_NEST_K;
+  av_cg_nest_node nodes[] = {
+      {AV_NEST_LEAF, R | K, AV_DT_F32, 0, 0, 3, 1, 0, NULL, {0}},       /* 0: p[j, k] */
+      {AV_NEST_LEAF, V | K, AV_DT_F32, 0, 3, 0, 1, 0, NULL, {0}},       /* 1: p[i, k] */
+      {AV_NEST_LEAF, R, AV_DT_F32, 1, 0, 1, 0, 0, NULL, {0}},           /* 2: m[j] */
+      {AV_NEST_CONST, 0, AV_DT_F32, 0, 0, 0, 0, eps_bits, NULL, {0}},   /* 3: eps */
+      {AV_NEST_CONST, 0, AV_DT_F32, 0, 0, 0, 0, 0, NULL, {0}},          /* 4: 0 */
+      {AV_NEST_OP, V | R | K, AV_DT_F32, 0, 0, 0, 0, 0, &sub, {0, 1}},  /* 5: d */
+      {AV_NEST_OP, V | R | K, AV_DT_F32, 0, 0, 0, 0, 0, &mul, {5, 5}},  /* 6: d * d */
+      {AV_NEST_SUM_K, V | R, AV_DT_F32, 0, 0, 0, 0, 0, NULL, {6, 4}},   /* 7: r2 */
+      {AV_NEST_OP, V | R, AV_DT_F32, 0, 0, 0, 0, 0, &add, {7, 3}},      /* 8: r2 + eps */
+      {AV_NEST_OP, V | R, AV_DT_F32, 0, 0, 0, 0, 0, &rsq, {8}},         /* 9 */
+      {AV_NEST_OP, V | R, AV_DT_F32, 0, 0, 0, 0, 0, &mul, {9, 9}},      /* 10 */
+      {AV_NEST_OP, V | R, AV_DT_F32, 0, 0, 0, 0, 0, &mul, {10, 9}},     /* 11 */
+      {AV_NEST_OP, V | R, AV_DT_F32, 0, 0, 0, 0, 0, &mul, {2, 11}},     /* 12: inv */
+      {AV_NEST_OP, V | R | K, AV_DT_F32, 0, 0, 0, 0, 0, &mul, {5, 12}}, /* 13: d * inv */
+  };
+  av_cg_nest_desc d = {N, N, 3, nodes, sizeof nodes / sizeof *nodes, 13, 4, "nbody"};
+  guarded p = galloc(N * 3 * sizeof(float)), m = galloc(N * sizeof(float));
+  float *pv = p.data, *mv = m.data, want[N * 3];
+  for (int i = 0; i < N * 3; i++) pv[i] = (float)((i * 37) % 101) * 0.03f - 1.5f;
+  for (int i = 0; i < N; i++) mv[i] = 0.5f + (float)(i % 7) * 0.1f;
+  for (int i = 0; i < N; i++)
+    for (int k = 0; k < 3; k++) {
+      double acc = 0.0;
+      for (int j = 0; j < N; j++) {
+        float dd[3];
+        for (int q = 0; q < 3; q++) dd[q] = pv[j * 3 + q] - pv[i * 3 + q];
+        double s = -0.0;
+        for (int q = 0; q < 3; q++) s += (double)(dd[q] * dd[q]);
+        float r2 = (float)(0.0 + s) + eps, rs = 1.0f / sqrtf(r2), c = rs * rs, c2 = c * rs, inv = mv[j] * c2;
+        acc += (double)(dd[k] * inv);
+      }
+      want[i * 3 + k] = (float)acc;
+    }
+  for (unsigned ii = 0; ii < sizeof isas / sizeof *isas; ii++) {
+    av_cg_nest_kernel *g = av_codegen_nest_isa(&d, isas[ii]);
+    if (!g) {
+      print_message("%s: nest not generated (not on this CPU?)\n", isas[ii]);
+      continue;
+    }
+    const void *ptr[2] = {pv, mv};
+    float stage[3 * 16];
+    for (int v0 = 0; v0 < N; v0 += g->lanes) {
+      av_cg_nest_args a = {ptr, stage, v0, N - 1, N};
+      g->entry(&a);
+      for (int l = 0; l < g->lanes && v0 + l < N; l++)
+        for (int k = 0; k < 3; k++) {
+          float got = stage[k * g->lanes + l], w = want[(v0 + l) * 3 + k];
+          if (memcmp(&got, &w, 4)) fail_msg("%s: acc[%d, %d] = %a, expected %a", isas[ii], v0 + l, k, got, w);
+        }
+    }
+    av_codegen_free(g);
+  }
+  gfree(&p);
+  gfree(&m);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_nest_nbody),
       cmocka_unit_test(test_every_op),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -42,6 +42,10 @@ static void count_step(gen_count *g, const av_step *s, int depth) {
     if (g->notes)
       fprintf(g->notes, "    %s %s%s%s\n", fp->gen ? "generated:  " : "interpreted:", s->opname,
               s->loc ? " at " : "", s->loc ? s->loc : "");
+  } else if (s->run == av_step_nest) { /* always generated (or not made) */
+    g->fused++;
+    g->generated++;
+    if (g->notes) fprintf(g->notes, "    generated:   %s (reduction nest) at %s\n", s->opname, s->loc ? s->loc : "?");
   } else if (s->run == av_step_rows) {
     const av_rows_params *rp = s->params;
     for (uint32_t i = 0; i < rp->nmembers; i++) count_step(g, &rp->m[i].step, depth);
@@ -96,7 +100,7 @@ av_code av_check_module_notes(av_module *m, FILE *notes, av_diag *d) {
     if (g.notes) fclose(g.notes);
     const char *isa = av_codegen_isa();
     if (g.fused)
-      fprintf(notes, "  codegen: %d of %d fused regions generated (%s)\n%s", g.generated, g.fused,
+      fprintf(notes, "  codegen: %d of %d fused regions and nests generated (%s)\n%s", g.generated, g.fused,
               isa ? isa : "generation off", list ? list : "");
     free(list);
   }

@@ -113,3 +113,85 @@ done:
   free(readers);
   free(gone);
 }
+
+/* box then reshape (a slice, then a squeeze: y[0] of a stacked state) as one box over the
+ * reshape's shape, when the reshape only adds or drops unit dimensions and the slice has no
+ * other reader: the box can then join a fused group, which reads it in place. `fence` (per
+ * step) is compacted with the steps. */
+void av_reshape_boxes(av_lower *c, av_step_vec *sv, uint8_t *fence) {
+  av_step *v = sv->v;
+  uint32_t n = sv->n;
+  if (n < 2) return;
+  int32_t *made = malloc(sizeof *made * c->nslots);
+  int32_t *readers = calloc(c->nslots, sizeof *readers);
+  bool *gone = calloc(n, sizeof *gone);
+  if (!made || !readers || !gone) goto done;
+  for (uint32_t s = 0; s < c->nslots; s++) made[s] = -1;
+  for (uint32_t i = 0; i < n; i++) {
+    for (uint32_t q = 0; q < v[i].nin; q++) readers[v[i].in[q]]++;
+    for (uint32_t q = 0; q < v[i].nout; q++) made[v[i].out[q]] = (int32_t)i;
+  }
+  for (uint32_t ia = 0; ia < n; ia++) {
+    av_step *a = &v[ia];
+    if (a->run != av_step_alias || a->nin != 1 || a->nout != 1) continue;
+    int32_t x1 = a->in[0], i1 = made[x1];
+    if (i1 < 0 || gone[i1] || readers[x1] != 1 || !in_list(a->dead, a->ndead, x1)) continue;
+    const av_step *s1 = &v[i1];
+    if (s1->run != av_step_box || s1->nin != 1) continue;
+    bool ok = true;
+    for (uint32_t k = (uint32_t)i1 + 1; k < ia && ok; k++) ok = gone[k] || plain(&v[k]);
+    const av_box_params *b1 = s1->params;
+    const av_slot_type *at = av_stype(c, a->out[0]);
+    av_box_params *bp = av_lower_alloc(c, sizeof *bp);
+    if (!ok || !bp || at->rank < 1 || at->rank > AV_BOX_MAX_RANK) continue;
+    /* the box's non-unit dimensions in order are the reshape's */
+    *bp = *b1;
+    bp->box.rank = at->rank;
+    int j = 0;
+    for (int k = 0; k < at->rank && ok; k++) {
+      bp->box.dims[k] = at->dims[k];
+      bp->box.sstride[k] = 0;
+      if (at->dims[k] == 1) continue;
+      while (j < b1->box.rank && b1->box.dims[j] == 1) j++;
+      ok = j < b1->box.rank && b1->box.dims[j] == at->dims[k];
+      if (ok) bp->box.sstride[k] = b1->box.sstride[j++];
+    }
+    while (ok && j < b1->box.rank && b1->box.dims[j] == 1) j++;
+    if (!ok || j != b1->box.rank) continue;
+    int64_t stride = 1;
+    for (int k = at->rank; k-- > 0;) {
+      bp->box.dstride[k] = stride;
+      stride *= at->dims[k];
+    }
+    int32_t *in = av_lower_alloc(c, sizeof *in);
+    int32_t *dead = av_lower_alloc(c, sizeof *dead * (s1->ndead + a->ndead + 1));
+    if (!in || !dead) continue;
+    uint32_t nd = 0;
+    for (uint32_t q = 0; q < s1->ndead; q++) dead[nd++] = s1->dead[q];
+    for (uint32_t q = 0; q < a->ndead; q++)
+      if (a->dead[q] != x1) dead[nd++] = a->dead[q];
+    in[0] = s1->in[0];
+    readers[in[0]]++;
+    av_step box = *s1; /* the reshape's place and output, the slice's kind */
+    box.params = bp;
+    box.in = in;
+    box.out = a->out;
+    box.dead = dead;
+    box.ndead = nd;
+    box.opname = s1->opname;
+    *a = box;
+    gone[i1] = true;
+  }
+  uint32_t w = 0;
+  for (uint32_t i = 0; i < n; i++)
+    if (!gone[i]) {
+      v[w] = v[i];
+      if (fence) fence[w] = fence[i];
+      w++;
+    }
+  sv->n = w;
+done:
+  free(made);
+  free(readers);
+  free(gone);
+}

@@ -37,12 +37,13 @@ static int64_t member_n(const av_lower *c, const av_step *s) {
     }
     return ot->nelems;
   }
-  if (s->run == av_step_box) { /* broadcast of a smaller value (scalar, rows, columns...) */
+  if (s->run == av_step_box) { /* a broadcast of a smaller value (scalar, rows, columns...) or
+                                   a slice of a larger one (y[0] of a stacked state) */
     const av_box_params *p = s->params;
     if (s->nin != 1 || s->nout != 1) return 0;
     const av_slot_type *it = av_stype(c, s->in[0]), *ot = av_stype(c, s->out[0]);
-    /* strictly fewer input elements: the input cannot be produced inside the run */
-    if (it->token || ot->token || it->nelems >= ot->nelems || ot->nelems < 2 ||
+    /* another element count than the run's: the input cannot be produced inside the run */
+    if (it->token || ot->token || it->nelems == ot->nelems || ot->nelems < 2 ||
         it->dtype != ot->dtype || p->esize != av_dtype_size(ot->dtype))
       return 0;
     if (it->nelems == 1) return p->soff == 0 ? ot->nelems : 0;

@@ -641,6 +641,7 @@ static void lower_block(av_lower *c, const av_block *b, av_block_plan *bp) {
       break;
     }
   if (c->nerrors == 0 && steps.n <= fence_cap && !splice) {
+    av_reshape_boxes(c, &steps, fence);
     av_fuse_elementwise(c, &steps, fence);
     av_compose_boxes(c, &steps);
     av_fuse_rows(c, &steps);

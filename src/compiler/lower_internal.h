@@ -180,6 +180,9 @@ void av_fuse_rows(av_lower *c, av_step_vec *steps);
 /* Turns box copies through a reshape (slice, squeeze, transpose) into one copy
  * (compose_boxes.c); after av_fuse_elementwise. */
 void av_compose_boxes(av_lower *c, av_step_vec *steps);
+/* A box then a reshape adding or dropping unit dimensions as one box (compose_boxes.c);
+ * before av_fuse_elementwise, compacting `fence` (per step) with the steps. */
+void av_reshape_boxes(av_lower *c, av_step_vec *steps, uint8_t *fence);
 
 /* Whether an op must stay even when its results are unused. */
 bool av_op_has_side_effects(const av_op *op);

@@ -272,8 +272,26 @@ bool av_fused_gen_run(const av_fused_params *p, void *const *at, int64_t m, int6
   return ok;
 }
 
+/* The source element of a box's output elements [t, t+m) when they are one contiguous run
+ * of its input (a slice of rows, a tile within a row), or -1. */
+static int64_t box_run(const av_box_params *bp, int64_t t, int64_t m) {
+  av_box b;
+  coalesce(&bp->box, &b);
+  int r = b.rank;
+  if (r < 1 || b.sstride[r - 1] != 1) return -1;
+  int64_t soff = bp->soff, rem = t, inner = 0;
+  for (int k = 0; k < r; k++) {
+    int64_t idx = rem / b.dstride[k];
+    rem -= idx * b.dstride[k];
+    soff += idx * b.sstride[k];
+    inner = idx;
+  }
+  return m <= b.dims[r - 1] - inner ? soff : -1;
+}
+
 /* A worker's share of a generated region: one call over [begin, end), or (regions reading
- * broadcasts of arrays) one per tile, with the boxes gathered as the interpreter does. */
+ * broadcasts or slices of arrays) one per tile, each box read in place when its tile is one
+ * run of its input, else gathered as the interpreter does. */
 static void gen_range(fused_run *fr, int64_t begin, int64_t end) {
   const av_step *s = fr->s;
   const av_frame *f = fr->f;
@@ -300,11 +318,17 @@ static void gen_range(fused_run *fr, int64_t begin, int64_t end) {
         case AV_FUSED_IN: at[r] = (char *)av_in(s, f, g->index) + (size_t)t * g->esize; break;
         case AV_FUSED_OUT: at[r] = (char *)av_out(s, f, g->index) + (size_t)t * g->esize; break;
         case AV_FUSED_SCALAR: at[r] = av_in(s, f, g->index); break;
-        case AV_FUSED_BOX:
+        case AV_FUSED_BOX: {
+          int64_t run = box_run(g->box, t, m);
+          if (run >= 0) {
+            at[r] = (char *)av_in(s, f, g->index) + (size_t)run * g->esize;
+            break;
+          }
           at[r] = boxes + off;
           off += ((size_t)fr->tile * g->esize + 63) & ~(size_t)63;
           gather_box(g->box, av_in(s, f, g->index), at[r], t, m);
           break;
+        }
         default: at[r] = NULL; break;
       }
     }

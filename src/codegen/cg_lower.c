@@ -148,6 +148,7 @@ static uint32_t float_op(lower *L, const av_ew_kernel *k, const uint32_t *in) {
     case AV_OP_LOG: return f32 ? cg_math_logf(r, x) : CG_NO_NODE;
     case AV_OP_LOG_PLUS_ONE: return f32 ? cg_math_log1pf(r, x) : CG_NO_NODE;
     case AV_OP_EXPONENTIAL_MINUS_ONE: return f32 ? cg_math_expm1f(r, x) : CG_NO_NODE;
+    case AV_OP_CHLO_ERF_INV: return f32 ? cg_math_erfinvf(r, x) : CG_NO_NODE;
     case AV_OP_SINE: case AV_OP_COSINE: {
       if (!f32) return CG_NO_NODE;
       uint32_t fast = cg_math_sincosf_reduced(r, x, k->op == AV_OP_COSINE);

@@ -227,3 +227,89 @@ uint32_t cg_math_expm1f(cg_region *r, uint32_t x) {
   res = select_if(r, CG_CMP_EQ, x, cg_constf(r, CG_F32, 0.0), x, res); /* +-0 */
   return select_if(r, CG_CMP_UNORD, x, x, bin(r, CG_FADD, x, x), res);
 }
+
+/* ---- erf_inv of f32 in f64: the interpreter's first guess (elementwise_float.c erfinv_d),
+ * then one Newton step on erf (the guess is good to ~1e-7, so one step leaves ~1e-13), with
+ * erf from its Taylor series below 0.5 and the tail through erfc (Taylor below 2, the
+ * continued fraction's 30th convergent above: relative error <= 5e-12 at 2), where the
+ * residual (1 - y) - erfc(x) keeps its relative accuracy up to y = 1 - 2^-24. */
+
+/* exp(v) for v in [-40, 0], relative error ~2e-16 (degree-12 Taylor on |r| <= 0.35) */
+static uint32_t exp_f64(cg_region *r, uint32_t v) {
+  const double magic = 6755399441055744.0;
+  uint32_t t = bin(r, CG_FADD, bin(r, CG_FMUL, v, cg_constf(r, CG_F64, 1.4426950408889634)), cg_constf(r, CG_F64, magic));
+  uint32_t n = bin(r, CG_FSUB, t, cg_constf(r, CG_F64, magic));
+  uint32_t bits = cg_op2(r, CG_ADD, CG_I64, cg_bitcast(r, CG_I64, t), cg_const(r, CG_I64, 1023));
+  uint32_t s = cg_bitcast(r, CG_F64, cg_opi(r, CG_SHLI, CG_I64, cg_op2(r, CG_AND, CG_I64, bits, cg_const(r, CG_I64, 0x7ff)), 52));
+  uint32_t rr = fma3(r, n, cg_constf(r, CG_F64, -2.319046813846299558e-17), fma3(r, n, cg_constf(r, CG_F64, -0.6931471805599453094), v));
+  double fact = 1;
+  for (int k = 2; k <= 13; k++) fact *= k;
+  uint32_t q = cg_constf(r, CG_F64, 1.0 / fact); /* 1/13! */
+  for (int k = 12; k >= 1; k--) {
+    fact /= (k + 1);
+    q = fma3(r, rr, q, cg_constf(r, CG_F64, 1.0 / fact)); /* ... + 1/k! */
+  }
+  /* q = expm1(rr) / rr; e^v = s * (1 + rr * q) */
+  return fma3(r, s, bin(r, CG_FMUL, rr, q), s);
+}
+
+/* erf(x) / x = 2/sqrt(pi) * sum (-1)^n x^2n / (n! (2n+1)), n <= 30 (enough to |x| = 2) */
+static uint32_t erf_taylor(cg_region *r, uint32_t x) {
+  uint32_t z = bin(r, CG_FMUL, x, x);
+  double c[31], f = 1;
+  for (int n = 0; n <= 30; n++) {
+    if (n) f *= n;
+    c[n] = (n & 1 ? -1.0 : 1.0) / (f * (2 * n + 1));
+  }
+  uint32_t p = cg_constf(r, CG_F64, c[30]);
+  for (int n = 29; n >= 0; n--) p = fma3(r, p, z, cg_constf(r, CG_F64, c[n]));
+  return bin(r, CG_FMUL, bin(r, CG_FMUL, x, cg_constf(r, CG_F64, 1.1283791670955126)), p);
+}
+
+/* erfc(x) for x >= 2: exp(-x^2)/sqrt(pi) / K, K = x + (1/2)/(x + 1/(x + (3/2)/(x + ...))) to 30
+ * terms, as the ratio of its forward recurrences (one division) */
+static uint32_t erfc_cf(cg_region *r, uint32_t x) {
+  uint32_t a0 = cg_constf(r, CG_F64, 1.0), a1 = x, b0 = cg_constf(r, CG_F64, 0.0), b1 = cg_constf(r, CG_F64, 1.0);
+  for (int n = 1; n <= 30; n++) {
+    uint32_t an = cg_constf(r, CG_F64, n / 2.0);
+    uint32_t a2 = fma3(r, x, a1, bin(r, CG_FMUL, an, a0)), b2 = fma3(r, x, b1, bin(r, CG_FMUL, an, b0));
+    a0 = a1;
+    a1 = a2;
+    b0 = b1;
+    b1 = b2;
+  }
+  uint32_t e = exp_f64(r, cg_fneg(r, bin(r, CG_FMUL, x, x)));
+  return bin(r, CG_FMUL, bin(r, CG_FMUL, e, cg_constf(r, CG_F64, 0.5641895835477563)), bin(r, CG_FDIV, b1, a1));
+}
+
+static uint32_t horner64(cg_region *r, uint32_t w, const double *c, int n) {
+  uint32_t p = cg_constf(r, CG_F64, c[0]);
+  for (int i = 1; i < n; i++) p = fma3(r, p, w, cg_constf(r, CG_F64, c[i]));
+  return p;
+}
+
+uint32_t cg_math_erfinvf(cg_region *r, uint32_t y) {
+  uint32_t yd = cg_cvt(r, CG_CVT_FLOAT, CG_F64, y), a = cg_fabs(r, yd), one = cg_constf(r, CG_F64, 1.0);
+  /* the first guess, on |y| (erfinv is odd): the interpreter's two polynomials */
+  uint32_t prod = bin(r, CG_FMUL, bin(r, CG_FSUB, one, a), bin(r, CG_FADD, one, a));
+  uint32_t w = cg_fneg(r, log_pos_f64(r, safe_log_arg(r, prod)));
+  static const double lo[] = {2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087,
+                              -0.00125372503, -0.00417768164, 0.246640727, 1.50140941};
+  static const double hi[] = {-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773,
+                              -0.0076224613, 0.00943887047, 1.00167406, 2.83297682};
+  uint32_t xlo = horner64(r, bin(r, CG_FSUB, w, cg_constf(r, CG_F64, 2.5)), lo, 9);
+  uint32_t xhi = horner64(r, bin(r, CG_FSUB, cg_op1(r, CG_FSQRT, CG_F64, w), cg_constf(r, CG_F64, 3.0)), hi, 9);
+  uint32_t x0 = bin(r, CG_FMUL, select_if(r, CG_CMP_LT, w, cg_constf(r, CG_F64, 5.0), xlo, xhi), a);
+  /* one Newton step: the residual erf(x0) - a, through erfc in the tail */
+  uint32_t small = cg_cmp(r, CG_CMP_LE, a, cg_constf(r, CG_F64, 0.5));
+  uint32_t erf0 = erf_taylor(r, x0);
+  uint32_t erfc0 = select_if(r, CG_CMP_LT, x0, cg_constf(r, CG_F64, 2.0), bin(r, CG_FSUB, one, erf0), erfc_cf(r, x0));
+  uint32_t res = cg_select(r, small, bin(r, CG_FSUB, erf0, a), bin(r, CG_FSUB, bin(r, CG_FSUB, one, a), erfc0));
+  uint32_t deriv = bin(r, CG_FMUL, cg_constf(r, CG_F64, 1.1283791670955126), exp_f64(r, cg_fneg(r, bin(r, CG_FMUL, x0, x0))));
+  uint32_t x1 = bin(r, CG_FSUB, x0, bin(r, CG_FDIV, res, deriv));
+  uint32_t out = cg_copysign(r, cg_cvt(r, CG_CVT_FLOAT, CG_F32, x1), y);
+  /* |y| = 1: +-inf; |y| > 1 or NaN: NaN (as erfinv_d: a quiet NaN, positive) */
+  out = select_if(r, CG_CMP_EQ, a, one, cg_copysign(r, cg_const(r, CG_F32, 0x7f800000u), y), out);
+  out = select_if(r, CG_CMP_GT, a, one, cg_const(r, CG_F32, 0x7fc00000u), out);
+  return select_if(r, CG_CMP_UNORD, y, y, cg_const(r, CG_F32, 0x7fc00000u), out);
+}

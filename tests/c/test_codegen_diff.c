@@ -7,7 +7,8 @@
  * the fast math paths, and random bits; lengths are odd (tails) and below one vector.
  * Arrays sit against PROT_NONE pages, so a generated load or store past an array faults.
  * Results must be bit-identical, transcendentals included (generated code computes them with
- * the kernels' own operations, or calls the kernels), except log, log1p and expm1 of f32:
+ * the kernels' own operations, or calls the kernels; erf_inv of f32 takes one Newton step
+ * where the kernel takes three, swept densely below), except log, log1p and expm1 of f32:
  * generated code computes those in f64 and rounds once, so they are held against glibc's f64
  * functions (an independent reference) at the stated bound, 0.51 ulp, with the interpreter's
  * own error (glibc's f32 functions) reported beside it; their special values (NaN, +-inf,
@@ -435,10 +436,51 @@ static void test_nest_nbody(void **state) {
   gfree(&m);
 }
 
+/* erf_inv of f32 (jax.random.normal's transform): generated code redoes the interpreter's f64
+ * computation with one Newton step where the interpreter takes three; the results must still
+ * be bit-identical over a dense sweep of (-1, 1): 2^16 evenly spaced bit patterns of each
+ * sign and the 4096 values nearest +-1, where the tail path (erfc) decides. */
+static void test_erfinv_sweep(void **state) {
+  (void)state;
+  enum { SPREAD = 1 << 16, EDGE = 4096, N = 2 * (SPREAD + EDGE) };
+  av_ew_kernel k;
+  assert_true(av_ew_prepare(AV_OP_CHLO_ERF_INV, AV_DT_F32, AV_DT_F32, AV_CMP_EQ, AV_CMP_DEFAULT, &k));
+  guarded x = galloc(N * 4), y = galloc(N * 4);
+  float *xv = x.data, *want = malloc(N * 4);
+  for (uint32_t i = 0; i < N / 2; i++) {
+    uint32_t b = i < SPREAD ? (uint32_t)((uint64_t)i * 0x3f800000u / SPREAD) : 0x3f800000u - 1 - (i - SPREAD);
+    memcpy(&xv[2 * i], &b, 4);
+    xv[2 * i + 1] = -xv[2 * i];
+  }
+  av_ew_run(&k, (const void *const[]){xv}, want, N);
+  for (unsigned ii = 0; ii < sizeof isas / sizeof *isas; ii++) {
+    if (!isa_available(isas[ii])) continue;
+    av_fused_reg regs[2] = {{AV_FUSED_IN, 0, 4, NULL}, {AV_FUSED_OUT, 0, 4, NULL}};
+    av_dtype dtype[2] = {AV_DT_F32, AV_DT_F32};
+    const void *value[2] = {0};
+    av_fused_op op = {&k, 1, {0, 1, 2}, 1, NULL, 0};
+    av_fused_params p = {N, 2, 1, regs, &op, NULL, NULL};
+    av_cg_region_desc d = {&p, &op, 1, dtype, value, NULL, NULL, "erf_inv sweep"};
+    av_cg_kernel *g = av_codegen_fused_isa(&d, isas[ii]);
+    assert_non_null(g);
+    p.gen = g;
+    assert_true(av_fused_gen_run(&p, (void *const[]){xv, y.data}, N, 0));
+    const float *got = y.data;
+    for (int i = 0; i < N; i++)
+      if (memcmp(&got[i], &want[i], 4))
+        fail_msg("%s: erf_inv(%a) = %a, interpreter %a", isas[ii], xv[i], got[i], want[i]);
+    av_codegen_free(g);
+  }
+  free(want);
+  gfree(&x);
+  gfree(&y);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_nest_nbody),
       cmocka_unit_test(test_every_op),
+      cmocka_unit_test(test_erfinv_sweep),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,8 +1,10 @@
 /* The code generator's entry: which ISA (ANVIL_CODEGEN, CPUID), executable memory (written,
- * then made executable: never both), listings (ANVIL_DUMP_DIR). See codegen.h. */
+ * then made executable: never both), listings (ANVIL_DUMP_DIR), perf's symbol map
+ * (ANVIL_PERF_MAP). See codegen.h. */
 #include "codegen/codegen.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -100,6 +102,27 @@ static void *exec_copy(const uint8_t *code, size_t n, size_t *len) {
   return m;
 }
 
+/* With ANVIL_PERF_MAP=1, names each generated kernel in /tmp/perf-PID.map, where `perf report`
+ * looks up addresses of JIT code: one line, written with one append. */
+static void perf_map_note(const void *code, size_t n, const char *kind, const char *name) {
+  const char *e = getenv("ANVIL_PERF_MAP");
+  if (!e || !*e || !strcmp(e, "0")) return;
+  char path[64], line[512];
+  snprintf(path, sizeof path, "/tmp/perf-%ld.map", (long)getpid());
+  int len = snprintf(line, sizeof line, "%lx %zx anvil %s %s\n", (unsigned long)(uintptr_t)code, n, kind,
+                     name ? name : "?");
+  if (len <= 0) return;
+  if (len >= (int)sizeof line) { /* a long name: cut, still one line */
+    len = (int)sizeof line - 1;
+    line[len - 1] = '\n';
+  }
+  int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return;
+  ssize_t w = write(fd, line, (size_t)len);
+  (void)w;
+  close(fd);
+}
+
 static void dump_listing(const char *name, const av_fused_params *fp, const cg_region *r,
                          const cg_isa *isa, const x86_buf *b) {
   const char *dir = getenv("ANVIL_DUMP_DIR");
@@ -165,6 +188,7 @@ static av_cg_kernel *generate(const av_cg_region_desc *d, const cg_isa *isa) {
       o->k.lanes = r.lanes;
       o->k.isa = isa->name;
       dump_listing(d->name, d->p, &r, isa, &b);
+      perf_map_note(code, b.n, "region", d->name);
     } else {
       free(o);
       o = NULL;
@@ -194,6 +218,7 @@ static av_cg_nest_kernel *generate_nest(const av_cg_nest_desc *d, const cg_isa *
       o->nest.lanes = lanes;
       o->nest.isa = isa->name;
       dump_listing(d->name, NULL, &r, isa, &b);
+      perf_map_note(code, b.n, "nest", d->name);
     } else {
       free(o);
       o = NULL;

@@ -92,17 +92,16 @@ av_code av_check_module_notes(av_module *m, FILE *notes, av_diag *d) {
   }
   av_plan *p = av_lower_module(m, d);
   if (!p) return d->code != AV_OK ? d->code : AV_INTERNAL;
-  if (notes) { /* which fused regions run as generated code */
-    char *list = NULL;
-    size_t nlist = 0;
-    gen_count g = {open_memstream(&list, &nlist), 0, 0, {0}, 0};
+  if (notes) { /* which fused regions run as generated code: the counts, then the list */
+    gen_count g = {NULL, 0, 0, {0}, 0};
     count_block(&g, &p->entry->body, 0);
-    if (g.notes) fclose(g.notes);
     const char *isa = av_codegen_isa();
-    if (g.fused)
-      fprintf(notes, "  codegen: %d of %d fused regions and nests generated (%s)\n%s", g.generated, g.fused,
-              isa ? isa : "generation off", list ? list : "");
-    free(list);
+    if (g.fused) {
+      fprintf(notes, "  codegen: %d of %d fused regions and nests generated (%s)\n", g.generated, g.fused,
+              isa ? isa : "generation off");
+      g = (gen_count){notes, 0, 0, {0}, 0};
+      count_block(&g, &p->entry->body, 0);
+    }
   }
   av_plan_free(p);
   return AV_OK;

@@ -549,7 +549,7 @@ static void lower_block(av_lower *c, const av_block *b, av_block_plan *bp) {
       fence_cap = cap;
     }
     for (uint32_t j = before; j < steps.n; j++)
-      fence[j] = !c->spliced && (op->nregions > 0 || av_op_has_side_effects(op));
+      fence[j] = c->spliced ? 0 : op->nregions > 0 ? AV_FENCE_REGIONS : av_op_has_side_effects(op) ? AV_FENCE_EFFECTS : 0;
     c->spliced = false;
     for (uint32_t r = 0; r < op->nresults; r++) {
       int32_t lu = c->last_use[op->results[r].id];
@@ -641,6 +641,7 @@ static void lower_block(av_lower *c, const av_block *b, av_block_plan *bp) {
       break;
     }
   if (c->nerrors == 0 && steps.n <= fence_cap && !splice) {
+    av_split_broadcasts(c, &steps, &fence, &fence_cap);
     av_reshape_boxes(c, &steps, fence);
     av_fuse_elementwise(c, &steps, fence);
     av_compose_boxes(c, &steps);

@@ -172,7 +172,9 @@ uint32_t av_find_nests(av_lower *c, const av_block *b, const av_op *const *ops, 
                        av_nest *out, uint32_t cap);
 
 /* Fuses elementwise steps of one block (fuse_elementwise.c); call before in_dies. fence[i]:
- * step i came from an op with nested regions or side effects (no step moves past it). */
+ * step i came from an op with nested regions (AV_FENCE_REGIONS: they may read values they do
+ * not list) or side effects (AV_FENCE_EFFECTS); no step moves past it. */
+enum { AV_FENCE_EFFECTS = 1, AV_FENCE_REGIONS = 2 };
 void av_fuse_elementwise(av_lower *c, av_step_vec *steps, const uint8_t *fence);
 /* Groups row reductions with the elementwise steps around them (fuse_rows.c); call after
  * av_fuse_elementwise, before in_dies. */
@@ -183,6 +185,10 @@ void av_compose_boxes(av_lower *c, av_step_vec *steps);
 /* A box then a reshape adding or dropping unit dimensions as one box (compose_boxes.c);
  * before av_fuse_elementwise, compacting `fence` (per step) with the steps. */
 void av_reshape_boxes(av_lower *c, av_step_vec *steps, uint8_t *fence);
+/* A broadcast of a scalar read by several elementwise steps: one copy right before each such
+ * reader (compose_boxes.c), so each joins its reader's fused group; before
+ * av_fuse_elementwise. May replace steps->v and *fence (malloc'd, *fence_cap entries). */
+void av_split_broadcasts(av_lower *c, av_step_vec *steps, uint8_t **fence, uint32_t *fence_cap);
 
 /* Whether an op must stay even when its results are unused. */
 bool av_op_has_side_effects(const av_op *op);

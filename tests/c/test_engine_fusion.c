@@ -353,9 +353,62 @@ static void test_slice_rows(void **state) {
   av_program_free(p);
 }
 
+/* Splat constants and scalar broadcasts read on both sides of a loop (compiler/lower_ops.c:
+ * a splat is a broadcast of its element; compose_boxes.c: each elementwise reader gets its
+ * own copy, so groups on either side read the scalar): %b is also read inside the loop body
+ * (a read the loop step does not list), so it must still be made before the loop; %c is
+ * read by three groups. Results in f32 arithmetic here, exact for these values. */
+static const char *splat_text =
+    "func.func public @main(%x: tensor<3000xf32>) -> (tensor<3000xf32>, tensor<3000xf32>) {\n"
+    "  %c = stablehlo.constant dense<2.0> : tensor<3000xf32>\n"
+    "  %h = stablehlo.constant dense<0.5> : tensor<f32>\n"
+    "  %b = stablehlo.broadcast_in_dim %h, dims = [] : (tensor<f32>) -> tensor<3000xf32>\n"
+    "  %0 = stablehlo.multiply %x, %c : tensor<3000xf32>\n"
+    "  %z = stablehlo.constant dense<0> : tensor<i32>\n"
+    "  %r:2 = stablehlo.while(%i = %z, %v = %0) : tensor<i32>, tensor<3000xf32>\n"
+    "   cond {\n"
+    "    %three = stablehlo.constant dense<3> : tensor<i32>\n"
+    "    %lt = stablehlo.compare LT, %i, %three : (tensor<i32>, tensor<i32>) -> tensor<i1>\n"
+    "    stablehlo.return %lt : tensor<i1>\n"
+    "  } do {\n"
+    "    %one = stablehlo.constant dense<1> : tensor<i32>\n"
+    "    %i1 = stablehlo.add %i, %one : tensor<i32>\n"
+    "    %a = stablehlo.add %v, %b : tensor<3000xf32>\n"
+    "    stablehlo.return %i1, %a : tensor<i32>, tensor<3000xf32>\n"
+    "  }\n"
+    "  %1 = stablehlo.subtract %r#1, %b : tensor<3000xf32>\n"
+    "  %2 = stablehlo.multiply %1, %c : tensor<3000xf32>\n"
+    "  %3 = stablehlo.add %x, %c : tensor<3000xf32>\n"
+    "  return %2, %3 : tensor<3000xf32>, tensor<3000xf32>\n"
+    "}\n";
+
+static void test_splats_across_a_loop(void **state) {
+  (void)state;
+  float x[N];
+  for (int i = 0; i < N; i++) x[i] = (float)(i - N / 2) * 0.25f;
+  av_program *p = compile(splat_text);
+  av_tensor in = vector_input(x, N), out[2];
+  av_diag d;
+  av_diag_init(&d);
+  for (int run = 0; run < 2; run++) { /* the second run reuses the plan's storage */
+    assert_int_equal(av_program_execute(p, 0, &in, out, &d), AV_OK);
+    const float *r = out[0].storage->data, *s = out[1].storage->data;
+    for (int i = 0; i < N; i++) {
+      float want = (x[i] * 2.0f + 0.5f + 0.5f + 0.5f - 0.5f) * 2.0f, want2 = x[i] + 2.0f;
+      if (r[i] != want) fail_msg("element %d: %.9g, expected %.9g", i, r[i], want);
+      if (s[i] != want2) fail_msg("element %d: %.9g, expected %.9g", i, s[i], want2);
+    }
+    av_storage_release(out[0].storage);
+    av_storage_release(out[1].storage);
+  }
+  av_storage_release(in.storage);
+  av_program_free(p);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_slice_rows),
+      cmocka_unit_test(test_splats_across_a_loop),
       cmocka_unit_test(test_pairwise_broadcasts),
       cmocka_unit_test(test_chain_with_escaping_intermediate),
       cmocka_unit_test(test_arithmetic_pairs),

@@ -6,6 +6,7 @@
 #include "codegen/cg_x86.h"
 
 #define INSN(id, name, map, pp, opc, wv, we) static const x86_insn id = {name, map, pp, opc, wv, we, false, 0};
+#define INSN_K(id, name, map, pp, opc, wv, we, k) static const x86_insn id = {name, map, pp, opc, wv, we, false, k};
 #define INSN_ST(id, name, map, pp, opc, wv, we) static const x86_insn id = {name, map, pp, opc, wv, we, true, 0};
 INSN(VMOVUPS, "vmovups", 1, 0, 0x10, 0, 0)
 INSN_ST(VMOVUPS_ST, "vmovups", 1, 0, 0x11, 0, 0)
@@ -52,9 +53,9 @@ INSN(VPSLLVQ, "vpsllvq", 2, 1, 0x47, 1, 1)
 INSN(VPSRLVD, "vpsrlvd", 2, 1, 0x45, 0, 0)
 INSN(VPSRLVQ, "vpsrlvq", 2, 1, 0x45, 1, 1)
 INSN(VPSRAVD, "vpsravd", 2, 1, 0x46, 0, 0)
-INSN(VPSHIFTW, "vpshiftw", 1, 1, 0x71, 0, 0) /* /6 shl, /2 shrl, /4 shra */
-INSN(VPSHIFTD, "vpshiftd", 1, 1, 0x72, 0, 0)
-INSN(VPSHIFTQ, "vpshiftq", 1, 1, 0x73, 0, 0) /* /6, /2 */
+INSN_K(VPSHIFTW, "vpshiftw", 1, 1, 0x71, 0, 0, 8) /* /6 shl, /2 shrl, /4 shra */
+INSN_K(VPSHIFTD, "vpshiftd", 1, 1, 0x72, 0, 0, 8)
+INSN_K(VPSHIFTQ, "vpshiftq", 1, 1, 0x73, 0, 0, 8) /* /6, /2 */
 INSN(VPMAXSB, "vpmaxsb", 2, 1, 0x3C, 0, 0)
 INSN(VPMAXSW, "vpmaxsw", 1, 1, 0xEE, 0, 0)
 INSN(VPMAXSD, "vpmaxsd", 2, 1, 0x3D, 0, 0)

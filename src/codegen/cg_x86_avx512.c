@@ -72,10 +72,10 @@ INSN(VPSRAVD, "vpsravd", 2, 1, 0x46, 0, 0)
 INSN(VPSLLVQ, "vpsllvq", 2, 1, 0x47, 0, 1)
 INSN(VPSRLVQ, "vpsrlvq", 2, 1, 0x45, 0, 1)
 INSN(VPSRAVQ, "vpsravq", 2, 1, 0x46, 0, 1)
-INSN(VPSHIFTW, "vpshiftw", 1, 1, 0x71, 0, 0) /* /6 shl, /2 shrl, /4 shra */
-INSN(VPSHIFTD, "vpshiftd", 1, 1, 0x72, 0, 0) /* also /1 vprold */
-INSN(VPSHIFTQ, "vpshiftq", 1, 1, 0x73, 0, 1) /* /6, /2 */
-INSN(VPSRAQI, "vpsraq", 1, 1, 0x72, 0, 1)    /* /4; /1 vprolq */
+INSN_K(VPSHIFTW, "vpshiftw", 1, 1, 0x71, 0, 0, 8) /* /6 shl, /2 shrl, /4 shra */
+INSN_K(VPSHIFTD, "vpshiftd", 1, 1, 0x72, 0, 0, 8) /* also /1 vprold */
+INSN_K(VPSHIFTQ, "vpshiftq", 1, 1, 0x73, 0, 1, 8) /* /6, /2 */
+INSN_K(VPSRAQI, "vpsraq", 1, 1, 0x72, 0, 1, 8)    /* /4; /1 vprolq */
 INSN(VPMAXSB, "vpmaxsb", 2, 1, 0x3C, 0, 0)
 INSN(VPMAXSW, "vpmaxsw", 1, 1, 0xEE, 0, 0)
 INSN(VPMAXSD, "vpmaxsd", 2, 1, 0x3D, 0, 0)

@@ -107,6 +107,13 @@ static void list_vec(x86_buf *b, const x86_insn *in, int w, int reg, int vvvv, x
   char im[16] = "";
   if (imm >= 0) snprintf(im, sizeof im, ", 0x%x", imm);
   const char *rn = in->k & 1 ? n3 : x86_vname(w, reg, n3);
+  if (in->k & 8) { /* the reg field is an opcode extension (/digit): "vpshiftq/2 dst, src, imm" */
+    char name[32];
+    snprintf(name, sizeof name, "%s/%d", in->name, reg);
+    snprintf(line, sizeof line, "  %-14s %s%s%s%s\n", name, v, rms, extra, im);
+    text_add(b, line);
+    return;
+  }
   if (in->rm_dst)
     snprintf(line, sizeof line, "  %-14s %s%s, %s%s%s\n", in->name, rms, extra, v, rn, im);
   else

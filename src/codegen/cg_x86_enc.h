@@ -65,7 +65,7 @@ typedef struct x86_insn {
   uint8_t map, pp, opc;
   uint8_t wv, we;
   bool rm_dst; /* the r/m operand is the destination (stores, vpmov*, extracts): listing order */
-  uint8_t k;   /* listing: mask register operands (1 reg, 2 vvvv, 4 r/m) */
+  uint8_t k;   /* listing: mask register operands (1 reg, 2 vvvv, 4 r/m); 8: reg is a /digit */
 } x86_insn;
 
 void x86_byte(x86_buf *b, uint8_t v);

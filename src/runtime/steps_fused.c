@@ -126,7 +126,8 @@ static void gather_box(const av_box_params *bp, const char *src, char *dst, int6
     int64_t run = inner - idx[r - 1];
     if (run > m - done) run = m - done;
     char *o = dst + (size_t)done * es;
-    if (ss == 0 && run == inner && inner <= 16 && r >= 2 && (es == 4 || es == 8) && m - done >= 2 * inner) {
+    if (ss == 0 && run == inner && inner <= 16 && r >= 2 && (es == 1 || es == 2 || es == 4 || es == 8) &&
+        m - done >= 2 * inner) {
       /* short rows each repeating one element (x[:, :, None] over a small last axis): whole
        * rows in one loop, without a call per row */
       int64_t rows = b->dims[r - 2] - idx[r - 2], s2 = b->sstride[r - 2];
@@ -134,7 +135,13 @@ static void gather_box(const av_box_params *bp, const char *src, char *dst, int6
       for (int64_t q = 0; q < rows; q++) {
         const char *v = src + (size_t)(soff + q * s2) * es;
         char *row = o + (size_t)(q * inner) * es;
-        if (es == 4) {
+        if (es == 1) { /* pred: jnp.where(accept[:, None], ...) */
+          memset(row, *(const unsigned char *)v, (size_t)inner);
+        } else if (es == 2) {
+          uint16_t x;
+          memcpy(&x, v, 2);
+          for (int64_t j = 0; j < inner; j++) memcpy(row + 2 * j, &x, 2);
+        } else if (es == 4) {
           uint32_t x;
           memcpy(&x, v, 4);
           for (int64_t j = 0; j < inner; j++) memcpy(row + 4 * j, &x, 4);

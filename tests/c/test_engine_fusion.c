@@ -405,10 +405,47 @@ static void test_splats_across_a_loop(void **state) {
   av_program_free(p);
 }
 
+/* A column of predicates broadcast over rows (jnp.where(accept[:, None], prop, x) of an MCMC
+ * step): the one-byte elements expand row by row inside the fused select; 301 rows of 16 end
+ * tiles mid-row. */
+static const char *where_text =
+    "func.func public @main(%v: tensor<301xf32>, %a: tensor<301x16xf32>, %b: tensor<301x16xf32>)"
+    " -> tensor<301x16xf32> {\n"
+    "  %z = stablehlo.constant dense<0.0> : tensor<301xf32>\n"
+    "  %p = stablehlo.compare GT, %v, %z : (tensor<301xf32>, tensor<301xf32>) -> tensor<301xi1>\n"
+    "  %pb = stablehlo.broadcast_in_dim %p, dims = [0] : (tensor<301xi1>) -> tensor<301x16xi1>\n"
+    "  %s = stablehlo.select %pb, %a, %b : tensor<301x16xi1>, tensor<301x16xf32>\n"
+    "  return %s : tensor<301x16xf32>\n"
+    "}\n";
+
+static void test_where_column_of_pred(void **state) {
+  (void)state;
+  enum { R = 301, C = 16 };
+  static float v[R], a[R * C], b[R * C];
+  for (int i = 0; i < R; i++) v[i] = (float)((i * 7) % 5) - 2.0f;
+  for (int i = 0; i < R * C; i++) a[i] = (float)i, b[i] = -(float)i;
+  av_program *p = compile(where_text);
+  av_tensor in[3] = {vector_input(v, R), vector_input(a, R * C), vector_input(b, R * C)}, out;
+  for (int q = 1; q < 3; q++) in[q].rank = 2, in[q].dims[0] = R, in[q].dims[1] = C;
+  av_diag d;
+  av_diag_init(&d);
+  assert_int_equal(av_program_execute(p, 0, in, &out, &d), AV_OK);
+  const float *o = out.storage->data;
+  for (int i = 0; i < R; i++)
+    for (int j = 0; j < C; j++) {
+      float want = v[i] > 0 ? a[i * C + j] : b[i * C + j];
+      if (o[i * C + j] != want) fail_msg("[%d,%d]: %.9g, expected %.9g", i, j, o[i * C + j], want);
+    }
+  av_storage_release(out.storage);
+  for (int q = 0; q < 3; q++) av_storage_release(in[q].storage);
+  av_program_free(p);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_slice_rows),
       cmocka_unit_test(test_splats_across_a_loop),
+      cmocka_unit_test(test_where_column_of_pred),
       cmocka_unit_test(test_pairwise_broadcasts),
       cmocka_unit_test(test_chain_with_escaping_intermediate),
       cmocka_unit_test(test_arithmetic_pairs),

@@ -320,11 +320,12 @@ static void gemm_naive(av_dtype ct, const dot_plan *pl, const operand_src *a, co
 /* f32 GEMMs on oneDNN's sgemm (measured 10-15% faster than OpenBLAS 0.3.21 on this
  * machine's AVX-512 for the model shapes, single-threaded), in tiles of the result per batch
  * that the pool shares out as they come (no static split waiting on a descheduled thread, no
- * BLAS threads spinning). Tiles are at most GEMM_TILE square, halved (down to GEMM_TILE_MIN)
- * until a product has GEMM_MIN_TILES of them, from the shapes alone. Each tile is one
- * single-threaded sgemm over the whole K, so a result element's sum never depends on the
- * number of threads. */
+ * BLAS threads spinning). Tiles are at most GEMM_TILE square, halved (down to GEMM_TILE_MIN,
+ * and while a half keeps GEMM_SHARE_MACS) until a product has GEMM_MIN_TILES of them, from
+ * the shapes alone. Each tile is one single-threaded sgemm over the whole K, so a result
+ * element's sum never depends on the number of threads. */
 enum { GEMM_TILE = 256, GEMM_TILE_MIN = 64, GEMM_MIN_TILES = 8 };
+#define GEMM_SHARE_MACS 2e5 /* a tile with fewer multiply-adds stays on the calling thread */
 
 typedef struct gemm_tiles {
   const dot_plan *pl;
@@ -367,6 +368,11 @@ static bool gemm_dnnl(const dot_plan *pl, const operand_src *a, const operand_sr
     g.mt = ceil_div(pl->M, g.tm);
     g.nt = ceil_div(pl->N, g.tn);
     if (pl->B * g.mt * g.nt >= GEMM_MIN_TILES) break;
+    /* tiles too small to share out run one after another on the calling thread: there, more
+     * sgemm calls only cost (an LSTM step's 16x512x128 product: 8 tiles of 16x64 took 55 us
+     * on one thread, 4 of 16x128 ~40, one call 32) */
+    double tile_macs = (double)(pl->M < g.tm ? pl->M : g.tm) * (double)(pl->N < g.tn ? pl->N : g.tn) * (double)pl->K;
+    if (tile_macs / 2 < GEMM_SHARE_MACS) break;
     /* halve the longer tile side (square tiles pack the fewest panels per product: 256x64
      * tiles made a 256x512x512 product 10% slower than 128x128 ones, one thread, Zen 4),
      * of equal sides the one that cuts the most */
@@ -379,7 +385,7 @@ static bool gemm_dnnl(const dot_plan *pl, const operand_src *a, const operand_sr
   int64_t ntiles = pl->B * g.mt * g.nt;
   /* a tile per chunk; small tiles stay on the calling thread */
   double macs_per_tile = (double)pl->M * (double)pl->N * (double)pl->K / (double)(g.mt * g.nt);
-  av_parallel_for(pool, ntiles, 1, macs_per_tile >= 2e5 ? 1 : ntiles, gemm_tile_range, &g);
+  av_parallel_for(pool, ntiles, 1, macs_per_tile >= GEMM_SHARE_MACS ? 1 : ntiles, gemm_tile_range, &g);
   return !atomic_load(&g.failed);
 }
 

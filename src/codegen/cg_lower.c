@@ -222,9 +222,44 @@ static uint32_t select_op(lower *L, const uint32_t *in) {
 
 /* stablehlo.convert (kernels/convert.c): integers wrap, floats to integers truncate and
  * saturate (NaN gives 0), anything to pred is != 0. */
+/* bf16 (stored as I16) to f32 and back, as float_codec.h: widening is exact; narrowing rounds
+ * to nearest even, and a NaN keeps its sign and top payload bits, quieted. */
+static uint32_t bf16_to_f32(lower *L, uint32_t x) {
+  cg_region *r = L->r;
+  return cg_bitcast(r, CG_F32, cg_opi(r, CG_SHLI, CG_I32, cg_cvt(r, CG_CVT_ZEXT, CG_I32, x), 16));
+}
+
+static uint32_t f32_to_bf16(lower *L, uint32_t x) {
+  cg_region *r = L->r;
+  uint32_t u = cg_bitcast(r, CG_I32, x), hi = cg_opi(r, CG_SHRLI, CG_I32, u, 16);
+  uint32_t rounding = cg_op2(r, CG_ADD, CG_I32, cg_op2(r, CG_AND, CG_I32, hi, K(L, CG_I32, 1)), K(L, CG_I32, 0x7fff));
+  uint32_t rounded = cg_opi(r, CG_SHRLI, CG_I32, cg_op2(r, CG_ADD, CG_I32, u, rounding), 16);
+  uint32_t nan = cg_op2(r, CG_OR, CG_I32, hi, K(L, CG_I32, 0x40));
+  return cg_cvt(r, CG_CVT_TRUNC, CG_I16, cg_select(r, cg_cmp(r, CG_CMP_UNORD, x, x), nan, rounded));
+}
+
+/* An op on bf16 as its kernel computes it (elementwise.c ew_via): the operands widened to f32,
+ * the f32 op, the result rounded back (a predicate stays one). */
+static uint32_t bf16_op(lower *L, const av_ew_kernel *k, const uint32_t *in) {
+  if (k->op == AV_OP_SINE || k->op == AV_OP_COSINE) return CG_NO_NODE; /* their slow path calls the kernel */
+  av_ew_kernel fk = *k; /* lowering only reads it: no node keeps a pointer to it */
+  fk.dtype = AV_DT_F32;
+  fk.inner = NULL;
+  uint32_t w[AV_EW_MAX_IN];
+  for (int q = 0; q < k->nin; q++) w[q] = bf16_to_f32(L, in[q]);
+  uint32_t v = float_op(L, &fk, w);
+  if (v == CG_NO_NODE || cg_type_of(L->r, v) == CG_PRED) return v;
+  return cg_type_of(L->r, v) == CG_F32 ? f32_to_bf16(L, v) : CG_NO_NODE;
+}
+
 static uint32_t convert_op(lower *L, const av_convert *cv, uint32_t x) {
   cg_region *r = L->r;
   av_dtype from = cv->from, to = cv->to;
+  if (from == AV_DT_BF16 && (to == AV_DT_F32 || to == AV_DT_F64)) { /* exact */
+    uint32_t f = bf16_to_f32(L, x);
+    return to == AV_DT_F32 ? f : cg_cvt(r, CG_CVT_FLOAT, CG_F64, f);
+  }
+  if (from == AV_DT_F32 && to == AV_DT_BF16) return f32_to_bf16(L, x);
   if (!native_dtype(from) || !native_dtype(to)) return CG_NO_NODE;
   cg_type tf = cg_type_of_dtype(from), tt = cg_type_of_dtype(to);
   int fs = cg_type_size(tf), ts = cg_type_size(tt);
@@ -302,6 +337,8 @@ uint32_t cg_lower_kernel(cg_region *r, const cg_target *tg, const av_ew_kernel *
     v = convert_op(&L, &k->in_conv[0], in[0]);
   } else if (k->op == AV_OP_SELECT) {
     v = select_op(&L, in);
+  } else if (k->inner && k->dtype == AV_DT_BF16 && k->cin_size == 4 && !k->in0_mask && !k->out_add) {
+    v = bf16_op(&L, k, in);
   } else if (!k->inner && native_dtype(k->dtype)) {
     if (k->dtype == AV_DT_PRED)
       v = pred_op(&L, k, in);

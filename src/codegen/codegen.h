@@ -79,8 +79,9 @@ bool av_codegen_enabled(void);
 /* The ISA generation uses ("avx512", "avx2"), or NULL when off. */
 const char *av_codegen_isa(void);
 
-/* For tests: generate for a given ISA ("avx512", "avx2") regardless of ANVIL_CODEGEN; NULL
- * when the CPU lacks it. */
+/* For tests: generate for a given ISA ("avx512", "avx2") regardless of ANVIL_CODEGEN, also a
+ * region of mostly kernel calls (which compiles leave to the interpreter); NULL when the CPU
+ * lacks the ISA. */
 av_cg_kernel *av_codegen_fused_isa(const av_cg_region_desc *d, const char *isa);
 /* For tests: what later compiles in this process do, as ANVIL_CODEGEN would say it ("0",
  * "1", "avx2", "avx512"); NULL goes back to the environment's choice. */

@@ -12,7 +12,7 @@
  * generated code computes those in f64 and rounds once, so they are held against glibc's f64
  * functions (an independent reference) at the stated bound, 0.51 ulp, with the interpreter's
  * own error (glibc's f32 functions) reported beside it; their special values (NaN, +-inf,
- * +-0, -1) must equal the interpreter's. */
+ * +-0, -1) must equal the interpreter's. CG_TRACE=1 lists every case and what was not generated. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>

@@ -272,6 +272,30 @@ static void test_mixed_types(void **state) {
   check_program(mixed_text, 0);
 }
 
+/* bf16 arithmetic (a bf16 model's elementwise code): each op widens to f32, computes, and
+ * rounds back to nearest even, as the kernels do; random bf16 bits include NaNs, infinities
+ * and denormals, and the converts from f32 round ties. */
+static const char *bf16_text =
+    "func.func public @main(%x: tensor<1001xbf16>, %y: tensor<1001xbf16>, %f: tensor<1001xf32>)\n"
+    "    -> (tensor<1001xbf16>, tensor<1001xf32>, tensor<1001xi1>) {\n"
+    "  %fb = stablehlo.convert %f : (tensor<1001xf32>) -> tensor<1001xbf16>\n"
+    "  %0 = stablehlo.multiply %x, %y : tensor<1001xbf16>\n"
+    "  %1 = stablehlo.add %0, %fb : tensor<1001xbf16>\n"
+    "  %2 = stablehlo.maximum %1, %y : tensor<1001xbf16>\n"
+    "  %3 = stablehlo.tanh %2 : tensor<1001xbf16>\n"
+    "  %4 = stablehlo.divide %3, %x : tensor<1001xbf16>\n"
+    "  %5 = stablehlo.exponential %4 : tensor<1001xbf16>\n"
+    "  %c = stablehlo.compare GT, %5, %x : (tensor<1001xbf16>, tensor<1001xbf16>) -> tensor<1001xi1>\n"
+    "  %s = stablehlo.select %c, %5, %0 : tensor<1001xi1>, tensor<1001xbf16>\n"
+    "  %w = stablehlo.convert %s : (tensor<1001xbf16>) -> tensor<1001xf32>\n"
+    "  return %s, %w, %c : tensor<1001xbf16>, tensor<1001xf32>, tensor<1001xi1>\n"
+    "}\n";
+
+static void test_bf16(void **state) {
+  (void)state;
+  check_program(bf16_text, 0);
+}
+
 /* 40 products of x live at once (more than any ISA has registers), then summed */
 static void test_register_pressure(void **state) {
   (void)state;
@@ -426,6 +450,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_threefry),          cmocka_unit_test(test_transcendental_chain),
       cmocka_unit_test(test_log_chain),         cmocka_unit_test(test_mixed_types),
+      cmocka_unit_test(test_bf16),
       cmocka_unit_test(test_register_pressure), cmocka_unit_test(test_broadcasts),
       cmocka_unit_test(test_loop_body),         cmocka_unit_test(test_nbody_nest),
       cmocka_unit_test(test_exec_memory_refused),

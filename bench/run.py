@@ -115,6 +115,51 @@ def scalar_loop(x):  # a loop over scalars only
     return lax.while_loop(lambda c: c[0] < 1000, body, (0, x))[1]
 
 
+def carr(*shape, dtype=np.complex64):
+    return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dtype)
+
+
+def fft_conv(a, k):  # convolution by FFT: three 2-D transforms and a product
+    return jnp.fft.irfft2(jnp.fft.rfft2(a) * jnp.fft.rfft2(k), s=a.shape)
+
+
+def fft_cases():
+    """FFT, real and complex, f32 and f64 (cases with f64/c128 in the name run under x64)."""
+    c = {}
+    shapes = {"1d_1M": (1 << 20,), "1d_1000": (1000,), "1d_4093": (4093,),  # 4093: prime
+              "2d_512": (512, 512), "3d_64": (64, 64, 64)}
+    for tag, shape in shapes.items():
+        axes = tuple(range(-len(shape), 0))
+        for real, cdt in ((np.float32, np.complex64), (np.float64, np.complex128)):
+            c[f"fft{tag}_{np.dtype(cdt).name.replace('complex', 'c')}"] = (
+                lambda x, axes=axes: jnp.fft.fftn(x, axes=axes), (carr(*shape, dtype=cdt),), None)
+            c[f"rfft{tag}_{np.dtype(real).name.replace('float', 'f')}"] = (
+                lambda x, axes=axes: jnp.fft.rfftn(x, axes=axes), (arr(*shape, dtype=real),), None)
+    c["fft_conv_512_f32"] = (fft_conv, (arr(512, 512), arr(512, 512)), None)
+    return c
+
+
+def spd(batch, n, dtype=np.float32):
+    m = rng.standard_normal((batch, n, n))
+    return (m @ np.swapaxes(m, -1, -2) + n * np.eye(n)).astype(dtype)
+
+
+def chol_solve(a, b):  # cholesky + cho_solve + log-determinant of each matrix
+    c = jnp.linalg.cholesky(a)
+    x = jax.scipy.linalg.cho_solve((c, True), b)
+    return x, 2.0 * jnp.sum(jnp.log(jnp.diagonal(c, axis1=-2, axis2=-1)), axis=-1)
+
+
+def small_linalg_cases():
+    """Many small matrices at once (batched linear algebra)."""
+    c = {}
+    for n, batch in ((4, 4096), (8, 4096), (32, 512)):
+        c[f"chol_solve_{n}x{n}_b{batch}"] = (chol_solve, (spd(batch, n), arr(batch, n, 1)), None)
+        c[f"inv_{n}x{n}_b{batch}"] = (jnp.linalg.inv, (spd(batch, n),), None)
+        c[f"eigh_{n}x{n}_b{batch}"] = (jnp.linalg.eigh, (spd(batch, n),), None)
+    return c
+
+
 def matmul_case(n, dtype):
     a, b = arr(n, n, dtype=np.float32), arr(n, n, dtype=np.float32)
     if dtype == "bf16":
@@ -151,8 +196,14 @@ def cases(quick):
                 continue
             fn, args, flops = matmul_case(n, dt)
             c[f"matmul_{dt}_{n}"] = (fn, args, flops)
+    c.update(fft_cases())
+    c.update(small_linalg_cases())
     c.update(science.cases())
     return c
+
+
+def needs_x64(name):
+    return "f64" in name or "c128" in name
 
 
 def timed_compile(fn, args, device):
@@ -170,6 +221,9 @@ def run_once(compiled, args):
     return time.perf_counter() - t0
 
 
+STAT = "median"  # --stat: "min" (best of the interleaved runs) is steadier on a loaded machine
+
+
 def measure(fn, args, min_time, max_reps):
     anvil, cpu = jax.devices("anvil")[0], jax.devices("cpu")[0]
     ca, aa, ta = timed_compile(fn, args, anvil)
@@ -182,7 +236,8 @@ def measure(fn, args, min_time, max_reps):
     while len(times_a) < 3 or (time.perf_counter() - start < min_time and len(times_a) < max_reps):
         times_a.append(run_once(ca, aa))  # interleaved, so drift hits both
         times_c.append(run_once(cc, ac))
-    return statistics.median(times_a), statistics.median(times_c), ta, tc
+    stat = min if STAT == "min" else statistics.median
+    return stat(times_a), stat(times_c), ta, tc
 
 
 def cpu_model():
@@ -307,6 +362,8 @@ def main():
     ap.add_argument("--filter", default="")
     ap.add_argument("--out", default="bench/results")
     ap.add_argument("--min-time", type=float, default=1.0)
+    ap.add_argument("--stat", choices=("median", "min"), default="median",
+                    help="statistic of the interleaved times (min: steadier under load)")
     ap.add_argument("--models", action="store_true", help="only the real models")
     ap.add_argument("--no-models", action="store_true", help="only the micro cases")
     ap.add_argument("--child", default="", help=argparse.SUPPRESS)
@@ -314,6 +371,8 @@ def main():
                     help="write each selected case's StableHLO portable artifact (what the "
                          "plugin compiles) to DIR/NAME.mlirbc, for build/bench-program, and exit")
     opts = ap.parse_args()
+    global STAT
+    STAT = opts.stat
     if opts.child:
         model_child(opts.child, opts.min_time)
         return
@@ -325,14 +384,15 @@ def main():
         for name, (fn, args) in todo.items():
             if opts.filter and not any(f in name for f in opts.filter.split(",")):
                 continue
-            exp = jax.export.export(jax.jit(fn))(*args)
+            with jax.enable_x64(needs_x64(name)):
+                exp = jax.export.export(jax.jit(fn))(*args)
             with open(os.path.join(opts.export, name + ".mlirbc"), "wb") as f:
                 f.write(exp.mlir_module_serialized)
             print(f"wrote {name}.mlirbc")
         return
     os.makedirs(opts.out, exist_ok=True)
     rows = []
-    print(f"CPU: {cpu_model()}")
+    print(f"CPU: {cpu_model()}; load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     if not opts.models:
         micro(opts, rows)
     if not opts.no_models:
@@ -343,12 +403,14 @@ def main():
 def micro(opts, rows):
     peak = peak_probe()
     print(f"machine probe: f32 matmul peak ~ {peak:.1f} GFLOP/s (XLA:CPU 2048^3)")
-    print(f"{'case':26} {'anvil ms':>10} {'xla ms':>10} {'ratio':>7} {'compile a/x ms':>16}  note")
+    print(f"{'case':26} {'anvil ms':>10} {'xla ms':>10} {'ratio':>7} {'compile a/x ms':>16}  note"
+          f"  ({STAT} of interleaved runs)")
     for name, (fn, args, work) in cases(opts.quick).items():
         if opts.filter and not any(f in name for f in opts.filter.split(",")):
             continue
         try:
-            ta, tc, ca, cc = measure(fn, args, opts.min_time, 200)
+            with jax.enable_x64(needs_x64(name)):
+                ta, tc, ca, cc = measure(fn, args, opts.min_time, 200)
         except Exception as e:  # an unsupported case is reported, not fatal
             print(f"{name:26} FAILED on anvil or XLA: {str(e).splitlines()[0][:90]}")
             rows.append(dict(case=name, anvil_ms="", xla_ms="", ratio="", note="failed"))
@@ -368,7 +430,8 @@ def micro(opts, rows):
     if ratios:
         gm = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
         print(f"geometric mean ratio anvil/XLA: {gm:.2f} over {len(ratios)} cases; "
-              f"worst {max(ratios):.2f}")
+              f"worst {max(ratios):.2f}; load average now "
+              f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
 def write_results(opts, rows):

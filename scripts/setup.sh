@@ -33,13 +33,21 @@ fi
 .venv/bin/pip install -q "$JAX_SPEC" numpy ml_dtypes pytest scikit-build-core
 # flax + optax: the tests train a flax model with an optax optimizer on anvil;
 # matplotlib: bench/run.py plots the anvil/XLA ratios; flatbuffers: jax.export's
-# Exported.serialize (tests/python/test_jax_export_platforms.py).
-.venv/bin/pip install -q flax optax matplotlib flatbuffers
+# Exported.serialize (tests/python/test_jax_export_platforms.py); nanobind (a small pure
+# package): tests/python/test_ffi_examples.py builds JAX's examples/ffi with it.
+.venv/bin/pip install -q flax optax matplotlib flatbuffers nanobind
 # PyTorch/XLA (about 7 GB with torch's CUDA dependencies, the only torch 2.9.0 build on PyPI):
 # only when asked, e.g. ANVIL_WITH_TORCH=1 (CI does), since JAX users do not need it.
 if [ "${ANVIL_WITH_TORCH:-0}" = 1 ]; then
   echo "setup: installing torch 2.9.0 and torch-xla 2.9.0"
   .venv/bin/pip install -q torch==2.9.0 torch-xla==2.9.0
+fi
+# TensorFlow (tensorflow-cpu 2.21.0, about 1.4 GB installed): only when asked, e.g.
+# ANVIL_WITH_TF=1. Installed before anvil is built: anvil's TensorFlow glue
+# (libanvil_tf_glue.so) is compiled against the installed release and serves only that one.
+if [ "${ANVIL_WITH_TF:-0}" = 1 ]; then
+  echo "setup: installing tensorflow-cpu 2.21.0"
+  .venv/bin/pip install -q tensorflow-cpu==2.21.0
 fi
 echo "setup: building and installing anvil into .venv"
 .venv/bin/pip install -q --no-build-isolation .

@@ -33,6 +33,10 @@ if [ "${ANVIL_SKIP_SANITIZERS:-0}" != 1 ]; then
   echo "== C tests under ThreadSanitizer: build/test-tsan"
   cmake -S . -B build/test-tsan -G Ninja -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
         -DCMAKE_BUILD_TYPE=RelWithDebInfo -DANVIL_TSAN=ON >/dev/null
+  # the XLA FFI handler tests (async handlers, thread pool tasks) when CMake found JAX's headers
+  if ninja -C build/test-tsan -t targets all | grep -q '^test_ffi:'; then
+    THREADED="$THREADED test_ffi"
+  fi
   # shellcheck disable=SC2086
   ninja -C build/test-tsan -j"$JOBS" $THREADED
   (cd build/test-tsan && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
@@ -57,6 +61,15 @@ set +e
 ANVIL_DUMP_DIR=$DUMPS .venv/bin/python -m pytest -q tests/python "$@"
 status=$?
 set -e
+if [ "${ANVIL_SKIP_SANITIZERS:-0}" != 1 ]; then
+  # Programs from JAX's and libraries' suites that once broke anvil, again against the
+  # ASan+UBSan plugin of the C tests above (-s: a report reaches the log, not pytest's capture)
+  echo "== JAX suite regressions under ASan+UBSan (build/test-asan/libanvil_pjrt.so)"
+  ANVIL_LIBRARY_PATH=$PWD/build/test-asan/libanvil_pjrt.so \
+  LD_PRELOAD="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libstdc++.so)" \
+  ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:abort_on_error=1 \
+    .venv/bin/python -m pytest -q -s -p no:cacheprovider tests/python/test_jax_suite_regressions.py || status=1
+fi
 echo "== Round trip of every program the Python tests compiled (ANVIL_DUMP_DIR)"
 find "$DUMPS" -name '*.mlir' -print0 | xargs -0 -r build/test-gcc/anvil-run --roundtrip || status=1
 if [ "${ANVIL_SKIP_COMPAT:-0}" != 1 ]; then

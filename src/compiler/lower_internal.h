@@ -128,6 +128,11 @@ bool av_lower_qr_custom_call(av_lower *c, const av_op *op, const char *target);
 bool av_is_lapack_target(const char *target);
 bool av_lower_lapack(av_lower *c, const av_op *op, const char *target);
 
+/* custom_call of a registered XLA FFI handler or legacy target (lower_ffi.c). */
+struct av_ffi_handler;
+bool av_lower_ffi(av_lower *c, const av_op *op, const char *target,
+                  const struct av_ffi_handler *h);
+
 /* Integer list held by operand v when it is defined by a stablehlo.constant (the static
  * case of the dynamic_* ops); false otherwise. */
 bool av_const_operand_ints(const av_value *v, int64_t *out, size_t cap, size_t *n);

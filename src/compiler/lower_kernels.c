@@ -508,6 +508,12 @@ static bool lower_fft(av_lower *c, const av_op *op) {
     return AV_INVALID(c, "fft_length must have 1 to 3 entries");
   f->nlengths = (int)n;
   for (size_t i = 0; i < n; i++) f->fft_length[i] = len[i];
+  const av_slot_type *it = operand(c, op, 0), *rt = av_tensor_of(c, &op->results[0], "result");
+  if (!it || !rt) return false;
+  av_view iv = {NULL, it->dtype, it->rank, it->dims}, rv = {NULL, rt->dtype, rt->rank, rt->dims};
+  char err[160];
+  av_code code = av_fft_plan_build(f, &iv, &rv, c->a, err, sizeof err, &f->plan);
+  if (code != AV_OK) return av_lower_fail(c, code, "%s", err);
   return av_emit_op(c, av_step_kernel, p) != NULL;
 }
 

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "compiler/all_reduce_opt.h"
+#include "compiler/async_inline.h"
 #include "compiler/attrs.h"
 #include "compiler/cost.h"
 #include "compiler/fold.h"
@@ -284,6 +285,7 @@ static av_program *finish(av_program *p, const av_compile_options *options, av_d
   int partitions = options && options->num_partitions >= 1
                        ? options->num_partitions
                        : (int)module_int_attr(p->module, "mhlo.num_partitions", 1);
+  av_inline_async(p->module);
   if (av_gspmd_import(p->module, partitions, d) != AV_OK) goto fail;
   if (av_legalize_quant(p->module, d) != AV_OK) goto fail;
   p->shardy_ops = module_has_shardy_ops(p->module);

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "compiler/layout_mode.h"
+#include "frontend/compile_options.h"
 #include "ir/dtype.h"
 #include "runtime/fp_env.h"
 #include "runtime/host_callback.h"
@@ -22,38 +23,7 @@
 #include "util/storage.h"
 
 
-/* What the compile options (xla.CompileOptionsProto) say that matters to us. */
-/* Told the serialized xla.OpSharding of the value custom_call @InspectSharding `id` inspects
- * (backend_config "anvil:ID", from the anvil Python package). Returns 0, or writes a
- * NUL-terminated message of at most errcap bytes into err. */
-typedef int32_t (*av_inspect_sharding_fn)(uint64_t id, const void *op_sharding, int64_t size,
-                                          char *err, int64_t errcap);
-
-typedef struct av_compile_options {
-  int num_replicas;   /* >= 1 */
-  int num_partitions; /* >= 1 */
-  /* device_assignment[replica * num_partitions + partition] = device id; NULL = identity */
-  int64_t *device_assignment;
-  bool use_spmd_partitioning;
-  bool use_shardy_partitioner;
-  /* DebugOptions.xla_dump_to, or the xla_dump_to compile option: where to dump what is
-   * compiled ("-": stdout); malloc'd, NULL when unset */
-  char *dump_to;
-  /* the xla_dump_hlo_as_proto compile option: xla_dump_to also gets the HLO view as a proto */
-  bool dump_hlo_as_proto;
-  /* Not from the options' bytes: the client's InspectSharding dispatcher (create option
-   * inspect_sharding_dispatcher), told the propagated sharding of each custom_call
-   * @InspectSharding's operand at compile time (jax.debug.inspect_array_sharding). */
-  av_inspect_sharding_fn inspect_sharding;
-} av_compile_options;
-
 typedef struct av_program av_program;
-
-/* Decodes a serialized CompileOptionsProto (empty input gives the defaults: 1 replica,
- * 1 partition). The device_assignment array is malloc'd; free with av_compile_options_free. */
-av_code av_compile_options_parse(const void *data, size_t size, av_compile_options *out,
-                                 av_diag *d);
-void av_compile_options_free(av_compile_options *o);
 
 /* format: "mlir" (bytecode or text) or "hlo" (serialized HloModuleProto). On failure returns
  * NULL and fills `d` with every problem found (unsupported ops are listed all at once). */
@@ -131,7 +101,8 @@ void av_program_set_denormals(av_program *p, av_denormals mode);
 /* How long the program's in-process collectives wait for the other devices of their group
  * (ms > 0; set once, by the first client that loads it; unset: 120 s). */
 void av_program_use_collective_timeout(av_program *p, int64_t ms);
-/* Whether running the program calls the host callback dispatcher. */
+/* Whether running the program calls the host callback dispatcher or users' custom-call
+ * handlers (code of the host process that reports errors at the call, as on XLA:CPU). */
 bool av_program_calls_host(const av_program *p);
 
 /* Where each device of the assignment lives, for a program loaded onto a client of a

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "compiler/attrs.h"
+#include "runtime/ffi/ffi.h"
 #include "runtime/kernels/elementwise.h"
 
 enum { NULL_DIM = -1 };
@@ -643,6 +644,55 @@ static void rule_reduce_window(builder *b, const av_op *op) {
   }
 }
 
+/* The leading batch dimensions of a custom call registered batch-partitionable
+ * (jax.ffi.register_ffi_target_as_batch_partitionable), from its frontend attribute
+ * num_batch_dims (a decimal string, as XLA reads it); 0 when it has none. */
+static int64_t num_batch_dims(const av_op *op) {
+  const av_attr *fa = av_op_attr(op, "mhlo.frontend_attributes");
+  const av_attr *nb = fa && fa->kind == AV_ATTR_DICT ? av_dict_get(fa, "num_batch_dims") : NULL;
+  if (!nb) return 0;
+  if (nb->kind == AV_ATTR_INT) return nb->u.i;
+  if (nb->kind != AV_ATTR_STRING) return 0;
+  int64_t k = 0;
+  for (const char *p = nb->u.str.s; *p; p++) {
+    if (*p < '0' || *p > '9' || k > AV_MAX_RANK) return 0;
+    k = k * 10 + (*p - '0');
+  }
+  return k;
+}
+
+/* As XLA's batch partitioner: the first k dimensions of every operand and result are one
+ * factor each (they must agree in size), every other dimension must be replicated. false
+ * when the call does not fit (it then runs on gathered operands). */
+static bool rule_batch_partitionable(builder *b, const av_op *op) {
+  int64_t k = num_batch_dims(op);
+  uint32_t n = op->noperands + op->nresults;
+  if (k <= 0 || n > 64) return false;
+  const av_type *first = NULL;
+  for (uint32_t i = 0; i < n; i++) {
+    const av_type *t = i < op->noperands ? op->operands[i]->type : op->results[i - op->noperands].type;
+    if (t && t->kind == AV_TYPE_TOKEN) continue;
+    if (!t || t->kind != AV_TYPE_TENSOR || t->rank < k) return false;
+    if (!first) first = t;
+    for (int64_t d = 0; d < k; d++)
+      if (t->dims[d] != first->dims[d]) return false;
+  }
+  if (!first) return false;
+  for (int64_t d = 0; d < k; d++)
+    add_factor_all(b, (int)d, first->dims[d], AV_FACTOR_PASS_THROUGH, false);
+  int od[64], rd[64];
+  for (uint32_t i = 0; i < n; i++) {
+    const av_type *t = i < op->noperands ? op->operands[i]->type : op->results[i - op->noperands].type;
+    for (int d = (int)k; t && t->kind == AV_TYPE_TENSOR && d < t->rank; d++) {
+      for (uint32_t j = 0; j < 64; j++) od[j] = rd[j] = NULL_DIM;
+      if (i < op->noperands) od[i] = d;
+      else rd[i - op->noperands] = d;
+      add_factor(b, od, rd, t->dims[d], AV_FACTOR_NEED_REPLICATION, false);
+    }
+  }
+  return !b->failed;
+}
+
 static void rule_custom_call(builder *b, const av_op *op, bool *none) {
   const char *t = av_attr_get_str(op, "call_target_name");
   if (!t || !op->nresults) {
@@ -653,6 +703,7 @@ static void rule_custom_call(builder *b, const av_op *op, bool *none) {
     pointwise(b, op->results[0].type);
     return;
   }
+  if (av_ffi_is_batch_partitionable(t) && rule_batch_partitionable(b, op)) return;
   *none = true;
 }
 

@@ -28,7 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "compiler/program.h"
+#include "frontend/compile_options.h"
 #include "frontend/proto_wire.h"
 
 enum { MAX_DEVICES = 1 << 16 };

@@ -409,6 +409,13 @@ static bool decode_pairs(msg m, av_arena *a, hlo_instr *in, const char **err) {
 
 /* ------------------------------------------------------------ instructions */
 
+/* An instruction's id (field 35) may be a 64-bit unique id: newer XLA builders (TensorFlow
+ * 2.21's tf2xla) write (computation id << 32) | id-within-the-computation. Operand ids and
+ * a computation's root id name instructions by the id within the computation (TensorFlow's
+ * operands say 1, 2, 3 for instructions numbered 2^32 + 1, ...), and XLA resolves every one of
+ * them by its low 32 bits; so does anvil. */
+static int64_t local_id(uint64_t id) { return (int64_t)(id & 0xffffffffu); }
+
 static bool decode_instr(msg m, av_arena *a, hlo_instr *in, const char **err) {
   memset(in, 0, sizeof *in);
   in->name = in->opcode = in->comparison_direction = in->comparison_type =
@@ -421,6 +428,8 @@ static bool decode_instr(msg m, av_arena *a, hlo_instr *in, const char **err) {
       !read_ints(m, 32, AV_PB_VARINT, a, &in->fft_length, err) || !decode_slices(m, a, in, err) ||
       !decode_groups(m, 49, a, in, err) || !decode_pairs(m, a, in, err))
     return false;
+  for (size_t i = 0; i < in->operand_ids.n; i++)
+    in->operand_ids.v[i] = local_id((uint64_t)in->operand_ids.v[i]);
   size_t nshapes;
   if (!count_field(m, 57, &nshapes, err)) return false;
   in->operand_shapes = alloc_array(a, nshapes, sizeof *in->operand_shapes, err);
@@ -540,7 +549,7 @@ static bool decode_instr(msg m, av_arena *a, hlo_instr *in, const char **err) {
           case 25: in->feature_index = v; break;
           case 26: in->channel_id = v; break;
           case 31: in->fft_type = v; break;
-          case 35: in->id = v; break;
+          case 35: in->id = local_id(f.u64); break;
           case 50: in->feature_group_count = v; break;
           case 58: in->batch_group_count = v; break;
           case 60: in->is_stable = v != 0; break;
@@ -580,7 +589,7 @@ static bool decode_computation(msg m, av_arena *a, hlo_computation *comp, size_t
   while ((r = av_pb_next(&c, &f, &err)) == 1) {
     if (f.num == 1 && !(comp->name = dup_str(a, &f, &err))) goto fail;
     if (f.num == 5 && f.wire == AV_PB_VARINT) comp->id = (int64_t)f.u64;
-    if (f.num == 6 && f.wire == AV_PB_VARINT) comp->root_id = (int64_t)f.u64;
+    if (f.num == 6 && f.wire == AV_PB_VARINT) comp->root_id = local_id(f.u64);
   }
   if (r < 0) goto fail;
   av_pb_init(&c, m.p, m.n);

@@ -25,8 +25,8 @@
 /* The StableHLO version anvil reads (reported as `stablehlo_current_version`; the framework
  * serializes programs for min(this, its own)). The only place this is defined. */
 #define ANVIL_STABLEHLO_CURRENT_MAJOR 1
-#define ANVIL_STABLEHLO_CURRENT_MINOR 16
-#define ANVIL_STABLEHLO_CURRENT_PATCH 3
+#define ANVIL_STABLEHLO_CURRENT_MINOR 17
+#define ANVIL_STABLEHLO_CURRENT_PATCH 0
 #define ANVIL_STABLEHLO_MINIMUM_MAJOR 0
 #define ANVIL_STABLEHLO_MINIMUM_MINOR 9
 #define ANVIL_STABLEHLO_MINIMUM_PATCH 0

@@ -9,6 +9,7 @@
  * every registered profiler; stop turns it off and encodes what each captured as XPlanes
  * into the session's XSpace; collect_data hands that XSpace over. One session captures at a
  * time (a second start fails with FAILED_PRECONDITION until the first stops). */
+#include "pjrt/partitioner_extension.h"
 #include "pjrt/profiler_extension.h"
 
 #include <stdlib.h>
@@ -194,7 +195,7 @@ static const PLUGIN_Profiler_Api profiler_api = {
 const PJRT_Profiler_Extension av_profiler_ext = {
     .base = {.struct_size = sizeof(PJRT_Profiler_Extension),
              .type = PJRT_Extension_Type_Profiler,
-             .next = NULL},
+             .next = (PJRT_Extension_Base *)&av_partitioner_ext.base},
     .profiler_api = &profiler_api,
     .traceme_context_id = 0,
 };

@@ -64,6 +64,9 @@ typedef struct av_frame {
    * program only, so that results do not depend on what else runs (OpenBLAS's answers depend
    * on its thread count). */
   int blas_share;
+  /* This execution's number (XLA FFI handlers' RunId): a new one for every top-level run
+   * (process-wide counter), inherited by the functions it calls. */
+  int64_t run_id;
 } av_frame;
 
 typedef struct av_step av_step;
@@ -123,7 +126,9 @@ typedef struct av_plan {
   /* The client's cache of large blocks (a reference, set like `pool`; NULL: malloc). */
   _Atomic(struct av_block_cache *) cache;
   av_host_callback_fn host_callback; /* the client's dispatcher, set before the first run */
-  bool calls_host;                   /* some step calls host_callback */
+  bool calls_host;                   /* some step calls host_callback or a user's custom-call
+                                      * handler (runtime/ffi/): runs finish before Execute
+                                      * returns, with their error as Execute's */
   /* LAPACK/BLAS routines replacing the linked ones (kernels/lapack_fns.h; the client's table,
    * copied into the plan's arena when the program is loaded), or NULL */
   const struct av_lapack_fns *lapack;

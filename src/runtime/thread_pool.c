@@ -4,7 +4,9 @@
  * wakes the workers, takes chunks itself from an atomic counter, then closes the loop and
  * waits until every worker that joined it has left. Workers join only while the loop is
  * open, so a late worker never touches the next loop's counter with the previous loop's
- * function. Idle workers spin briefly before sleeping: kernel steps come back to back. */
+ * function. Idle workers spin briefly before sleeping: kernel steps come back to back.
+ * Between loops, workers also run detached tasks (av_thread_pool_schedule), first come first
+ * served. */
 #include "runtime/thread_pool.h"
 
 #include <cblas.h>
@@ -26,6 +28,15 @@ enum {
   SPIN_CALLER = 4000, /* ... and the caller before sleeping on the last chunks */
   CHUNKS_PER_THREAD = 4,
 };
+
+typedef struct pool_task {
+  void (*fn)(void *);
+  void *data;
+  struct pool_task *next;
+} pool_task;
+
+/* Set on the pool's own worker threads (av_thread_pool_schedule runs their tasks inline). */
+static _Thread_local bool tl_pool_worker;
 
 /* The lanes of one share count (av_thread_pool_lane). */
 typedef struct lane_set {
@@ -56,6 +67,8 @@ struct av_thread_pool {
   atomic_llong next;  /* next chunk to take */
   atomic_uint gen;    /* bumped for every loop published */
   atomic_int active;  /* workers inside the current loop */
+
+  pool_task *tasks, *tasks_tail; /* under mu: scheduled, not started */
 
   pthread_mutex_t lanes_mu; /* guards lane_sets */
   lane_set *lane_sets;
@@ -94,6 +107,7 @@ static void run_chunks(av_thread_pool *p, av_parallel_fn fn, void *ctx, int64_t 
 static void *worker_main(void *arg) {
   av_thread_pool *p = arg;
   unsigned seen = 0;
+  tl_pool_worker = true;
   av_fp_enter(p->denormals); /* for the thread's life */
   for (;;) {
     for (int i = 0; i < SPIN_WORKER; i++) {
@@ -101,8 +115,17 @@ static void *worker_main(void *arg) {
       cpu_relax();
     }
     pthread_mutex_lock(&p->mu);
-    while (atomic_load_explicit(&p->gen, memory_order_relaxed) == seen && !p->stop)
+    while (atomic_load_explicit(&p->gen, memory_order_relaxed) == seen && !p->stop && !p->tasks)
       pthread_cond_wait(&p->wake, &p->mu);
+    if (p->tasks) { /* a detached task: run it, then look again */
+      pool_task *t = p->tasks;
+      p->tasks = t->next;
+      if (!p->tasks) p->tasks_tail = NULL;
+      pthread_mutex_unlock(&p->mu);
+      t->fn(t->data);
+      free(t);
+      continue;
+    }
     if (p->stop) {
       pthread_mutex_unlock(&p->mu);
       return NULL;
@@ -160,6 +183,11 @@ void av_thread_pool_release(av_thread_pool *p) {
   pthread_mutex_unlock(&p->mu);
   for (int i = 0; i < p->nworkers; i++) pthread_join(p->workers[i], NULL);
   free(p->workers);
+  for (pool_task *t = p->tasks, *next; t; t = next) { /* only without workers */
+    next = t->next;
+    t->fn(t->data);
+    free(t);
+  }
   for (lane_set *ls = p->lane_sets, *next; ls; ls = next) {
     next = ls->next;
     for (int i = 0; i < ls->share; i++) av_thread_pool_release(ls->lanes[i]);
@@ -311,4 +339,28 @@ void av_thread_pool_prepare_blas(av_thread_pool *p, int share) {
   /* OpenBLAS's count is process-wide; it only changes the split of the calls that start
    * after it, so concurrent devices at worst use a stale value for one call. */
   if (openblas_get_num_threads() != want) openblas_set_num_threads(want);
+}
+
+void av_thread_pool_schedule(av_thread_pool *p, void (*task)(void *), void *data) {
+  pool_task *t = p && !tl_pool_worker ? malloc(sizeof *t) : NULL;
+  bool queued = false;
+  if (t) {
+    t->fn = task;
+    t->data = data;
+    t->next = NULL;
+    pthread_mutex_lock(&p->mu);
+    if (!p->started) start_workers(p);
+    if (p->nworkers > 0 && !p->stop) {
+      if (p->tasks_tail) p->tasks_tail->next = t;
+      else p->tasks = t;
+      p->tasks_tail = t;
+      pthread_cond_broadcast(&p->wake);
+      queued = true;
+    }
+    pthread_mutex_unlock(&p->mu);
+  }
+  if (!queued) {
+    free(t);
+    task(data);
+  }
 }

@@ -65,6 +65,14 @@ int av_thread_pool_size(const av_thread_pool *pool);
 void av_parallel_for(av_thread_pool *pool, int64_t n, int64_t grain, int64_t min_items,
                      av_parallel_fn fn, void *ctx);
 
+/* Runs task(data) on one of the pool's workers, soon, detached from any loop (what XLA FFI
+ * handlers' ThreadPool_Schedule asks for; the pool finishes queued tasks before it stops).
+ * Runs it on the calling thread instead, before returning, when the pool is NULL or has no
+ * workers, or when the caller is a worker of any pool: a handler's task that schedules more
+ * tasks and waits for them would otherwise hold a worker while waiting, and with every
+ * worker held the pool would deadlock (../shared/research/xla_ffi.md, trap 11). */
+void av_thread_pool_schedule(av_thread_pool *pool, void (*task)(void *), void *data);
+
 /* Threads one BLAS call uses: the size of the pool's root (the client's pool, for a lane)
  * divided by `share` (the runs of the program that share the cores by construction,
  * av_frame.blas_share; at least 1 thread). Sets

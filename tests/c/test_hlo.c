@@ -742,6 +742,52 @@ static void test_tuple_parameter_and_unknown_opcode(void **state) {
   av_module_free(m);
 }
 
+/* entry(a: f32[2], b: f32[2]) = add(a, b) numbered as TensorFlow 2.21's tf2xla numbers
+ * instructions: ids (1 << 32) | local id, operands by the local id. */
+static pbw unique_id_module(int64_t high, int64_t root_id, int64_t second_param_id) {
+  static const int64_t two[] = {2};
+  pbw f2 = shape(PT_F32, 1, two);
+  pbw a = instr("a", "parameter", high | 1, &f2, 0, NULL);
+  pbw b = instr("b", "parameter", second_param_id, &f2, 0, NULL);
+  w_int(&b, 9, 1);
+  const int64_t ops[] = {1, 2};
+  pbw add = instr("sum", "add", high | 3, &f2, 2, ops);
+  pbw comp = {.n = 0};
+  w_str(&comp, 1, "entry_comp");
+  w_msg(&comp, 2, &a);
+  w_msg(&comp, 2, &b);
+  w_msg(&comp, 2, &add);
+  w_int(&comp, 5, 1);
+  w_int(&comp, 6, root_id);
+  pbw mod = {.n = 0};
+  w_str(&mod, 1, "m");
+  w_msg(&mod, 3, &comp);
+  w_int(&mod, 6, 1);
+  return mod;
+}
+
+static void test_unique_ids_resolve_by_local_id(void **state) {
+  (void)state;
+  const int64_t high = (int64_t)1 << 32;
+  pbw mod = unique_id_module(high, high | 3, high | 2);
+  av_diag d;
+  av_diag_init(&d);
+  av_module *m = av_load_hlo_proto(mod.buf, mod.n, &d);
+  if (!m) fail_msg("%s", d.msg);
+  const av_block *b = entry_block(m);
+  assert_int_equal(b->nargs, 2);
+  const av_op *add = must_find(b, "stablehlo.add");
+  assert_ptr_equal(add->operands[0], &b->args[0]);
+  assert_ptr_equal(add->operands[1], &b->args[1]);
+  assert_ptr_equal(terminator(b)->operands[0], &add->results[0]);
+  av_module_free(m);
+  /* Two instructions whose ids differ only above bit 31 are the same instruction to XLA. */
+  mod = unique_id_module(high, high | 3, ((int64_t)2 << 32) | 1);
+  av_diag_init(&d);
+  assert_null(av_load_hlo_proto(mod.buf, mod.n, &d));
+  assert_non_null(strstr(d.msg, "duplicate instruction id 1"));
+}
+
 enum { PT_S4 = 21, PT_U4 = 22, PT_S64 = 5, PT_U32 = 8, PT_F16 = 10, PT_F64 = 12, PT_C64 = 15 };
 
 /* A module whose entry returns the given constants (instruction ids 1..n). */
@@ -1169,6 +1215,7 @@ int main(void) {
       cmocka_unit_test(test_recursive_call_is_rejected),
       cmocka_unit_test(test_pred_conditional_becomes_if),
       cmocka_unit_test(test_shared_tuple_blowup_is_rejected),
+      cmocka_unit_test(test_unique_ids_resolve_by_local_id),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

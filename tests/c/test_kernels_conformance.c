@@ -690,7 +690,13 @@ static int run_op(interp *it, const av_op *op, const char *file, av_diag *d) {
       const char *t = enum_of(op, "fft_type");
       p.type = !strcmp(t, "FFT") ? AV_FFT_FFT : !strcmp(t, "IFFT") ? AV_FFT_IFFT : !strcmp(t, "RFFT") ? AV_FFT_RFFT : AV_FFT_IRFFT;
       if (!ints(op, "fft_length", p.fft_length, &p.nlengths) || p.nlengths > 3) return SKIP;
-      c = av_kernel_fft(&p, &in[0], &out[0], d);
+      av_arena plan_arena; /* the plan a compiled step builds at compile time */
+      av_arena_init(&plan_arena);
+      char err[160];
+      c = av_fft_plan_build(&p, &in[0], &out[0], &plan_arena, err, sizeof err, &p.plan);
+      if (c == AV_OK) c = av_kernel_fft(&p, &in[0], &out[0], d);
+      else av_diag_set(d, c, "fft plan: %s", err);
+      av_arena_free(&plan_arena);
       break;
     }
     case AV_OP_TRIANGULAR_SOLVE: {

@@ -10,7 +10,28 @@
 #include <stdlib.h>
 
 #include "runtime/kernels/fft.h"
+#include "runtime/thread_pool.h"
 #include "test_kernels_util.h"
+
+/* What a compiled step does: the plan built for the shapes (at compile time), then the kernel. */
+static av_code fft_call_pool(av_fft_params *p, const av_view *x, av_view *y, av_diag *d,
+                             av_thread_pool *pool) {
+  av_arena a;
+  av_arena_init(&a);
+  char err[160];
+  av_code c = av_fft_plan_build(p, x, y, &a, err, sizeof err, &p->plan);
+  if (c == AV_OK) {
+    p->pool = pool;
+    c = av_kernel_fft(p, x, y, d);
+  }
+  av_arena_free(&a);
+  p->plan = NULL;
+  return c;
+}
+
+static av_code fft_call(av_fft_params *p, const av_view *x, av_view *y, av_diag *d) {
+  return fft_call_pool(p, x, y, d, NULL);
+}
 
 /* j = np.arange(n); x = np.cos(j*1.3) + 1j*np.sin(j*0.7+0.2); np.fft.fft(x), as (re, im) pairs */
 static const double kFft5[10] = {0.15319444235587709, 2.8683950637006372, 3.2679655869472488, -0.65946748399370958, 0.051468904842525864, -0.01629478314692992, -0.22060421165461397, -0.0035114612261467337, 1.7479752775089623, -1.195774681358545};
@@ -30,7 +51,7 @@ static void run_fft(av_fft_type type, int64_t n, const double *in, double *out) 
   av_fft_params p = {.type = type, .nlengths = 1, .fft_length = {n}};
   av_diag d;
   av_diag_init(&d);
-  assert_int_equal(av_kernel_fft(&p, &X, &Y, &d), AV_OK);
+  assert_int_equal(fft_call(&p, &X, &Y, &d), AV_OK);
 }
 
 static void test_lengths_against_numpy(void **state) {
@@ -89,7 +110,7 @@ static void test_many_lengths_against_naive_dft(void **state) {
   av_fft_params p = {.type = AV_FFT_FFT, .nlengths = 1, .fft_length = {12}};
   av_diag d;
   av_diag_init(&d);
-  assert_int_equal(av_kernel_fft(&p, &X, &Y, &d), AV_OK);
+  assert_int_equal(fft_call(&p, &X, &Y, &d), AV_OK);
   for (int i = 0; i < 24; i++) assert_true(fabs(yf[i] - kFft12[i]) < 1e-5);
 }
 
@@ -104,13 +125,13 @@ static void test_rfft2(void **state) {
   av_fft_params p = {.type = AV_FFT_RFFT, .nlengths = 2, .fft_length = {3, 4}};
   av_diag d;
   av_diag_init(&d);
-  assert_int_equal(av_kernel_fft(&p, &X, &Y, &d), AV_OK);
+  assert_int_equal(fft_call(&p, &X, &Y, &d), AV_OK);
   for (int i = 0; i < 18; i++) assert_true(fabs(y[i] - expect[i]) < 1e-12);
   /* IRFFT of it with the same lengths gives x back */
   double z[12];
   av_view Z = tk_view(z, AV_DT_F64, 2, xd);
   p.type = AV_FFT_IRFFT;
-  assert_int_equal(av_kernel_fft(&p, &Y, &Z, &d), AV_OK);
+  assert_int_equal(fft_call(&p, &Y, &Z, &d), AV_OK);
   for (int i = 0; i < 12; i++) assert_true(fabs(z[i] - x[i]) < 1e-12);
 }
 
@@ -127,13 +148,13 @@ static void test_irfft_odd_and_even(void **state) {
   av_fft_params p = {.type = AV_FFT_IRFFT, .nlengths = 1, .fft_length = {5}};
   av_diag d;
   av_diag_init(&d);
-  assert_int_equal(av_kernel_fft(&p, &S, &Y5, &d), AV_OK);
+  assert_int_equal(fft_call(&p, &S, &Y5, &d), AV_OK);
   for (int i = 0; i < 10; i++) assert_true(fabs(y5[i] - e5[i]) < 1e-6);
   p.fft_length[0] = 4;
-  assert_int_equal(av_kernel_fft(&p, &S, &Y4, &d), AV_OK);
+  assert_int_equal(fft_call(&p, &S, &Y4, &d), AV_OK);
   for (int i = 0; i < 8; i++) assert_true(fabs(y4[i] - e4[i]) < 1e-6);
   p.fft_length[0] = 6; /* needs 4 input bins, not 3 */
-  assert_int_equal(av_kernel_fft(&p, &S, &Y4, &d), AV_INVALID_ARGUMENT);
+  assert_int_equal(fft_call(&p, &S, &Y4, &d), AV_INVALID_ARGUMENT);
 }
 
 /* 3-D transform over the last 3 dims of a [2,3,4,5] array equals the separable naive DFT;
@@ -148,7 +169,7 @@ static void test_fft3d_batch(void **state) {
   av_fft_params p = {.type = AV_FFT_FFT, .nlengths = 3, .fft_length = {A0, A1, A2}};
   av_diag d;
   av_diag_init(&d);
-  assert_int_equal(av_kernel_fft(&p, &X, &Y, &d), AV_OK);
+  assert_int_equal(fft_call(&p, &X, &Y, &d), AV_OK);
   for (int b = 0; b < B; b++)
     for (int k0 = 0; k0 < A0; k0++)
       for (int k1 = 0; k1 < A1; k1++)
@@ -196,6 +217,128 @@ static void test_long_lengths_four_step(void **state) {
   }
 }
 
+/* Bin k of the DFT of n complex points (re, im pairs), in long double. */
+static long double complex naive_bin(const double *x, int64_t n, int64_t k) {
+  long double complex acc = 0;
+  for (int64_t j = 0; j < n; j++) {
+    long double a = -2.0L * 3.141592653589793238462643383279503L * (long double)((j * k) % n) / (long double)n;
+    acc += ((long double)x[2 * j] + I * (long double)x[2 * j + 1]) * (cosl(a) + I * sinl(a));
+  }
+  return acc;
+}
+
+/* One line of a prime length (Bluestein over the four-step split) and of a long composite
+ * length (the split itself), for every transform type: sampled bins of FFT and RFFT against
+ * the naive DFT, IFFT and IRFFT back to the input. */
+static void test_single_long_lines(void **state) {
+  (void)state;
+  static const int64_t lens[] = {4093, 30000, 4096 * 3};
+  for (size_t c = 0; c < sizeof lens / sizeof *lens; c++) {
+    int64_t n = lens[c], h = n / 2 + 1, dims[1] = {n}, hd[1] = {h};
+    double *x = malloc(sizeof(double) * 2 * (size_t)n), *y = malloc(sizeof(double) * 2 * (size_t)n),
+           *z = malloc(sizeof(double) * 2 * (size_t)n), *r = malloc(sizeof(double) * (size_t)n);
+    assert_true(x && y && z && r);
+    fill_input(x, n);
+    av_diag d;
+    av_diag_init(&d);
+    av_view X = tk_view(x, AV_DT_C128, 1, dims), Y = tk_view(y, AV_DT_C128, 1, dims),
+            Z = tk_view(z, AV_DT_C128, 1, dims);
+    av_fft_params p = {.type = AV_FFT_FFT, .nlengths = 1, .fft_length = {n}};
+    assert_int_equal(fft_call(&p, &X, &Y, &d), AV_OK);
+    for (int64_t k = 0; k < n; k += n / 29 + 1)
+      assert_true(cabsl(naive_bin(x, n, k) - (y[2 * k] + I * y[2 * k + 1])) < 1e-9);
+    p.type = AV_FFT_IFFT;
+    assert_int_equal(fft_call(&p, &Y, &Z, &d), AV_OK);
+    for (int64_t i = 0; i < 2 * n; i++) assert_true(fabs(z[i] - x[i]) < 1e-12);
+    /* real input: the real parts of x */
+    for (int64_t j = 0; j < n; j++) r[j] = x[2 * j], z[2 * j] = x[2 * j], z[2 * j + 1] = 0;
+    av_view R = tk_view(r, AV_DT_F64, 1, dims), H = tk_view(y, AV_DT_C128, 1, hd);
+    p.type = AV_FFT_RFFT;
+    assert_int_equal(fft_call(&p, &R, &H, &d), AV_OK);
+    for (int64_t k = 0; k < h; k += h / 23 + 1)
+      assert_true(cabsl(naive_bin(z, n, k) - (y[2 * k] + I * y[2 * k + 1])) < 1e-9);
+    assert_true(cabsl(naive_bin(z, n, h - 1) - (y[2 * (h - 1)] + I * y[2 * (h - 1) + 1])) < 1e-9);
+    p.type = AV_FFT_IRFFT;
+    av_view R2 = tk_view(x, AV_DT_F64, 1, dims); /* x is free now */
+    assert_int_equal(fft_call(&p, &H, &R2, &d), AV_OK);
+    for (int64_t j = 0; j < n; j++) assert_true(fabs(x[j] - r[j]) < 1e-12);
+    free(x);
+    free(y);
+    free(z);
+    free(r);
+  }
+}
+
+/* Many short lines of odd and even real lengths (SIMD lanes, partial blocks): RFFT against
+ * the naive DFT, IRFFT back. */
+static void test_real_lines_in_lanes(void **state) {
+  (void)state;
+  static const int64_t lens[] = {7, 8, 45, 64, 97};
+  enum { ROWS = 21 };
+  for (size_t c = 0; c < sizeof lens / sizeof *lens; c++) {
+    int64_t n = lens[c], h = n / 2 + 1, xd[2] = {ROWS, n}, yd[2] = {ROWS, h};
+    float *x = malloc(sizeof(float) * ROWS * (size_t)n), *y = malloc(sizeof(float) * 2 * ROWS * (size_t)h),
+          *z = malloc(sizeof(float) * ROWS * (size_t)n);
+    double *row = malloc(sizeof(double) * 2 * (size_t)n);
+    assert_true(x && y && z && row);
+    for (int64_t i = 0; i < ROWS * n; i++) x[i] = (float)cos((double)i * 0.37 + 0.1);
+    av_diag d;
+    av_diag_init(&d);
+    av_view X = tk_view(x, AV_DT_F32, 2, xd), Y = tk_view(y, AV_DT_C64, 2, yd), Z = tk_view(z, AV_DT_F32, 2, xd);
+    av_fft_params p = {.type = AV_FFT_RFFT, .nlengths = 1, .fft_length = {n}};
+    assert_int_equal(fft_call(&p, &X, &Y, &d), AV_OK);
+    for (int rr = 0; rr < ROWS; rr += 5) {
+      for (int64_t j = 0; j < n; j++) row[2 * j] = x[rr * n + j], row[2 * j + 1] = 0;
+      for (int64_t k = 0; k < h; k++) {
+        const float *got = y + 2 * (rr * h + k);
+        assert_true(cabsl(naive_bin(row, n, k) - (got[0] + I * got[1])) < 2e-5 * (double)n);
+      }
+    }
+    p.type = AV_FFT_IRFFT;
+    assert_int_equal(fft_call(&p, &Y, &Z, &d), AV_OK);
+    for (int64_t i = 0; i < ROWS * n; i++) assert_true(fabs(z[i] - x[i]) < 1e-5);
+    free(x);
+    free(y);
+    free(z);
+    free(row);
+  }
+}
+
+/* The same transforms on a 3-thread pool give the same bits as on the calling thread (blocks
+ * are computed independently). */
+static void test_threads_same_bits(void **state) {
+  (void)state;
+  av_thread_pool *pool = av_thread_pool_create(3);
+  assert_non_null(pool);
+  struct {
+    int rank;
+    int64_t dims[2];
+  } shapes[] = {{2, {96, 80}}, {1, {1 << 16}}, {2, {3, 20000}}};
+  for (size_t c = 0; c < sizeof shapes / sizeof *shapes; c++) {
+    int64_t n = 1;
+    for (int i = 0; i < shapes[c].rank; i++) n *= shapes[c].dims[i];
+    float *x = malloc(sizeof(float) * 2 * (size_t)n), *y1 = malloc(sizeof(float) * 2 * (size_t)n),
+          *y2 = malloc(sizeof(float) * 2 * (size_t)n);
+    assert_true(x && y1 && y2);
+    for (int64_t i = 0; i < 2 * n; i++) x[i] = (float)sin((double)i * 0.013);
+    av_diag d;
+    av_diag_init(&d);
+    av_view X = tk_view(x, AV_DT_C64, shapes[c].rank, shapes[c].dims);
+    av_view Y1 = tk_view(y1, AV_DT_C64, shapes[c].rank, shapes[c].dims);
+    av_view Y2 = tk_view(y2, AV_DT_C64, shapes[c].rank, shapes[c].dims);
+    av_fft_params p = {.type = AV_FFT_FFT, .nlengths = shapes[c].rank};
+    for (int i = 0; i < shapes[c].rank; i++) p.fft_length[i] = shapes[c].dims[i];
+    if (c == 2) p.nlengths = 1, p.fft_length[0] = shapes[c].dims[1];
+    assert_int_equal(fft_call_pool(&p, &X, &Y1, &d, NULL), AV_OK);
+    assert_int_equal(fft_call_pool(&p, &X, &Y2, &d, pool), AV_OK);
+    assert_memory_equal(y1, y2, sizeof(float) * 2 * (size_t)n);
+    free(x);
+    free(y1);
+    free(y2);
+  }
+  av_thread_pool_release(pool);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_lengths_against_numpy),
@@ -204,6 +347,9 @@ int main(void) {
       cmocka_unit_test(test_irfft_odd_and_even),
       cmocka_unit_test(test_fft3d_batch),
       cmocka_unit_test(test_long_lengths_four_step),
+      cmocka_unit_test(test_single_long_lines),
+      cmocka_unit_test(test_real_lines_in_lanes),
+      cmocka_unit_test(test_threads_same_bits),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

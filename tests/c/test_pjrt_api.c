@@ -15,8 +15,9 @@ static void test_version_and_size(void **state) {
   assert_int_equal(api->pjrt_api_version.major_version, 0);
   assert_int_equal(api->pjrt_api_version.minor_version, 114);
   assert_int_equal(api->pjrt_api_version.struct_size, PJRT_Api_Version_STRUCT_SIZE);
-  /* three extensions: Layouts (executable/buffer/default layouts), Shardings (multi-device
-   * executables' parameter/output shardings), then Profiler (the plugin profiler API) */
+  /* four extensions: Layouts (executable/buffer/default layouts), Shardings (multi-device
+   * executables' parameter/output shardings), Profiler (the plugin profiler API), then
+   * Custom Partitioner (batch-partitionable FFI targets) */
   assert_non_null(api->extension_start);
   assert_int_equal(api->extension_start->type, PJRT_Extension_Type_Layouts);
   assert_non_null(api->extension_start->next);
@@ -24,7 +25,11 @@ static void test_version_and_size(void **state) {
   const PJRT_Extension_Base *prof = api->extension_start->next->next;
   assert_non_null(prof);
   assert_int_equal(prof->type, PJRT_Extension_Type_Profiler);
-  assert_null(prof->next);
+  const PJRT_Extension_Base *part = prof->next;
+  assert_non_null(part);
+  assert_int_equal(part->type, PJRT_Extension_Type_Custom_Partitioner);
+  assert_int_equal(part->struct_size, 5 * sizeof(void *)); /* header + 2 functions */
+  assert_null(part->next);
   /* callers check the API table's size exactly: 2 words + 8 functions */
   const PJRT_Profiler_Extension *pe = (const PJRT_Profiler_Extension *)prof;
   assert_int_equal(pe->profiler_api->struct_size, 10 * sizeof(void *));

@@ -8,6 +8,7 @@
 #include <cmocka.h>
 #include <math.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -173,6 +174,56 @@ static void test_lanes(void **state) {
   check_cover(inner, 1 << 18, 8, 64, 0);
   check_cover(av_thread_pool_lane(pool, 16, 0), 1 << 16, 1, 1, 1); /* one thread: inline */
   av_thread_pool_release(pool); /* frees the lanes with it */
+}
+
+/* Detached tasks (av_thread_pool_schedule, what XLA FFI handlers' ThreadPool_Schedule uses):
+ * a task from outside the pool runs on a worker; a task scheduled by a task runs inline on
+ * that worker (so tasks waiting for their own tasks cannot take every worker); no pool, or a
+ * 1-thread one, runs it on the caller; release runs what is still queued. */
+typedef struct sched_probe {
+  pthread_t ran_on;
+  atomic_int done;
+  struct sched_probe *inner; /* scheduled by this task, waited for */
+  av_thread_pool *pool;
+} sched_probe;
+
+static void probe_task(void *p) {
+  sched_probe *t = p;
+  t->ran_on = pthread_self();
+  if (t->inner) {
+    av_thread_pool_schedule(t->pool, probe_task, t->inner);
+    while (!atomic_load(&t->inner->done)) sched_yield();
+  }
+  atomic_store(&t->done, 1);
+}
+
+static void test_schedule(void **state) {
+  (void)state;
+  av_thread_pool *pool = av_thread_pool_create(2);
+  enum { N = 16 };
+  sched_probe outer[N], inner[N];
+  for (int i = 0; i < N; i++) {
+    memset(&outer[i], 0, sizeof outer[i]);
+    memset(&inner[i], 0, sizeof inner[i]);
+    outer[i].inner = &inner[i];
+    outer[i].pool = pool;
+    av_thread_pool_schedule(pool, probe_task, &outer[i]);
+  }
+  for (int i = 0; i < N; i++) {
+    while (!atomic_load(&outer[i].done)) sched_yield();
+    assert_false(pthread_equal(outer[i].ran_on, pthread_self()));
+    assert_true(pthread_equal(inner[i].ran_on, outer[i].ran_on)); /* inline on the worker */
+  }
+  av_thread_pool_release(pool);
+  sched_probe solo;
+  memset(&solo, 0, sizeof solo);
+  av_thread_pool_schedule(NULL, probe_task, &solo);
+  assert_true(atomic_load(&solo.done) && pthread_equal(solo.ran_on, pthread_self()));
+  av_thread_pool *one = av_thread_pool_create(1);
+  memset(&solo, 0, sizeof solo);
+  av_thread_pool_schedule(one, probe_task, &solo);
+  assert_true(atomic_load(&solo.done) && pthread_equal(solo.ran_on, pthread_self()));
+  av_thread_pool_release(one);
 }
 
 static void test_parse_num_threads(void **state) {
@@ -425,6 +476,7 @@ int main(void) {
       cmocka_unit_test(test_nested),
       cmocka_unit_test(test_lanes),
       cmocka_unit_test(test_parse_num_threads),
+      cmocka_unit_test(test_schedule),
       cmocka_unit_test(test_program_same_bytes),
       cmocka_unit_test(test_transposes),
       cmocka_unit_test(test_reduce_window),

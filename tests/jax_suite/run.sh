@@ -57,10 +57,10 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$OUT"
 sanitizer_env=()
 if [ -n "${ASAN_PLUGIN:-}" ]; then
+  # reports go to files (OUT/LABEL.FILE.sanitizer.PID): pytest captures fd 2, and what a
+  # test writes there is lost when the process dies; abort_on_error makes each a SIGABRT
   sanitizer_env=(ANVIL_LIBRARY_PATH="$ASAN_PLUGIN"
-                 LD_PRELOAD="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libstdc++.so)"
-                 ASAN_OPTIONS=detect_leaks=0:halt_on_error=1:abort_on_error=1
-                 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1)
+                 LD_PRELOAD="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libstdc++.so)")
 fi
 
 # The tests a progress log lists (started, finished or not), as --deselect arguments.
@@ -95,17 +95,23 @@ for f in $FILES; do
     [[ "$p" == anvil* ]] && extra_env+=("${sanitizer_env[@]}")
     label=$p
     [ -n "${TEST_DUT:-}" ] && label=${p}_as_${TEST_DUT}
-    [ -n "${ASAN_PLUGIN:-}" ] && [[ "$p" == anvil* ]] && label=${label}_asan
+    if [ -n "${ASAN_PLUGIN:-}" ] && [[ "$p" == anvil* ]]; then
+      label=${label}_asan
+      extra_env+=(ASAN_OPTIONS=detect_leaks=0:halt_on_error=1:abort_on_error=1:log_path="$OUT/$label.$f.sanitizer"
+                  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:abort_on_error=1:log_path="$OUT/$label.$f.sanitizer")
+    fi
     progress=$OUT/$label.$f.progress
     if [ "${RESUME:-0}" != 1 ]; then
-      rm -f "$OUT/$label.$f".*xml "$OUT/$label.$f".*log "$OUT/$label.$f.died" "$progress"
+      rm -f "$OUT/$label.$f".*xml "$OUT/$label.$f".*log "$OUT/$label.$f.died" "$progress" \
+            "$OUT/$label.$f.sanitizer".*
     fi
     restarts=0
     while :; do
+      # each attempt its own xml and log (one that died wrote no xml, but its log tells why)
       name=$label.$f
       n=1
-      if ls "$OUT/$label.$f".*xml >/dev/null 2>&1; then
-        while [ -e "$OUT/$label.$f.part$n.xml" ]; do n=$((n+1)); done
+      if ls "$OUT/$label.$f".*log >/dev/null 2>&1; then
+        while [ -e "$OUT/$label.$f.part$n.log" ]; do n=$((n+1)); done
         name=$label.$f.part$n
       fi
       mapfile -t deselect < <(ran_tests "$progress")

@@ -201,6 +201,13 @@ def main():
         row += f" {c['pass']} | {c['fail']} | {c['error']} | {c['skip']} | **{rate:.1f}%** |"
     print(row)
 
+    reports = sorted(n for n in os.listdir(args.out_dir) if ".sanitizer." in n)
+    print(f"\n## Sanitizer reports (ASan/UBSan, ASAN_PLUGIN runs): {len(reports)}\n")
+    for name in reports:
+        with open(os.path.join(args.out_dir, name), errors="replace") as f:
+            first = next((l.strip() for l in f if "ERROR:" in l or "runtime error" in l), "?")
+        print(f"- {name}: {first}")
+
     print("\n## Processes that died (crash, sanitizer report, hang)\n")
     ndied = sum(len(d) for fd in died.values() for d in fd.values())
     if not ndied:

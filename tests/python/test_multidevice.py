@@ -38,6 +38,8 @@ def cases(platform):
     rec("psum_scatter", lambda: pm(lambda v: jax.lax.psum_scatter(jnp.tile(v, 2), 'i', tiled=True))(x))
     rec("all_to_all", lambda: pm(lambda v: jax.lax.all_to_all(jnp.arange(4.0) + 10 * v[0], 'i', 0, 0, tiled=True))(x))
     mesh = Mesh(np.array(devs).reshape(2, 2), ('x', 'y'))
+    m1 = Mesh(np.array(devs), ('d',))
+    b = np.arange(32, dtype=np.float32).reshape(8, 4) / 7
     a = np.arange(16, dtype=np.float32).reshape(4, 4)
     sm = shard_map(lambda t: jax.lax.psum(t, 'y'), mesh=mesh, in_specs=P('x', 'y'), out_specs=P('x', None))
     rec("shard_map_psum_y", lambda: jax.jit(sm)(a))
@@ -53,6 +55,16 @@ def cases(platform):
     rec("fori_loop_psum", lambda: pm(lambda v: jax.lax.fori_loop(0, 3, lambda k, c: c + jax.lax.psum(c, 'i'), v))(x))
     rec("psum_both_axes", lambda: jax.jit(shard_map(lambda t: jax.lax.psum(t, ('x', 'y')), mesh=mesh,
                                                     in_specs=P('x', 'y'), out_specs=P()))(a))
+    # collectives started and finished apart (stablehlo.async_start / async_done): the
+    # same values as the plain ones (JAX's async_collectives_test)
+    from jax._src.lax import parallel as par
+    if hasattr(par, "psum_start"):
+        rec("async_psum", lambda: jax.jit(shard_map(lambda t: par.psum_start(t * 2, 'x').done() + t,
+                                                    mesh=mesh, in_specs=P('x', 'y'), out_specs=P('x', 'y'),
+                                                    check_vma=False))(a))
+        rec("async_ppermute", lambda: jax.jit(shard_map(
+            lambda t: par.ppermute_start(t, 'd', [(k, (k + 1) % 4) for k in range(4)]).done(),
+            mesh=m1, in_specs=P('d'), out_specs=P('d')))(b))
     rec("ppermute_over_x", lambda: jax.jit(shard_map(lambda t: jax.lax.ppermute(t, 'x', [(0, 1), (1, 0)]),
                                                      mesh=mesh, in_specs=P('x', 'y'), out_specs=P('x', 'y')))(a))
     rec("all_to_all_over_y", lambda: jax.jit(shard_map(lambda t: jax.lax.all_to_all(t, 'y', 0, 1, tiled=True),
@@ -60,8 +72,6 @@ def cases(platform):
     rec("axis_index_2d", lambda: jax.jit(shard_map(
         lambda t: t * 0 + jax.lax.axis_index('x') * 10 + jax.lax.axis_index('y'),
         mesh=mesh, in_specs=P('x', 'y'), out_specs=P('x', 'y')))(np.zeros((4, 4), np.float32)))
-    m1 = Mesh(np.array(devs), ('d',))
-    b = np.arange(32, dtype=np.float32).reshape(8, 4) / 7
     c = np.arange(16, dtype=np.float32).reshape(4, 4) / 5
     xb = jax.device_put(b, NamedSharding(m1, P('d', None)))
     xc = jax.device_put(c, NamedSharding(m1, P()))
@@ -215,6 +225,9 @@ def _numpy_expected():
     e["sharded_reduce"] = (A * A).sum(axis=0)
     e["replicated_into_shard_map"] = np.roll(b.reshape(4, 2, 4), 1, axis=0).reshape(8, 4) * 2
     e["pmap_ppermute_grad"] = np.roll(np.pi + np.arange(4, dtype=np.float32), -1)
+    # psum over x of 2 * (each device's 2x2 block), plus the block itself
+    e["async_psum"] = np.tile(2 * (A[:2] + A[2:]), (2, 1)) + A
+    e["async_ppermute"] = np.roll(b.reshape(4, 2, 4), 1, axis=0).reshape(8, 4)
     return e
 
 

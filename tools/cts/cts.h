@@ -153,6 +153,10 @@ extern const cts_program cts_prog_two_outputs_text;
  * partition). portable=true sets compile_portable_executable and no assignment. Returns length. */
 size_t cts_compile_options(char *buf, size_t cap, const int *device_ids, int replicas,
                            bool portable);
+/* The CompileOptionsProto TensorFlow's PJRT compiler sends for a single-device function of
+ * `nargs` f32[n] arguments and one f32[n] result: argument_layouts and result_layout with
+ * row-major layouts, device_ordinal -1, compile_portable_executable. Returns length. */
+size_t cts_compile_options_tf(char *buf, size_t cap, int nargs, int64_t n);
 /* Compiles with single-device options for device_ids[0] (or the first addressable device when
  * device_id < 0). Compile errors come back as FAIL (UNSUPPORTED for UNIMPLEMENTED). */
 cts_status cts_compile(cts_ctx *t, PJRT_Client *c, const cts_program *p, const char *options,

@@ -137,6 +137,36 @@ size_t cts_compile_options(char *buf, size_t cap, const int *device_ids, int rep
   return out.n <= cap ? out.n : 0;
 }
 
+/* ShapeProto of f32[n] with its layout: element_type = 2, dimensions = 3, layout = 5
+ * (LayoutProto.minor_to_major = 1). */
+static void put_f32_vector_shape(pbuf *b, unsigned field, int64_t n) {
+  char m2m_mem[8], layout_mem[16], shape_mem[40];
+  pbuf m2m = {m2m_mem, 0, sizeof m2m_mem}, layout = {layout_mem, 0, sizeof layout_mem};
+  pbuf shape = {shape_mem, 0, sizeof shape_mem};
+  put_varint(&m2m, 0);
+  put_len_field(&layout, 1, &m2m);
+  put_int_field(&shape, 2, 11); /* xla::F32 */
+  put_int_field(&shape, 3, n);
+  put_len_field(&shape, 5, &layout);
+  put_len_field(b, field, &shape);
+}
+
+size_t cts_compile_options_tf(char *buf, size_t cap, int nargs, int64_t n) {
+  char ebo_mem[160], result_mem[80];
+  pbuf ebo = {ebo_mem, 0, sizeof ebo_mem}, result = {result_mem, 0, sizeof result_mem};
+  pbuf out = {buf, 0, cap};
+  for (int i = 0; i < nargs; i++) put_f32_vector_shape(&out, 1, n); /* argument_layouts */
+  put_int_field(&result, 2, 13);            /* result_layout: a tuple (xla::TUPLE) ... */
+  put_f32_vector_shape(&result, 4, n);      /* ... of f32[n] (tuple_shapes = 4) */
+  put_int_field(&ebo, 1, -1);               /* device_ordinal: any */
+  put_len_field(&ebo, 2, &result);          /* result_layout */
+  put_int_field(&ebo, 4, 1);                /* num_replicas */
+  put_int_field(&ebo, 5, 1);                /* num_partitions */
+  put_len_field(&out, 3, &ebo);             /* executable_build_options */
+  put_int_field(&out, 4, 1);                /* compile_portable_executable */
+  return out.n <= cap ? out.n : 0;
+}
+
 /* ------------------------------------------------------------ compile / execute */
 
 cts_status cts_compile(cts_ctx *t, PJRT_Client *c, const cts_program *p, const char *options,

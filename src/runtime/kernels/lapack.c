@@ -41,10 +41,11 @@ static int type_index(av_dtype t) {
 }
 
 av_code av_lapack_run(const av_lapack_call *call, const av_lapack_fns *fns,
-                      void *const *phys_in, void *const *phys_out, av_diag *d) {
+                      struct av_thread_pool *pool, void *const *phys_in, void *const *phys_out,
+                      av_diag *d) {
   int ti = type_index(call->dtype);
-  lapack_ctx x = {call,     ti, av_dtype_size(call->dtype), ti == 0 || ti == 2 ? 4 : 8, phys_in,
-                  phys_out, d,  fns};
+  lapack_ctx x = {call, ti, av_dtype_size(call->dtype), ti == 0 || ti == 2 ? 4 : 8, phys_in,
+                  phys_out, d, fns, pool};
   return lapack_run_factor(&x);
 }
 
@@ -77,21 +78,47 @@ static bool is_row_major(const av_lapack_arg *a) {
   return true;
 }
 
-/* Copies between row-major `rm` and the layout's `phys` (to_phys picks the direction). */
+/* n elements of size es from src (stride ss elements) to dst (stride ds), typed moves for the
+ * usual sizes: this loop is what a batch of small matrices costs, one element at a time. */
+static void strided_copy(char *dst, int64_t ds, const char *src, int64_t ss, int64_t n, size_t es) {
+#define STRIDED(T)                                                                    \
+  for (int64_t i = 0; i < n; i++) {                                                   \
+    T v;                                                                              \
+    memcpy(&v, src + (size_t)(i * ss) * sizeof(T), sizeof(T));                        \
+    memcpy(dst + (size_t)(i * ds) * sizeof(T), &v, sizeof(T));                        \
+  }
+  switch (es) {
+    case 1: STRIDED(uint8_t) break;
+    case 2: STRIDED(uint16_t) break;
+    case 4: STRIDED(uint32_t) break;
+    case 8: STRIDED(uint64_t) break;
+    default:
+      for (int64_t i = 0; i < n; i++)
+        memcpy(dst + (size_t)(i * ds) * es, src + (size_t)(i * ss) * es, es);
+  }
+#undef STRIDED
+}
+
+/* Copies between row-major `rm` and the layout's `phys` (to_phys picks the direction), one
+ * strided run per row of the innermost dimension. */
 static void relayout(const av_lapack_arg *a, void *rm, void *phys, bool to_phys) {
   size_t es = av_dtype_size(a->dtype);
   int64_t total = lapack_elems(a);
-  if (total == 0) return;
-  int64_t st[AV_LAPACK_MAX_RANK], idx[AV_LAPACK_MAX_RANK] = {0};
+  if (total == 0 || a->rank == 0) {
+    if (total) memcpy(to_phys ? phys : rm, to_phys ? rm : phys, es);
+    return;
+  }
+  int64_t st[AV_LAPACK_MAX_RANK] = {0}, idx[AV_LAPACK_MAX_RANK] = {0};
   phys_strides(a, st);
-  int64_t off = 0;
-  for (int64_t i = 0; i < total; i++) {
-    char *r = (char *)rm + (size_t)i * es, *p = (char *)phys + (size_t)off * es;
+  int r = a->rank;
+  int64_t inner = a->dims[r - 1], ist = st[r - 1], off = 0;
+  for (int64_t i = 0; i < total; i += inner) {
+    char *rp = (char *)rm + (size_t)i * es, *pp = (char *)phys + (size_t)off * es;
     if (to_phys)
-      memcpy(p, r, es);
+      strided_copy(pp, ist, rp, 1, inner, es);
     else
-      memcpy(r, p, es);
-    for (int k = a->rank - 1; k >= 0; k--) { /* row-major odometer */
+      strided_copy(rp, 1, pp, ist, inner, es);
+    for (int k = r - 2; k >= 0; k--) { /* row-major odometer over the outer dims */
       off += st[k];
       if (++idx[k] < a->dims[k]) break;
       off -= st[k] * a->dims[k];
@@ -133,7 +160,7 @@ av_code av_step_lapack(const av_step *s, av_frame *f, av_diag *d) {
     }
     own_out[k] = true;
   }
-  if (rc == AV_OK) rc = av_lapack_run(c, f->plan->lapack, pin, pout, d);
+  if (rc == AV_OK) rc = av_lapack_run(c, f->plan->lapack, f->pool, pin, pout, d);
   for (uint32_t k = 0; k < c->nout; k++) {
     if (rc == AV_OK && own_out[k]) relayout(&c->out[k], av_out(s, f, k), pout[k], false);
     if (own_out[k]) free(pout[k]);

@@ -81,7 +81,10 @@ av_code av_step_lapack(const av_step *s, av_frame *f, av_diag *d);
 /* Runs the routine on buffers already in the call's layouts (phys_in/phys_out hold the
  * bytes as the custom call's layouts place them). */
 struct av_lapack_fns;
+struct av_thread_pool;
+/* `pool` (may be NULL) runs the batched small-matrix routines (linalg_batched.h). */
 av_code av_lapack_run(const av_lapack_call *call, const struct av_lapack_fns *fns,
-                      void *const *phys_in, void *const *phys_out, av_diag *d);
+                      struct av_thread_pool *pool, void *const *phys_in, void *const *phys_out,
+                      av_diag *d);
 
 #endif

@@ -5,6 +5,7 @@
 
 #include "runtime/kernels/lapack_fortran.h"
 #include "runtime/kernels/lapack_internal.h"
+#include "runtime/kernels/linalg_batched.h"
 
 /* The routine `name` for the call `x` in scope (kernels/lapack_fns.h). */
 #define L(name) LAPACK_FN(x, name)
@@ -22,6 +23,14 @@ static void order(const av_lapack_arg *a, int *m, int *n) {
 static av_code syevd(const lapack_ctx *x) {
   int n, unused, info, lwork = -1, lrwork = -1, liwork = -1, iq = 0;
   order(&x->c->in[0], &unused, &n);
+  if (n <= AV_BATCHED_MAX_N && x->c->batch >= 8 && x->ti < 2) { /* Jacobi across SIMD lanes */
+    lapack_copy_in(x, 0, 0);
+    bool lower = x->c->uplo == 'L', vec = x->c->mode == 'V';
+    bool ok = x->ti == 0
+                  ? av_syevd_batched_f32(lower, vec, x->out[0], x->out[1], x->out[2], n, x->c->batch, x->pool)
+                  : av_syevd_batched_f64(lower, vec, x->out[0], x->out[1], x->out[2], n, x->c->batch, x->pool);
+    return ok ? AV_OK : av_diag_set(x->d, AV_RESOURCE_EXHAUSTED, "syevd: out of memory");
+  }
   int lda = lapack_ld(n);
   const char *jobz = &x->c->mode, *uplo = &x->c->uplo;
   double query[2] = {0, 0}, rquery = 0;

@@ -2,6 +2,7 @@
  * gtsv, batched as jaxlib's kernels batch them (one LAPACK call per matrix). */
 #include "runtime/kernels/lapack_fortran.h"
 #include "runtime/kernels/lapack_internal.h"
+#include "runtime/kernels/linalg_batched.h"
 
 /* The routine `name` for the call `x` in scope (kernels/lapack_fns.h). */
 #define L(name) LAPACK_FN(x, name)
@@ -56,6 +57,11 @@ static av_code getrf(const lapack_ctx *x) {
   int *ipiv = x->out[1], *info = x->out[2];
   int64_t k = lapack_min(m, n);
   lapack_copy_in(x, 0, 0);
+  if (m == n && n <= AV_BATCHED_MAX_N && x->c->batch >= 8 && x->ti < 2) { /* across SIMD lanes */
+    bool ok = x->ti == 0 ? av_getrf_batched_f32(x->out[0], ipiv, info, n, x->c->batch)
+                         : av_getrf_batched_f64(x->out[0], ipiv, info, n, x->c->batch);
+    return ok ? AV_OK : av_diag_set(x->d, AV_RESOURCE_EXHAUSTED, "getrf: out of memory");
+  }
   for (int64_t b = 0; b < x->c->batch; b++)
     GETRF(x)(&m, &n, lapack_at(x->out[0], b, (int64_t)m * n, x->es), &lda, ipiv + b * k,
              &info[b]);

@@ -19,6 +19,7 @@ typedef struct lapack_ctx {
   void *const *out;
   av_diag *d;
   const av_lapack_fns *fns; /* routines replacing the linked ones, or NULL */
+  struct av_thread_pool *pool; /* for the batched small-matrix routines; may be NULL */
 } lapack_ctx;
 
 /* The routine `name` (e.g. dgees) for this call. */

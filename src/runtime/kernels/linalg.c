@@ -1,6 +1,7 @@
-/* cholesky (LAPACK potrf from OpenBLAS) and triangular_solve (CBLAS trsm; real systems up to
- * 128 x 128 as XLA:CPU computes them, triangular_solve_xla.c), batched over the leading
- * dimensions. Matrices are converted to a compute type first (f32 for f32 and the
+/* cholesky (LAPACK potrf from OpenBLAS; real matrices up to 32 x 32 across SIMD lanes,
+ * linalg_batched.c) and triangular_solve (CBLAS trsm; real systems up to 128 x 128 as XLA:CPU
+ * computes them, triangular_solve_xla.c, large batches of small ones across SIMD lanes),
+ * batched over the leading dimensions. Matrices are converted to a compute type first (f32 for f32 and the
  * narrow floats, f64, c64, c128), then converted back.
  *
  * Row-major vs LAPACK's column-major: a row-major Hermitian matrix read column-major is its
@@ -13,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/kernels/linalg_batched.h"
 #include "runtime/kernels/reduce_elem.h"
 #include "runtime/kernels/triangular_solve_xla.h"
 
@@ -61,6 +63,11 @@ av_code av_kernel_cholesky(const av_cholesky_params *p, const av_view *a, av_vie
   if (n > INT32_MAX) return av_diag_set(d, AV_UNIMPLEMENTED, "cholesky: matrix too large");
   int64_t nn = n * n, batch = n ? av_view_num_elements(a) / nn : 0;
   if (nn == 0 || batch == 0) return AV_OK;
+  if (n <= AV_BATCHED_MAX_N && ct == a->dtype && (ct == AV_DT_F32 || ct == AV_DT_F64)) {
+    bool ok = ct == AV_DT_F32 ? av_cholesky_batched_f32(p->lower, a->data, out->data, n, batch)
+                              : av_cholesky_batched_f64(p->lower, a->data, out->data, n, batch);
+    return ok ? AV_OK : av_diag_set(d, AV_RESOURCE_EXHAUSTED, "cholesky: out of memory");
+  }
   size_t ces = av_dtype_size(ct), es = av_dtype_size(a->dtype);
   char *m = malloc((size_t)nn * ces);
   if (!m) return av_diag_set(d, AV_RESOURCE_EXHAUSTED, "cholesky: out of memory");
@@ -107,6 +114,12 @@ av_code av_kernel_triangular_solve(const av_triangular_solve_params *p, const av
   int64_t an = n * n, bn = M * N;
   if (bn == 0) return AV_OK;
   int64_t batch = av_view_num_elements(b) / bn;
+  if ((ct == AV_DT_F32 || ct == AV_DT_F64) && ct == b->dtype && av_trsm_batched_applies(n, batch)) {
+    bool ok = ct == AV_DT_F32
+                  ? av_trsm_batched_f32(p, a->data, b->data, out->data, n, M, N, batch)
+                  : av_trsm_batched_f64(p, a->data, b->data, out->data, n, M, N, batch);
+    return ok ? AV_OK : av_diag_set(d, AV_RESOURCE_EXHAUSTED, "triangular_solve: out of memory");
+  }
   size_t ces = av_dtype_size(ct), es = av_dtype_size(b->dtype);
   char *am = malloc((size_t)(an ? an : 1) * ces), *bm = malloc((size_t)bn * ces);
   if (!am || !bm) {

@@ -1,0 +1,67 @@
+/* The FFT plan: what av_fft_plan_build (fft_plan.c) makes at compile time and the kernel
+ * (fft.c, fft_engine.inc) reads. Tables hold the precision the plan computes in (float for
+ * f32/c64 programs, double for f64/c128), complex entries as (re, im) pairs. All transforms
+ * are forward (exp(-2 pi i jk / n)); inverses conjugate on the way in and out. */
+#ifndef ANVIL_RUNTIME_KERNELS_FFT_INTERNAL_H
+#define ANVIL_RUNTIME_KERNELS_FFT_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "runtime/kernels/fft.h"
+
+enum {
+  FFT_MAX_STAGES = 64,
+  FFT_MAX_RADIX = 31, /* larger prime factors go to Bluestein */
+  /* a contiguous axis is transformed line by line (the four-step split, whose sub-transforms
+   * run across SIMD lanes) when it is this long, or when it has fewer lines than this many
+   * SIMD blocks and is at least FFT_PER_LINE_MIN points */
+  FFT_PER_LINE_LONG = 16384,
+  FFT_PER_LINE_MIN = 256,
+  FOUR_GROUP = 4, /* neighbouring SIMD blocks a four-step step moves together */
+};
+
+typedef struct fft_cplan fft_cplan;
+
+/* A forward complex transform of n points. */
+struct fft_cplan {
+  int64_t n;
+  /* Stockham stages (nstages > 0, or n == 1): stage s has radix radix[s]; its twiddles
+   * w_{len}^{p k} sit at tw + 2 * tw_off[s] as [p][k - 1]; odd radices above 5 read
+   * (cos, sin)(2 pi t / r) at rc + 2 * rc_off[s]. */
+  int nstages;
+  int radix[FFT_MAX_STAGES];
+  int64_t tw_off[FFT_MAX_STAGES], rc_off[FFT_MAX_STAGES];
+  const void *tw, *rc;
+  /* Bluestein (a prime factor above FFT_MAX_RADIX): chirp b_k = w_{2n}^{k^2} (n entries),
+   * kern = FFT_m(conj b, circular) / m, sub = the transform of m points (a power of two) */
+  int64_t m;
+  const fft_cplan *sub;
+  const void *chirp, *kern;
+  /* The four-step split of one long line, n = n1 * n2 (n1 == 0: none): n2 transforms of n1
+   * points down the columns, twiddles w_n^{j2 k1} (tw4, in the order fft_engine.inc's column
+   * step reads them), n1 of n2 points. */
+  int64_t n1, n2;
+  const fft_cplan *p1, *p2;
+  const void *tw4;
+};
+
+/* One transformed axis. */
+typedef struct fft_axis {
+  int64_t n;    /* fft_length */
+  int64_t npts; /* points of the complex transform: n, or n / 2 when `half` */
+  bool half;    /* RFFT/IRFFT axis of even length: a complex transform of n / 2 points */
+  bool per_line;
+  const fft_cplan *c;
+  const void *rtw; /* half: w_n^k for k = 0..n/2 */
+} fft_axis;
+
+typedef enum fft_pass_kind { PASS_C2C, PASS_R2C, PASS_C2R } fft_pass_kind;
+
+struct av_fft_plan {
+  bool f64;  /* double precision tables and arithmetic */
+  int naxes; /* = nlengths; axis i is dimension rank - naxes + i */
+  fft_axis axis[3];
+};
+
+#endif

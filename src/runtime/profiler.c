@@ -323,16 +323,16 @@ static prof_fn *fn_names(av_profiler *p, const av_prof_run *r) {
 static uint32_t step_id(av_profiler *p, prof_fn *f, const av_step *s) {
   size_t i = (size_t)(s - (const av_step *)f->steps);
   if (i < f->nsteps && f->ids[i]) return f->ids[i] - 1;
-  char name[NAME_MAX_LEN], op[NAME_MAX_LEN];
+  char name[NAME_MAX_LEN];
   step_name(s, name, sizeof name);
-  const char *opname = s->opname;
-  if (s->run == av_step_fused && ((const av_fused_params *)s->params)->gen) { /* generated code */
-    snprintf(op, sizeof op, "%s (generated, %s)", s->opname ? s->opname : "fused",
-             ((const av_fused_params *)s->params)->gen->isa);
-    opname = op;
-  }
-  uint32_t id = intern(p, name, opname, false);
-  if (i < f->nsteps && id != UINT32_MAX) f->ids[i] = id + 1;
+  uint32_t id = intern(p, name, s->opname, false);
+  if (id == UINT32_MAX) return id;
+  /* generated code: named like the fused group it runs, its ISA in the trace's args */
+  if (s->run == av_step_fused && ((const av_fused_params *)s->params)->gen)
+    p->names[id].codegen = ((const av_fused_params *)s->params)->gen->isa;
+  else if (s->run == av_step_nest && ((const av_nest_params *)s->params)->gen)
+    p->names[id].codegen = ((const av_nest_params *)s->params)->gen->isa;
+  if (i < f->nsteps) f->ids[i] = id + 1;
   return id;
 }
 

@@ -18,6 +18,7 @@ enum { PROF_SPARE_RUNS = 8 }; /* run records kept for reuse */
 typedef struct prof_name {
   char *name;
   char *op; /* the op the step runs ("stablehlo.dot_general"); "" for programs */
+  const char *codegen; /* generated code's ISA ("avx512", a static string), or NULL */
   bool program;
   bool inner; /* a step of a loop body (its time is also its loop's) */
   uint64_t count;

@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "codegen/codegen.h"
 #include "compiler/program.h"
 #include "frontend/proto_wire.h"
 #include "runtime/profiler.h"
@@ -157,6 +158,9 @@ static void test_trace_file_and_flat_profile(void **state) {
   assert_true(n > 2 && json[0] == '[' && strcmp(json + n - 3, "\n]\n") == 0);
   assert_int_equal(count(json, "\"name\":\"jit(f)/dot_general\",\"cat\":\"step\""), 3);
   assert_int_equal(count(json, "\"name\":\"fused[multiply,add] jit(f)/mul\",\"cat\":\"step\""), 3);
+  /* generated code is named like the fused group it runs; its ISA is an arg of its own */
+  assert_int_equal(count(json, "\"op\":\"fused[multiply,add]\","), 3);
+  assert_int_equal(count(json, "\"codegen\":\""), av_codegen_enabled() ? 3 : 0);
   assert_int_equal(count(json, "\"cat\":\"execution\""), 3);
   assert_int_equal(count(json, "\"steps\":2,"), 3);
   assert_int_equal(count(json, "\"op\":\"stablehlo.dot_general\",\"bytes\":192,\"flops\":128,"), 3);

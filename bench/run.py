@@ -39,6 +39,7 @@ from jax import lax  # noqa: E402
 rng = np.random.default_rng(0)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import models  # noqa: E402  (bench/models)
+import science  # noqa: E402  (bench/science.py: issue #26's scientific workloads)
 
 
 def arr(*shape, dtype=np.float32):
@@ -197,6 +198,7 @@ def cases(quick):
             c[f"matmul_{dt}_{n}"] = (fn, args, flops)
     c.update(fft_cases())
     c.update(small_linalg_cases())
+    c.update(science.cases())
     return c
 
 

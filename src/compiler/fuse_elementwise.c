@@ -11,12 +11,21 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "codegen/codegen.h"
 #include "compiler/lower_internal.h"
 
-enum { FUSE_MAX_STEPS = 48, FUSE_MAX_REGS = 3 * FUSE_MAX_STEPS + 8 };
+/* Groups up to 512 steps: a threefry2x32 over an array (jax.random) is about 300 steps of
+ * adds, shifts, xors and scalar broadcasts, and is best one pass (one generated loop). */
+enum { FUSE_MAX_STEPS = 512, FUSE_MAX_REGS = 3 * FUSE_MAX_STEPS + 8 };
 
 /* Element count a step works on when it can join a fusion, else 0. */
 static int64_t member_n(const av_lower *c, const av_step *s) {
+  if (s->run == av_step_convert) { /* runs as an elementwise kernel (av_ew_convert_kernel) */
+    if (s->nin != 1 || s->nout != 1) return 0;
+    const av_slot_type *it = av_stype(c, s->in[0]), *ot = av_stype(c, s->out[0]);
+    if (it->token || ot->token || ot->nelems < 2 || it->nelems != ot->nelems) return 0;
+    return ot->nelems;
+  }
   if (s->run == av_step_ew) {
     const av_ew_kernel *k = s->params;
     if (s->nout != 1 || s->nin < 1 || s->nin > AV_EW_MAX_IN || k->nin != (int)s->nin) return 0;
@@ -28,12 +37,13 @@ static int64_t member_n(const av_lower *c, const av_step *s) {
     }
     return ot->nelems;
   }
-  if (s->run == av_step_box) { /* broadcast of a smaller value (scalar, rows, columns...) */
+  if (s->run == av_step_box) { /* a broadcast of a smaller value (scalar, rows, columns...) or
+                                   a slice of a larger one (y[0] of a stacked state) */
     const av_box_params *p = s->params;
     if (s->nin != 1 || s->nout != 1) return 0;
     const av_slot_type *it = av_stype(c, s->in[0]), *ot = av_stype(c, s->out[0]);
-    /* strictly fewer input elements: the input cannot be produced inside the run */
-    if (it->token || ot->token || it->nelems >= ot->nelems || ot->nelems < 2 ||
+    /* another element count than the run's: the input cannot be produced inside the run */
+    if (it->token || ot->token || it->nelems == ot->nelems || ot->nelems < 2 ||
         it->dtype != ot->dtype || p->esize != av_dtype_size(ot->dtype))
       return 0;
     if (it->nelems == 1) return p->soff == 0 ? ot->nelems : 0;
@@ -63,6 +73,13 @@ typedef struct fuse_builder {
   uint32_t nregs;
   int32_t ins[FUSE_MAX_REGS], outs[FUSE_MAX_REGS];
   uint32_t nins, nouts;
+  /* scratch of build_fused */
+  int32_t tile_free_after[FUSE_MAX_REGS];
+  size_t tile_esize[FUSE_MAX_REGS];
+  bool taken[FUSE_MAX_REGS];
+  av_dtype dtype[FUSE_MAX_REGS];
+  const void *value[FUSE_MAX_REGS];
+  int64_t iota_inner[FUSE_MAX_REGS], iota_size[FUSE_MAX_REGS];
 } fuse_builder;
 
 static int32_t find_reg(const fuse_builder *b, int32_t slot) {
@@ -126,12 +143,41 @@ static const char *fused_name(av_lower *c, const av_step *v, const uint32_t *mem
   return av_op_list_name_finish(c, &l, "fused elementwise");
 }
 
+/* The step among v[0..nv) that makes `slot` when it is a constant, or NULL. */
+static const av_const_params *const_of(const av_step *v, uint32_t nv, int32_t slot) {
+  for (uint32_t i = 0; i < nv; i++)
+    if (v[i].run == av_step_const && v[i].nout == 1 && v[i].out[0] == slot) return v[i].params;
+  return NULL;
+}
+
+/* Hands the fused region to the code generator; on success the fused step runs its kernel. */
+static void generate(av_lower *c, const av_step *v, uint32_t nv, fuse_builder *b, av_fused_params *p,
+                     const av_fused_op *ops, uint32_t nops, const char *name) {
+  for (uint32_t r = 0; r < b->nregs; r++) {
+    b->dtype[r] = av_stype(c, b->slot[r])->dtype;
+    b->value[r] = NULL;
+    b->iota_inner[r] = b->iota_size[r] = 0;
+    if (b->regs[r].kind != AV_FUSED_IN && b->regs[r].kind != AV_FUSED_SCALAR) continue;
+    const av_const_params *k = const_of(v, nv, b->ins[b->regs[r].index]);
+    if (!k || !k->st) continue;
+    if (b->regs[r].kind == AV_FUSED_SCALAR) {
+      b->value[r] = k->st->data;
+    } else if (k->iota_size > 0) {
+      b->iota_inner[r] = k->iota_inner;
+      b->iota_size[r] = k->iota_size;
+    }
+  }
+  av_cg_region_desc d = {p, ops, nops, b->dtype, b->value, b->iota_inner, b->iota_size, name};
+  av_cg_kernel *k = av_codegen_fused(&d);
+  if (k && av_lower_own(c, k, av_codegen_free)) p->gen = k;
+}
+
 /* Builds the fused step of members mem[0..k) (ascending step indices) into *out, preceded by
  * any broadcast whose result is needed after it, kept as its own step. `dead` (ndead) are the
  * slots released after the fused step: a member's result among them never leaves the tiles.
  * Returns the number of steps written to `out`, or 0 on allocation failure (then the caller
  * keeps the members as they are). */
-static uint32_t build_fused(av_lower *c, const av_step *v, const uint32_t *mem, uint32_t k,
+static uint32_t build_fused(av_lower *c, const av_step *v, uint32_t nv, const uint32_t *mem, uint32_t k,
                             int64_t n, const int32_t *dead_set, uint32_t ndead, av_step *out) {
   fuse_builder *b = calloc(1, sizeof *b);
   av_fused_op *ops = av_lower_alloc(c, sizeof *ops * k);
@@ -161,7 +207,17 @@ static uint32_t build_fused(av_lower *c, const av_step *v, const uint32_t *mem, 
       continue;
     }
     av_fused_op *op = &ops[nops];
-    op->k = s->params;
+    if (s->run == av_step_convert) {
+      av_ew_kernel *ck = av_lower_alloc(c, sizeof *ck);
+      if (!ck) {
+        free(b);
+        return 0;
+      }
+      av_ew_convert_kernel(s->params, ck);
+      op->k = ck;
+    } else {
+      op->k = s->params;
+    }
     op->nin = (int)s->nin;
     op->with_scalar = NULL;
     op->scalar_side = 0;
@@ -189,6 +245,14 @@ static uint32_t build_fused(av_lower *c, const av_step *v, const uint32_t *mem, 
     op->out = r;
     nops++;
   }
+  /* the ops one by one, for the code generator (pairs are an interpreter device) */
+  av_fused_op *single = malloc(sizeof *single * (nops ? nops : 1));
+  if (!single) {
+    free(b);
+    return 0;
+  }
+  memcpy(single, ops, sizeof *single * nops);
+  uint32_t nsingle = nops;
   nops = fuse_pairs(c, b, ops, nops);
   /* binary ops reading a broadcast: loops that take it as one value when it is constant */
   for (uint32_t w = 0; w < nops; w++) {
@@ -205,8 +269,8 @@ static uint32_t build_fused(av_lower *c, const av_step *v, const uint32_t *mem, 
     for (int q = 0; q < ops[w].nin; q++) b->last_read[ops[w].in[q]] = (int32_t)w;
   /* temporaries share tiles: an op's result takes a tile of its element size whose last
    * reader ran before the op (so a long chain needs a few tiles, and its tiles stay long) */
-  int32_t tile_free_after[FUSE_MAX_REGS];
-  size_t tile_esize[FUSE_MAX_REGS];
+  int32_t *tile_free_after = b->tile_free_after;
+  size_t *tile_esize = b->tile_esize;
   uint32_t ntiles = 0;
   for (uint32_t r = 0; r < b->nregs; r++) /* left unwritten by fuse_pairs: no tile */
     if (b->regs[r].kind == AV_FUSED_TEMP) b->regs[r].index = AV_FUSED_NO_TILE;
@@ -226,6 +290,7 @@ static uint32_t build_fused(av_lower *c, const av_step *v, const uint32_t *mem, 
   int32_t *outs = av_lower_alloc(c, sizeof *outs * (b->nouts + 1));
   int32_t *dead = av_lower_alloc(c, sizeof *dead * (ndead + 1));
   if (!p || !regs || !reuse || !ins || !outs || !dead) {
+    free(single);
     free(b);
     return 0;
   }
@@ -235,7 +300,7 @@ static uint32_t build_fused(av_lower *c, const av_step *v, const uint32_t *mem, 
   if (ndead) memcpy(dead, dead_set, sizeof *dead * ndead);
   /* An output may take over the storage of an input that dies at the fused step, when every
    * read of that input in a tile happens no later than the op writing the output. */
-  bool taken[FUSE_MAX_REGS] = {0};
+  bool *taken = b->taken;
   for (uint32_t q = 0; q < b->nouts; q++) {
     reuse[q] = -1;
     uint32_t w = 0;
@@ -269,6 +334,8 @@ static uint32_t build_fused(av_lower *c, const av_step *v, const uint32_t *mem, 
   for (uint32_t j = 0; j < k; j++) fs->flops += v[mem[j]].flops;
   for (uint32_t q = 0; q < b->nins; q++) fs->bytes += (double)av_stype(c, b->ins[q])->nbytes;
   for (uint32_t q = 0; q < b->nouts; q++) fs->bytes += (double)av_stype(c, b->outs[q])->nbytes;
+  if (av_codegen_enabled()) generate(c, v, nv, b, p, single, nsingle, fs->opname);
+  free(single);
   free(b);
   return nwritten;
 }
@@ -397,9 +464,9 @@ void av_fuse_elementwise(av_lower *c, av_step_vec *sv, const uint8_t *fence) {
   int32_t *touch = malloc(nslots * sizeof *touch); /* per slot: latest new position touching it */
   int_list *dead_at = calloc(n, sizeof *dead_at);  /* per position: slots released there */
   uint32_t *mem = malloc(n * sizeof *mem);         /* per member: the next member of its group */
-  uint32_t members[FUSE_MAX_STEPS];
+  uint32_t *members = malloc(FUSE_MAX_STEPS * sizeof *members);
   av_step *out = malloc(n * sizeof *out);
-  bool ok = st.g && st.owner && st.made && st.read && pos && touch && dead_at && mem && out;
+  bool ok = st.g && st.owner && st.made && st.read && pos && touch && dead_at && mem && out && members;
   if (!ok) goto done;
   for (uint32_t i = 0; i < n; i++) st.owner[i] = -1;
   for (uint32_t i = 0; i < nslots; i++) st.made[i] = st.read[i] = touch[i] = -1;
@@ -457,7 +524,7 @@ void av_fuse_elementwise(av_lower *c, av_step_vec *sv, const uint8_t *fence) {
     if (st.g[r].last != i) continue; /* runs with its group, later */
     uint32_t k = 0;
     for (uint32_t j = st.g[r].first; j != UINT32_MAX; j = mem[j]) members[k++] = j;
-    uint32_t got = build_fused(c, v, members, k, st.g[r].n, dead_at[i].v, dead_at[i].n, out + w);
+    uint32_t got = build_fused(c, v, n, members, k, st.g[r].n, dead_at[i].v, dead_at[i].n, out + w);
     if (!got) goto done; /* out of memory: keep the steps unfused */
     w += got;
   }
@@ -474,5 +541,6 @@ done:
   free(pos);
   free(touch);
   free(mem);
+  free(members);
   free(out);
 }

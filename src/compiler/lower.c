@@ -491,11 +491,18 @@ static void lower_block(av_lower *c, const av_block *b, av_block_plan *bp) {
     live[i] = 1;
     for_each_operand_deep(c, op, mark_used, NULL);
   }
+  /* reduction nests: their absorbed ops go (live[] cleared), their inputs live to the root */
+  enum { MAX_NESTS = 16 };
+  av_nest nests[MAX_NESTS];
+  uint32_t nnests = av_find_nests(c, b, ops, n, live, nests, MAX_NESTS);
   for (uint32_t i = 0; i < n; i++) {
     if (!live[i]) continue;
     for (uint32_t r = 0; r < ops[i]->nresults; r++) c->last_use[ops[i]->results[r].id] = -1;
     last_use_ctx l = {b, (int32_t)i};
     for_each_operand_deep(c, ops[i], mark_last_use, &l);
+    for (uint32_t q = 0; q < nnests; q++)
+      if (nests[q].root == i)
+        for (uint32_t j = 0; j < nests[q].ninputs; j++) mark_last_use(c, nests[q].inputs[j], &l);
   }
   /* where each value dies: after its last use, or right away if never used */
   for (uint32_t i = 0; i < b->nargs && !splice; i++) {
@@ -517,8 +524,19 @@ static void lower_block(av_lower *c, const av_block *b, av_block_plan *bp) {
     uint32_t before = steps.n;
     int errors_before = c->nerrors;
     c->spliced = false;
-    if (!av_lower_op(c, op) && c->nerrors == errors_before)
+    const av_nest *nest = NULL;
+    for (uint32_t q = 0; q < nnests && !nest; q++)
+      if (nests[q].root == i) nest = &nests[q];
+    if (nest) { /* the reduce and what it absorbed: one generated kernel */
+      av_step *s = av_emit(c, av_step_nest, nest->params, nest->ninputs, 1);
+      if (s) {
+        for (uint32_t q = 0; q < nest->ninputs; q++) ((int32_t *)s->in)[q] = av_vslot(c, nest->inputs[q]);
+        ((int32_t *)s->out)[0] = av_vslot(c, &op->results[0]);
+        s->opname = "nest[reduce]";
+      }
+    } else if (!av_lower_op(c, op) && c->nerrors == errors_before) {
       av_lower_fail(c, AV_INVALID_ARGUMENT, "could not be lowered");
+    }
     c->op = saved_op;
     if (steps.n > fence_cap) { /* steps of ops with regions or effects: fusion never moves past them */
       uint32_t cap = steps.cap > steps.n ? steps.cap : steps.n;
@@ -531,7 +549,7 @@ static void lower_block(av_lower *c, const av_block *b, av_block_plan *bp) {
       fence_cap = cap;
     }
     for (uint32_t j = before; j < steps.n; j++)
-      fence[j] = !c->spliced && (op->nregions > 0 || av_op_has_side_effects(op));
+      fence[j] = c->spliced ? 0 : op->nregions > 0 ? AV_FENCE_REGIONS : av_op_has_side_effects(op) ? AV_FENCE_EFFECTS : 0;
     c->spliced = false;
     for (uint32_t r = 0; r < op->nresults; r++) {
       int32_t lu = c->last_use[op->results[r].id];
@@ -623,6 +641,8 @@ static void lower_block(av_lower *c, const av_block *b, av_block_plan *bp) {
       break;
     }
   if (c->nerrors == 0 && steps.n <= fence_cap && !splice) {
+    av_split_broadcasts(c, &steps, &fence, &fence_cap);
+    av_reshape_boxes(c, &steps, fence);
     av_fuse_elementwise(c, &steps, fence);
     av_compose_boxes(c, &steps);
     av_fuse_rows(c, &steps);

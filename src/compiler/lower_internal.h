@@ -164,8 +164,22 @@ int av_scalar_fast_form(av_opcode code, av_dtype t, av_cmp_type ct);
 struct av_loop_prog;
 const struct av_loop_prog *av_build_loop_prog(av_lower *c, const av_op *op);
 
+/* Reduction nests of a block (fuse_nest.c): found on its ops before they are lowered. Each
+ * found nest replaces reduce ops[root]: the ops it absorbs get live[] = 0 (no steps), and its
+ * step reads `inputs`. Returns how many (at most cap) were found. */
+typedef struct av_nest {
+  uint32_t root;
+  struct av_nest_params *params;
+  const av_value **inputs;
+  uint32_t ninputs;
+} av_nest;
+uint32_t av_find_nests(av_lower *c, const av_block *b, const av_op *const *ops, uint32_t n, uint8_t *live,
+                       av_nest *out, uint32_t cap);
+
 /* Fuses elementwise steps of one block (fuse_elementwise.c); call before in_dies. fence[i]:
- * step i came from an op with nested regions or side effects (no step moves past it). */
+ * step i came from an op with nested regions (AV_FENCE_REGIONS: they may read values they do
+ * not list) or side effects (AV_FENCE_EFFECTS); no step moves past it. */
+enum { AV_FENCE_EFFECTS = 1, AV_FENCE_REGIONS = 2 };
 void av_fuse_elementwise(av_lower *c, av_step_vec *steps, const uint8_t *fence);
 /* Groups row reductions with the elementwise steps around them (fuse_rows.c); call after
  * av_fuse_elementwise, before in_dies. */
@@ -173,6 +187,13 @@ void av_fuse_rows(av_lower *c, av_step_vec *steps);
 /* Turns box copies through a reshape (slice, squeeze, transpose) into one copy
  * (compose_boxes.c); after av_fuse_elementwise. */
 void av_compose_boxes(av_lower *c, av_step_vec *steps);
+/* A box then a reshape adding or dropping unit dimensions as one box (compose_boxes.c);
+ * before av_fuse_elementwise, compacting `fence` (per step) with the steps. */
+void av_reshape_boxes(av_lower *c, av_step_vec *steps, uint8_t *fence);
+/* A broadcast of a scalar read by several elementwise steps: one copy right before each such
+ * reader (compose_boxes.c), so each joins its reader's fused group; before
+ * av_fuse_elementwise. May replace steps->v and *fence (malloc'd, *fence_cap entries). */
+void av_split_broadcasts(av_lower *c, av_step_vec *steps, uint8_t **fence, uint32_t *fence_cap);
 
 /* Whether an op must stay even when its results are unused. */
 bool av_op_has_side_effects(const av_op *op);

@@ -40,12 +40,13 @@ av_cmp_type av_parse_cmp_type(const char *s) {
   return AV_CMP_DEFAULT;
 }
 
-/* Emits a box step broadcasting scalar slot `src` to a new slot of type `t`. */
-static int32_t emit_broadcast_scalar(av_lower *c, int32_t src, const av_slot_type *t) {
+/* Emits a box step broadcasting scalar slot `src` to slot `dst` of type `t`, or to a new slot
+ * (dst < 0). Returns the destination slot, -1 on failure. */
+static int32_t emit_broadcast_scalar(av_lower *c, int32_t src, const av_slot_type *t, int32_t dst) {
   av_slot_type bt = *t;
   bt.dtype = av_stype(c, src)->dtype;
   bt.nbytes = (size_t)bt.nelems * av_dtype_size(bt.dtype);
-  int32_t tmp = av_lower_new_slot(c, &bt);
+  int32_t tmp = dst >= 0 ? dst : av_lower_new_slot(c, &bt);
   av_box_params *p = av_lower_alloc(c, sizeof *p);
   if (tmp < 0 || !p) return -1;
   p->box.rank = t->rank;
@@ -166,6 +167,20 @@ static bool lower_constant(av_lower *c, const av_op *op) {
   const av_attr *a = av_op_attr(op, "value");
   av_const_params *p = av_lower_alloc(c, sizeof *p);
   if (!p) return false;
+  /* A splat of many elements is its one element broadcast (as XLA's simplifier rewrites it):
+   * a fused region reads it as a scalar known at compile time (an immediate in generated
+   * code) instead of an array, and the plan holds one element, not nelems copies. */
+  size_t es = av_dtype_size(rt->dtype);
+  if (rt->nelems > 1 && a && a->kind == AV_ATTR_DENSE && a->u.dense.size == es && es > 0) {
+    av_slot_type one = {rt->dtype, 0, rt->dims, 1, es, false};
+    int32_t scalar = av_lower_new_slot(c, &one);
+    if (scalar < 0 || !(p->st = av_lower_dense(c, a, &one))) return false;
+    av_step *s = av_emit(c, av_step_const, p, 0, 1);
+    if (!s) return false;
+    ((int32_t *)s->out)[0] = scalar;
+    int32_t result = av_vslot(c, &op->results[0]);
+    return result >= 0 && emit_broadcast_scalar(c, scalar, rt, result) >= 0;
+  }
   p->st = av_lower_dense(c, a, rt);
   if (!p->st) return false;
   return av_emit_op(c, av_step_const, p) != NULL;
@@ -196,6 +211,8 @@ static bool lower_iota(av_lower *c, const av_op *op) {
     for (int64_t e = 0; e < m; e++) buf[e] = ((i + e) / inner) % rt->dims[dim];
     av_convert_run(&cv, buf, (char *)p->st->data + (size_t)i * es, m);
   }
+  p->iota_inner = inner;
+  p->iota_size = rt->dims[dim];
   /* the const step takes no inputs */
   av_step *s = av_emit(c, av_step_const, p, 0, 1);
   if (!s) return false;
@@ -274,8 +291,8 @@ static bool lower_clamp(av_lower *c, const av_op *op) {
   int32_t hi = av_vslot(c, op->operands[2]), out = av_vslot(c, &op->results[0]);
   int32_t temps[3];
   uint32_t ntemps = 0;
-  if (lt->rank == 0 && rt->rank != 0) lo = temps[ntemps++] = emit_broadcast_scalar(c, lo, rt);
-  if (ht->rank == 0 && rt->rank != 0) hi = temps[ntemps++] = emit_broadcast_scalar(c, hi, rt);
+  if (lt->rank == 0 && rt->rank != 0) lo = temps[ntemps++] = emit_broadcast_scalar(c, lo, rt, -1);
+  if (ht->rank == 0 && rt->rank != 0) hi = temps[ntemps++] = emit_broadcast_scalar(c, hi, rt, -1);
   int32_t mid = av_lower_new_slot(c, rt);
   if (lo < 0 || hi < 0 || mid < 0) return false;
   av_step *s1 = av_emit(c, av_step_ew, kmax, 2, 1);

@@ -131,7 +131,7 @@ static av_code scalar_loop(const av_while_params *p, av_frame *f, av_slot *cur, 
   }
 }
 
-av_code av_step_while(const av_step *s, av_frame *f, av_diag *d) {
+static av_code run_while(const av_step *s, av_frame *f, av_diag *d) {
   const av_while_params *p = s->params;
   uint32_t n = s->nin;
   av_slot small[2 * SMALL];
@@ -166,6 +166,21 @@ av_code av_step_while(const av_step *s, av_frame *f, av_diag *d) {
   return c;
 }
 
+av_code av_step_while(const av_step *s, av_frame *f, av_diag *d) {
+  /* profiled: the condition's and body's steps are recorded too, one loop deeper (loops run
+   * as register programs have no steps: they stay one event) */
+  struct av_prof_run *prof = f->prof_inner;
+  if (!prof) return run_while(s, f, d);
+  f->prof = prof;
+  f->prof_inner = NULL;
+  f->prof_depth++;
+  av_code c = run_while(s, f, d);
+  f->prof = NULL;
+  f->prof_inner = prof;
+  f->prof_depth--;
+  return c;
+}
+
 av_code av_step_branch(const av_step *s, av_frame *f, av_diag *d) {
   const av_branch_params *p = s->params;
   int64_t idx;
@@ -186,7 +201,24 @@ av_code av_step_branch(const av_step *s, av_frame *f, av_diag *d) {
   return c;
 }
 
+static av_code run_region(const av_step *s, av_frame *f, av_diag *d);
+
+/* An inlined call inside a profiled loop body (MCMC's step function) records its steps too, one
+ * level deeper; elsewhere it stays one event. */
 av_code av_step_region(const av_step *s, av_frame *f, av_diag *d) {
+  struct av_prof_run *prof = f->prof_inner;
+  if (!prof || f->prof_depth == 0) return run_region(s, f, d);
+  f->prof = prof;
+  f->prof_inner = NULL;
+  f->prof_depth++;
+  av_code c = run_region(s, f, d);
+  f->prof = NULL;
+  f->prof_inner = prof;
+  f->prof_depth--;
+  return c;
+}
+
+static av_code run_region(const av_step *s, av_frame *f, av_diag *d) {
   const av_region_step_params *p = s->params;
   av_slot small[SMALL];
   av_slot *buf = slot_array(small, SMALL, (size_t)s->nin + s->nout + 1, d);

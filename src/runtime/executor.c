@@ -86,18 +86,20 @@ av_code av_step_alloc_out_reuse(const av_step *s, av_frame *f, uint32_t k, uint3
 
 /* run_steps reading the clock after every step, for the profiler's record: a step's event
  * lasts from the end of the one before (the release of that one's dead values included) to
- * its own end. Blocks the steps run themselves (loop bodies, regions) see no record: their
- * time is part of the step's. */
+ * its own end. Blocks the steps run themselves (regions, branches) see no record: their time
+ * is part of the step's; a while loop records its condition's and body's steps too, at a
+ * depth below its own (runtime/control.c: f->prof_inner), so loops are broken down. */
 static av_code run_steps_profiled(const av_block_plan *b, av_frame *f, av_diag *d) {
-  av_prof_run *r = f->prof;
+  av_prof_run *r = f->prof, *inner = f->prof_inner;
   f->prof = NULL;
+  f->prof_inner = r;
   av_code c = AV_OK;
   int64_t t = av_now_ns();
   for (uint32_t i = 0; i < b->nsteps; i++) {
     const av_step *s = &b->steps[i];
     c = s->run(s, f, d);
     int64_t t1 = av_now_ns();
-    av_prof_step(r, s, t, t1);
+    av_prof_step(r, s, t, t1, f->prof_depth);
     t = t1;
     if (c != AV_OK) {
       av_diag_set(d, c, "  in %s at %s", s->opname, s->loc);
@@ -106,6 +108,7 @@ static av_code run_steps_profiled(const av_block_plan *b, av_frame *f, av_diag *
     for (uint32_t j = 0; j < s->ndead; j++) av_slot_release(&f->slots[s->dead[j]]);
   }
   f->prof = r;
+  f->prof_inner = inner;
   return c;
 }
 
@@ -228,7 +231,8 @@ static av_code run_func(const av_plan *plan, const av_func_plan *fn, int device_
   f.depth = depth;
   f.blas_share = blas_share;
   f.run_id = run_id;
-  f.prof = NULL;
+  f.prof = f.prof_inner = NULL;
+  f.prof_depth = 0;
   uint32_t fp_saved = 0;
   if (depth == 0) {
     fp_saved = av_fp_enter(plan->denormals); /* restored before returning to the caller */

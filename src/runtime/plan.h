@@ -50,6 +50,11 @@ typedef struct av_frame {
   /* The profiler's record of this execution while the entry function's steps run in the
    * profiled loop (runtime/profiler.h); NULL otherwise, and inside the steps themselves. */
   struct av_prof_run *prof;
+  /* While a profiled step runs: the record, for the one kind of step that records its own
+   * blocks' steps (a while loop's condition and body, so the profile breaks loops down), and
+   * how deep in loops those steps are. */
+  struct av_prof_run *prof_inner;
+  int prof_depth;
   int device_index;
   int mem_device; /* the device whose block accounting large outputs count for (-1: none) */
   int depth; /* call nesting, bounded to stop runaway recursion */

@@ -9,8 +9,10 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "runtime/codegen_abi.h"
 #include "runtime/plan.h"
 #include "runtime/profiler_internal.h"
+#include "runtime/steps.h"
 #include "util/clock.h"
 
 enum {
@@ -105,6 +107,34 @@ static void step_name(const av_step *s, char *buf, size_t cap) {
 
 /* ------------------------------------------------------------ lifetime */
 
+/* Profilers writing a trace file, finished at process exit when nobody finished them before:
+ * PyTorch/XLA never destroys its client, so without this its ANVIL_PROFILE file stayed
+ * empty. The list holds no references: a released profiler leaves it. */
+enum { MAX_LIVE_TRACES = 64 };
+static pthread_mutex_t live_mu = PTHREAD_MUTEX_INITIALIZER;
+static av_profiler *live[MAX_LIVE_TRACES];
+static pthread_once_t exit_once = PTHREAD_ONCE_INIT;
+
+static void finish_at_exit(void) {
+  pthread_mutex_lock(&live_mu);
+  for (int i = 0; i < MAX_LIVE_TRACES; i++)
+    if (live[i]) av_profiler_finish(live[i], stderr);
+  pthread_mutex_unlock(&live_mu);
+}
+
+static void register_exit(void) { atexit(finish_at_exit); }
+
+static void track(av_profiler *p, bool add) {
+  pthread_once(&exit_once, register_exit);
+  pthread_mutex_lock(&live_mu);
+  for (int i = 0; i < MAX_LIVE_TRACES; i++)
+    if (add ? !live[i] : live[i] == p) {
+      live[i] = add ? p : NULL;
+      break;
+    }
+  pthread_mutex_unlock(&live_mu);
+}
+
 av_profiler *av_profiler_new(const char *trace_path, av_diag *d) {
   av_profiler *p = calloc(1, sizeof *p);
   if (!p) {
@@ -122,6 +152,7 @@ av_profiler *av_profiler_new(const char *trace_path, av_diag *d) {
       return NULL;
     }
     atomic_store(&p->on, true);
+    track(p, true);
   }
   return p;
 }
@@ -133,6 +164,7 @@ av_profiler *av_profiler_retain(av_profiler *p) {
 
 void av_profiler_release(av_profiler *p) {
   if (!p || atomic_fetch_sub(&p->refs, 1) != 1) return;
+  track(p, false);
   prof_trace_close(p);
   prof_trace_free(p);
   for (uint32_t i = 0; i < p->nnames; i++) {
@@ -160,12 +192,15 @@ static int by_total_desc(const void *a, const void *b) {
 static void print_flat_profile(av_profiler *p, FILE *out, bool written) {
   uint64_t steps = 0;
   int64_t total = 0;
-  uint32_t nsteps = 0;
+  uint32_t nsteps = 0, ninner = 0;
   for (uint32_t i = 0; i < p->nnames; i++)
     if (!p->names[i].program) {
-      steps += p->names[i].count;
-      total += p->names[i].total_ns;
+      if (!p->names[i].inner) { /* loop body steps are part of their loop's time */
+        steps += p->names[i].count;
+        total += p->names[i].total_ns;
+      }
       nsteps++;
+      ninner += p->names[i].inner;
     }
   fprintf(out, "anvil profile: %llu executions, %llu steps, %.3f ms in steps; trace in %s%s\n",
           (unsigned long long)p->runs, (unsigned long long)steps, (double)total / 1e6,
@@ -178,16 +213,19 @@ static void print_flat_profile(av_profiler *p, FILE *out, bool written) {
     if (!p->names[i].program) rows[k++] = &p->names[i];
   qsort(rows, nsteps, sizeof *rows, by_total_desc);
   fprintf(out, "  %6s %10s %8s %10s  %s\n", "share", "total ms", "count", "mean us", "step");
+  if (ninner)
+    fprintf(out, "  (\"in loop:\" a step of a loop body, totals over its iterations; its time is also "
+                 "its loop's)\n");
   for (uint32_t i = 0; i < nsteps && i < FLAT_PROFILE_ROWS; i++) {
     const prof_name *n = rows[i];
     /* the op in brackets when the name does not end with it */
     const char *op = short_op(n->op), *tail = strrchr(n->name, '/');
     bool show_op = *op && !strchr(op, '[') && strcmp(tail ? tail + 1 : n->name, op) != 0;
-    fprintf(out, "  %5.1f%% %10.3f %8llu %10.2f  %s%s%s%s\n",
+    fprintf(out, "  %5.1f%% %10.3f %8llu %10.2f  %s%s%s%s%s\n",
             total ? 100.0 * (double)n->total_ns / (double)total : 0.0, (double)n->total_ns / 1e6,
             (unsigned long long)n->count,
-            n->count ? (double)n->total_ns / 1e3 / (double)n->count : 0.0, n->name,
-            show_op ? " [" : "", show_op ? op : "", show_op ? "]" : "");
+            n->count ? (double)n->total_ns / 1e3 / (double)n->count : 0.0, n->inner ? "in loop: " : "",
+            n->name, show_op ? " [" : "", show_op ? op : "", show_op ? "]" : "");
   }
   if (nsteps > FLAT_PROFILE_ROWS)
     fprintf(out, "  (%u more steps in the trace)\n", nsteps - FLAT_PROFILE_ROWS);
@@ -288,7 +326,13 @@ static uint32_t step_id(av_profiler *p, prof_fn *f, const av_step *s) {
   char name[NAME_MAX_LEN];
   step_name(s, name, sizeof name);
   uint32_t id = intern(p, name, s->opname, false);
-  if (i < f->nsteps && id != UINT32_MAX) f->ids[i] = id + 1;
+  if (id == UINT32_MAX) return id;
+  /* generated code: named like the fused group it runs, its ISA in the trace's args */
+  if (s->run == av_step_fused && ((const av_fused_params *)s->params)->gen)
+    p->names[id].codegen = ((const av_fused_params *)s->params)->gen->isa;
+  else if (s->run == av_step_nest && ((const av_nest_params *)s->params)->gen)
+    p->names[id].codegen = ((const av_nest_params *)s->params)->gen->isa;
+  if (i < f->nsteps) f->ids[i] = id + 1;
   return id;
 }
 
@@ -323,6 +367,8 @@ void av_prof_run_end(av_prof_run *r) {
       prof_name *n = &p->names[id];
       n->count++;
       n->total_ns += e->t1 - e->t0;
+      n->inner = n->inner || e->depth > 0;
+      rec.depth = e->depth;
       rec.name = id;
       rec.t0 = e->t0;
       rec.t1 = e->t1;
@@ -335,6 +381,7 @@ void av_prof_run_end(av_prof_run *r) {
     p->names[fn->program].total_ns += end - r->t0;
     rec.name = fn->program;
     rec.execution = true;
+    rec.depth = 0;
     rec.steps = r->n;
     rec.t0 = r->t0;
     rec.t1 = end;

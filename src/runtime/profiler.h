@@ -44,6 +44,7 @@ typedef struct av_profiler av_profiler;
 typedef struct av_prof_event {
   const struct av_step *step;
   int64_t t0, t1; /* av_now_ns() before and after */
+  int depth;      /* 0: a step of the entry function; n: a step of a loop body n loops deep */
 } av_prof_event;
 
 struct av_plan;
@@ -82,12 +83,14 @@ av_prof_run *av_prof_run_begin(av_profiler *p, const struct av_plan *plan,
 void av_prof_run_end(av_prof_run *r);
 bool av_prof_run_grow(av_prof_run *r);
 
-static inline void av_prof_step(av_prof_run *r, const struct av_step *s, int64_t t0, int64_t t1) {
+static inline void av_prof_step(av_prof_run *r, const struct av_step *s, int64_t t0, int64_t t1,
+                                int depth) {
   if (r->n == r->cap && !av_prof_run_grow(r)) return; /* out of memory: the event is lost */
   av_prof_event *e = &r->ev[r->n++];
   e->step = s;
   e->t0 = t0;
   e->t1 = t1;
+  e->depth = depth;
 }
 
 /* The profiler remembers each recorded step's name by the step's address; a plan about to be

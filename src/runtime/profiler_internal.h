@@ -18,7 +18,9 @@ enum { PROF_SPARE_RUNS = 8 }; /* run records kept for reuse */
 typedef struct prof_name {
   char *name;
   char *op; /* the op the step runs ("stablehlo.dot_general"); "" for programs */
+  const char *codegen; /* generated code's ISA ("avx512", a static string), or NULL */
   bool program;
+  bool inner; /* a step of a loop body (its time is also its loop's) */
   uint64_t count;
   int64_t total_ns;
 } prof_name;
@@ -28,6 +30,7 @@ typedef struct prof_rec {
   uint32_t name, program; /* name ids */
   bool execution;
   int32_t device, tid;
+  int32_t depth; /* steps: loops deep (0: a step of the entry function) */
   uint32_t steps; /* executions: steps recorded */
   uint64_t run;   /* the profiler's count of executions, 1 for the first */
   int64_t t0, t1; /* monotonic ns */

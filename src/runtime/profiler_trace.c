@@ -7,8 +7,9 @@
  * destroy) turns the spill and the rest into the JSON array:
  *   [ {"name":"process_name","ph":"M",...},
  *     {"name":"jit(f)/dot_general","cat":"step","ph":"X","ts":12.345,"dur":6.789,"pid":P,
- *      "tid":T,"args":{"op":"stablehlo.dot_general","bytes":B,"flops":F,"program":"jit_f",
- *      "device":0,"run":1,"thread":T}},
+ *      "tid":T,"args":{"op":"stablehlo.dot_general","bytes":B,"flops":F,"loop_depth":0,
+ *      "program":"jit_f","device":0,"run":1,"thread":T}},
+ *     (a fused group run by generated code also has "codegen":"avx512" in its args)
  *     {"name":"jit_f","cat":"execution",...,"args":{"steps":N,...}}, ... ]
  * Times are microseconds since the profiler was made; "run" counts the client's executions. */
 #include <stdlib.h>
@@ -16,7 +17,7 @@
 
 #include "runtime/profiler_internal.h"
 
-enum { PENDING_MAX = 4096, OUT_BLOCK = 64 << 10, EVENT_FIXED_LEN = 320 };
+enum { PENDING_MAX = 4096, OUT_BLOCK = 64 << 10, EVENT_FIXED_LEN = 400 };
 
 bool prof_trace_open(av_profiler *p, const char *path, av_diag *d) {
   p->trace_path = strdup(path);
@@ -145,6 +146,15 @@ static void write_event(writer *w, const av_profiler *p, char *const *name_json,
     put_int(&o, (int64_t)r->bytes);
     PUT_LIT(&o, ",\"flops\":");
     put_int(&o, (int64_t)r->flops);
+    PUT_LIT(&o, ",\"loop_depth\":");
+    put_int(&o, r->depth);
+    const char *isa = p->names[r->name].codegen;
+    if (isa && strlen(isa) < 16) { /* within EVENT_FIXED_LEN */
+      PUT_LIT(&o, ",\"codegen\":\"");
+      memcpy(o, isa, strlen(isa));
+      o += strlen(isa);
+      PUT_LIT(&o, "\"");
+    }
   }
   PUT_LIT(&o, ",\"program\":");
   put(&o, prog, np);

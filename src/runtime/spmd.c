@@ -112,7 +112,8 @@ static void *dev_main(void *arg) {
   f.blas_share = r->parent->blas_share * p->npos; /* all positions run at once */
   f.pool = av_thread_pool_lane(r->parent->pool, p->npos, r->pos);
   f.cache = r->parent->cache;
-  f.prof = NULL; /* the device threads of a manual computation: one step of the caller's */
+  f.prof = f.prof_inner = NULL;
+  f.prof_depth = 0; /* the device threads of a manual computation: one step of the caller's */
   av_fp_enter(f.plan->denormals); /* this thread only computes: no need to restore */
   f.device_index = p->device_index[r->pos];
   f.mem_device = -1;

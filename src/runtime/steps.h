@@ -10,6 +10,9 @@
 /* ---- basic (runtime/steps_basic.c) */
 typedef struct av_const_params {
   av_storage *st;
+  /* iota_size > 0: the constant is an iota, element i holding (i / iota_inner) % iota_size
+   * (generated code computes it instead of reading it) */
+  int64_t iota_inner, iota_size;
 } av_const_params;
 av_code av_step_const(const av_step *s, av_frame *f, av_diag *d);
 /* out[k] = in[k] (shared storage): reshape, bitcast_convert, tuple, get_tuple_element,
@@ -58,6 +61,9 @@ typedef struct av_fused_params {
   const av_fused_reg *regs;
   const av_fused_op *ops;
   const int32_t *reuse; /* per step output: a step input whose storage it may take, or -1 */
+  /* the region as generated native code (runtime/codegen_abi.h), or NULL: the interpreter
+   * runs the ops above */
+  const struct av_cg_kernel *gen;
 } av_fused_params;
 av_code av_step_fused(const av_step *s, av_frame *f, av_diag *d);
 /* A fused step in pieces (row groups below): its outputs allocated (taking over a dying
@@ -65,6 +71,24 @@ av_code av_step_fused(const av_step *s, av_frame *f, av_diag *d);
  * calling thread (false: out of memory for scratch tiles). */
 av_code av_fused_alloc_outputs(const av_step *s, av_frame *f, av_diag *d);
 bool av_fused_run_range(const av_step *s, const av_frame *f, int64_t begin, int64_t end);
+/* Runs a generated region (p->gen) over elements [0, m): `at` has a pointer per register (IN,
+ * BOX and OUT: at the first element; SCALAR: the value; TEMP: unused), `index0` is the first
+ * element's index in the whole array. The kernel takes whole vectors; the last m % lanes
+ * elements run on padded copies, so it never touches memory past m elements. false: out of
+ * memory for the copies (nothing was written). */
+bool av_fused_gen_run(const av_fused_params *p, void *const *at, int64_t m, int64_t index0);
+
+/* ---- reduction nests (runtime/steps_nest.c, built by compiler/fuse_nest.c)
+ * A reduce over one axis R of an expression of broadcasts (n-body's forces: a sum over j of
+ * p[j] - p[i] and functions of them), as one generated kernel that never writes the
+ * expression: for each block of V indices, a loop over R accumulating out[v, k] for the K
+ * indices (runtime/codegen_abi.h). Inputs: the expression's leaves. */
+typedef struct av_nest_params {
+  const struct av_cg_nest_kernel *gen;
+  int64_t nv, nr, nk;
+  int64_t out_vstride, out_kstride; /* elements of the result between v and between k */
+} av_nest_params;
+av_code av_step_nest(const av_step *s, av_frame *f, av_diag *d);
 
 /* ---- row groups (runtime/steps_rows.c, built by compiler/fuse_rows.c)
  * Reductions over the innermost elements of rows, and the elementwise steps around them that

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/codegen_abi.h"
 #include "runtime/kernels/simd_clones.h"
 #include "runtime/steps.h"
 #include "runtime/thread_pool.h"
@@ -88,9 +89,30 @@ AV_CLONES static void fill_elements(char *dst, const char *v, size_t esize, int6
   }
 }
 
+/* The box with adjacent axes merged where the source walks them contiguously too (n-body's
+ * p[None, :, :] over (N, N, 3) is one run of 3N elements per row, not N runs of 3). */
+static void coalesce(const av_box *in, av_box *b) {
+  b->rank = 0;
+  for (int k = 0; k < in->rank; k++) {
+    int q = b->rank - 1;
+    if (q >= 0 && b->sstride[q] == in->sstride[k] * in->dims[k]) {
+      b->dims[q] *= in->dims[k];
+      b->sstride[q] = in->sstride[k];
+      b->dstride[q] = in->dstride[k];
+      continue;
+    }
+    b->dims[b->rank] = in->dims[k];
+    b->sstride[b->rank] = in->sstride[k];
+    b->dstride[b->rank] = in->dstride[k];
+    b->rank++;
+  }
+}
+
 /* dst[0..m) = elements [t, t+m) of the box's output (row-major dstride) read from src. */
 static void gather_box(const av_box_params *bp, const char *src, char *dst, int64_t t, int64_t m) {
-  const av_box *b = &bp->box;
+  av_box merged;
+  coalesce(&bp->box, &merged);
+  const av_box *b = &merged;
   size_t es = bp->esize;
   int r = b->rank;
   int64_t idx[AV_BOX_MAX_RANK], soff = bp->soff, rem = t;
@@ -104,6 +126,44 @@ static void gather_box(const av_box_params *bp, const char *src, char *dst, int6
     int64_t run = inner - idx[r - 1];
     if (run > m - done) run = m - done;
     char *o = dst + (size_t)done * es;
+    if (ss == 0 && run == inner && inner <= 16 && r >= 2 && (es == 1 || es == 2 || es == 4 || es == 8) &&
+        m - done >= 2 * inner) {
+      /* short rows each repeating one element (x[:, :, None] over a small last axis): whole
+       * rows in one loop, without a call per row */
+      int64_t rows = b->dims[r - 2] - idx[r - 2], s2 = b->sstride[r - 2];
+      if (rows > (m - done) / inner) rows = (m - done) / inner;
+      for (int64_t q = 0; q < rows; q++) {
+        const char *v = src + (size_t)(soff + q * s2) * es;
+        char *row = o + (size_t)(q * inner) * es;
+        if (es == 1) { /* pred: jnp.where(accept[:, None], ...) */
+          memset(row, *(const unsigned char *)v, (size_t)inner);
+        } else if (es == 2) {
+          uint16_t x;
+          memcpy(&x, v, 2);
+          for (int64_t j = 0; j < inner; j++) memcpy(row + 2 * j, &x, 2);
+        } else if (es == 4) {
+          uint32_t x;
+          memcpy(&x, v, 4);
+          for (int64_t j = 0; j < inner; j++) memcpy(row + 4 * j, &x, 4);
+        } else {
+          uint64_t x;
+          memcpy(&x, v, 8);
+          for (int64_t j = 0; j < inner; j++) memcpy(row + 8 * j, &x, 8);
+        }
+      }
+      done += rows * inner;
+      idx[r - 2] += rows - 1; /* the last row is carried out of below, as one run */
+      soff += (rows - 1) * s2;
+      run = inner;
+      idx[r - 1] += run;
+      for (int k = r - 1; k > 0 && idx[k] == b->dims[k]; k--) {
+        soff -= idx[k] * b->sstride[k];
+        idx[k] = 0;
+        idx[k - 1]++;
+        soff += b->sstride[k - 1];
+      }
+      continue;
+    }
     if (ss == 0) {
       fill_elements(o, src + (size_t)soff * es, es, run);
     } else if (ss == 1) {
@@ -112,6 +172,20 @@ static void gather_box(const av_box_params *bp, const char *src, char *dst, int6
       for (int64_t j = 0; j < run; j++) memcpy(o + (size_t)j * es, src + (size_t)(soff + j * ss) * es, es);
     }
     done += run;
+    /* A whole row starting a repeat (the axis outside reads the same row again: a broadcast
+     * of rows): copy that row over the repeats by doubling, instead of row by row. */
+    if (r >= 2 && idx[r - 1] == 0 && run == inner && b->sstride[r - 2] == 0) {
+      int64_t reps = b->dims[r - 2] - idx[r - 2] - 1; /* rows after this one on the axis */
+      if (reps > (m - done) / inner) reps = (m - done) / inner;
+      size_t row = (size_t)inner * es, have = row, want = row * (size_t)(reps + 1);
+      while (have < want) {
+        size_t c = have < want - have ? have : want - have;
+        memcpy(o + have, o, c);
+        have += c;
+      }
+      done += reps * inner;
+      idx[r - 2] += reps; /* soff does not move: the axis has source stride 0 */
+    }
     /* advance the multi-index by `run` along the inner axis, carrying outwards */
     idx[r - 1] += run;
     soff += run * ss;
@@ -169,8 +243,115 @@ static char *tile_at(const av_fused_params *p, char *const *base, uint32_t r, in
   return base[r] + (whole ? (size_t)t * g->esize : 0);
 }
 
+bool av_fused_gen_run(const av_fused_params *p, void *const *at, int64_t m, int64_t index0) {
+  const av_cg_kernel *g = p->gen;
+  int64_t body = m - m % g->lanes, rem = m - body;
+  if (body > 0) {
+    av_cg_args a = {at, body, index0};
+    g->entry(&a);
+  }
+  if (rem == 0) return true;
+  /* the tail: every array register gets a zero-padded vector of its own */
+  size_t vec = (size_t)g->lanes * 8; /* bytes of the widest element */
+  _Alignas(64) char local[8192];
+  void *local_ptr[FUSED_LOCAL_REGS];
+  size_t need = (size_t)p->nregs * vec;
+  char *buf = need <= sizeof local ? local : malloc(need);
+  void **ptr = p->nregs <= FUSED_LOCAL_REGS ? local_ptr : malloc(sizeof *ptr * p->nregs);
+  bool ok = buf && ptr;
+  if (ok) {
+    memset(buf, 0, need);
+    for (uint32_t r = 0; r < p->nregs; r++) {
+      const av_fused_reg *q = &p->regs[r];
+      bool array = q->kind == AV_FUSED_IN || q->kind == AV_FUSED_BOX || q->kind == AV_FUSED_OUT;
+      ptr[r] = array ? buf + (size_t)r * vec : at[r];
+      if (q->kind != AV_FUSED_OUT && array)
+        memcpy(ptr[r], (const char *)at[r] + (size_t)body * q->esize, (size_t)rem * q->esize);
+    }
+    av_cg_args a = {(void *const *)ptr, g->lanes, index0 + body};
+    g->entry(&a);
+    for (uint32_t r = 0; r < p->nregs; r++)
+      if (p->regs[r].kind == AV_FUSED_OUT)
+        memcpy((char *)at[r] + (size_t)body * p->regs[r].esize, ptr[r], (size_t)rem * p->regs[r].esize);
+  }
+  if (buf != local) free(buf);
+  if (ptr != local_ptr) free(ptr);
+  return ok;
+}
+
+/* The source element of a box's output elements [t, t+m) when they are one contiguous run
+ * of its input (a slice of rows, a tile within a row), or -1. */
+static int64_t box_run(const av_box_params *bp, int64_t t, int64_t m) {
+  av_box b;
+  coalesce(&bp->box, &b);
+  int r = b.rank;
+  if (r < 1 || b.sstride[r - 1] != 1) return -1;
+  int64_t soff = bp->soff, rem = t, inner = 0;
+  for (int k = 0; k < r; k++) {
+    int64_t idx = rem / b.dstride[k];
+    rem -= idx * b.dstride[k];
+    soff += idx * b.sstride[k];
+    inner = idx;
+  }
+  return m <= b.dims[r - 1] - inner ? soff : -1;
+}
+
+/* A worker's share of a generated region: one call over [begin, end), or (regions reading
+ * broadcasts or slices of arrays) one per tile, each box read in place when its tile is one
+ * run of its input, else gathered as the interpreter does. */
+static void gen_range(fused_run *fr, int64_t begin, int64_t end) {
+  const av_step *s = fr->s;
+  const av_frame *f = fr->f;
+  const av_fused_params *p = fr->p;
+  void *local_at[FUSED_LOCAL_REGS];
+  void **at = p->nregs <= FUSED_LOCAL_REGS ? local_at : malloc(sizeof *at * p->nregs);
+  uint32_t nbox = 0;
+  size_t box_bytes = 0;
+  for (uint32_t r = 0; r < p->nregs && at; r++)
+    if (p->regs[r].kind == AV_FUSED_BOX) {
+      nbox++;
+      box_bytes += ((size_t)fr->tile * p->regs[r].esize + 63) & ~(size_t)63;
+    }
+  _Alignas(64) char local_buf[FUSED_TILE_BYTES];
+  char *boxes = box_bytes <= sizeof local_buf ? local_buf : malloc(box_bytes);
+  bool ok = at && boxes;
+  int64_t step = nbox ? fr->tile : end - begin;
+  for (int64_t t = begin; ok && t < end; t += step) {
+    int64_t m = end - t < step ? end - t : step;
+    size_t off = 0;
+    for (uint32_t r = 0; r < p->nregs; r++) {
+      const av_fused_reg *g = &p->regs[r];
+      switch (g->kind) {
+        case AV_FUSED_IN: at[r] = (char *)av_in(s, f, g->index) + (size_t)t * g->esize; break;
+        case AV_FUSED_OUT: at[r] = (char *)av_out(s, f, g->index) + (size_t)t * g->esize; break;
+        case AV_FUSED_SCALAR: at[r] = av_in(s, f, g->index); break;
+        case AV_FUSED_BOX: {
+          int64_t run = box_run(g->box, t, m);
+          if (run >= 0) {
+            at[r] = (char *)av_in(s, f, g->index) + (size_t)run * g->esize;
+            break;
+          }
+          at[r] = boxes + off;
+          off += ((size_t)fr->tile * g->esize + 63) & ~(size_t)63;
+          gather_box(g->box, av_in(s, f, g->index), at[r], t, m);
+          break;
+        }
+        default: at[r] = NULL; break;
+      }
+    }
+    ok = av_fused_gen_run(p, at, m, t);
+  }
+  if (!ok) atomic_store(&fr->failed, true);
+  if (boxes != local_buf) free(boxes);
+  if (at != local_at) free(at);
+}
+
 static void fused_range(void *ctx, int64_t begin, int64_t end) {
   fused_run *fr = ctx;
+  if (fr->p->gen) {
+    gen_range(fr, begin, end);
+    return;
+  }
   const av_step *s = fr->s;
   const av_frame *f = fr->f;
   const av_fused_params *p = fr->p;

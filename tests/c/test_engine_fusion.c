@@ -275,8 +275,178 @@ static void test_row_and_column_broadcasts(void **state) {
   av_program_free(p);
 }
 
+/* Pairwise differences as n-body writes them: p[None, :, :] - p[:, None, :] over (N, N, 3),
+ * a broadcast whose source rows are contiguous (axes merged into one run) and one that
+ * repeats a row (copied over the repeats by doubling), times q[:, :, None] (each element
+ * repeated over a short last axis), across tile boundaries. */
+static const char *pairwise_text =
+    "func.func public @main(%p: tensor<45x3xf32>, %q: tensor<45x45xf32>) -> tensor<45x45x3xf32> {\n"
+    "  %a = stablehlo.broadcast_in_dim %p, dims = [1, 2] : (tensor<45x3xf32>) -> tensor<45x45x3xf32>\n"
+    "  %b = stablehlo.broadcast_in_dim %p, dims = [0, 2] : (tensor<45x3xf32>) -> tensor<45x45x3xf32>\n"
+    "  %c = stablehlo.broadcast_in_dim %q, dims = [0, 1] : (tensor<45x45xf32>) -> tensor<45x45x3xf32>\n"
+    "  %d = stablehlo.subtract %a, %b : tensor<45x45x3xf32>\n"
+    "  %s = stablehlo.multiply %d, %c : tensor<45x45x3xf32>\n"
+    "  return %s : tensor<45x45x3xf32>\n"
+    "}\n";
+
+static void test_pairwise_broadcasts(void **state) {
+  (void)state;
+  enum { P = 45 };
+  float x[P * 3], q[P * P];
+  for (int i = 0; i < P * 3; i++) x[i] = (float)((i * 13) % 29) * 0.25f - 3.0f;
+  for (int i = 0; i < P * P; i++) q[i] = (float)((i * 7) % 31) * 0.5f;
+  av_program *p = compile(pairwise_text);
+  av_tensor in[2] = {vector_input(x, P * 3), vector_input(q, P * P)}, out;
+  in[0].rank = 2, in[0].dims[0] = P, in[0].dims[1] = 3;
+  in[1].rank = 2, in[1].dims[0] = P, in[1].dims[1] = P;
+  av_diag d;
+  av_diag_init(&d);
+  assert_int_equal(av_program_execute(p, 0, in, &out, &d), AV_OK);
+  const float *o = out.storage->data;
+  for (int i = 0; i < P; i++)
+    for (int j = 0; j < P; j++)
+      for (int k = 0; k < 3; k++) {
+        float want = (x[j * 3 + k] - x[i * 3 + k]) * q[i * P + j];
+        if (o[(i * P + j) * 3 + k] != want)
+          fail_msg("[%d,%d,%d]: %.9g, expected %.9g", i, j, k, o[(i * P + j) * 3 + k], want);
+      }
+  av_storage_release(out.storage);
+  av_storage_release(in[0].storage);
+  av_storage_release(in[1].storage);
+  av_program_free(p);
+}
+
+/* Rows of a stacked state read through slice + squeeze (as an ODE's f(y) reads y[0], y[1],
+ * y[2]): the slices become boxes of the fused group (read in place by generated code), not
+ * copies; checked against the arithmetic in the test, across tiles. */
+static const char *rows_text =
+    "func.func public @main(%y: tensor<3x2500xf32>) -> tensor<2500xf32> {\n"
+    "  %a = stablehlo.slice %y [0:1, 0:2500] : (tensor<3x2500xf32>) -> tensor<1x2500xf32>\n"
+    "  %b = stablehlo.slice %y [1:2, 0:2500] : (tensor<3x2500xf32>) -> tensor<1x2500xf32>\n"
+    "  %c = stablehlo.slice %y [2:3, 0:2500] : (tensor<3x2500xf32>) -> tensor<1x2500xf32>\n"
+    "  %a1 = stablehlo.reshape %a : (tensor<1x2500xf32>) -> tensor<2500xf32>\n"
+    "  %b1 = stablehlo.reshape %b : (tensor<1x2500xf32>) -> tensor<2500xf32>\n"
+    "  %c1 = stablehlo.reshape %c : (tensor<1x2500xf32>) -> tensor<2500xf32>\n"
+    "  %m = stablehlo.multiply %a1, %b1 : tensor<2500xf32>\n"
+    "  %s = stablehlo.subtract %m, %c1 : tensor<2500xf32>\n"
+    "  return %s : tensor<2500xf32>\n"
+    "}\n";
+
+static void test_slice_rows(void **state) {
+  (void)state;
+  enum { C = 2500 };
+  static float y[3 * C];
+  for (int i = 0; i < 3 * C; i++) y[i] = (float)((i * 17) % 41) * 0.125f - 2.0f;
+  av_program *p = compile(rows_text);
+  av_tensor in = vector_input(y, 3 * C), out;
+  in.rank = 2, in.dims[0] = 3, in.dims[1] = C;
+  av_diag d;
+  av_diag_init(&d);
+  assert_int_equal(av_program_execute(p, 0, &in, &out, &d), AV_OK);
+  const float *o = out.storage->data;
+  for (int j = 0; j < C; j++) {
+    float want = y[j] * y[C + j] - y[2 * C + j];
+    if (o[j] != want) fail_msg("[%d]: %.9g, expected %.9g", j, o[j], want);
+  }
+  av_storage_release(out.storage);
+  av_storage_release(in.storage);
+  av_program_free(p);
+}
+
+/* Splat constants and scalar broadcasts read on both sides of a loop (compiler/lower_ops.c:
+ * a splat is a broadcast of its element; compose_boxes.c: each elementwise reader gets its
+ * own copy, so groups on either side read the scalar): %b is also read inside the loop body
+ * (a read the loop step does not list), so it must still be made before the loop; %c is
+ * read by three groups. Results in f32 arithmetic here, exact for these values. */
+static const char *splat_text =
+    "func.func public @main(%x: tensor<3000xf32>) -> (tensor<3000xf32>, tensor<3000xf32>) {\n"
+    "  %c = stablehlo.constant dense<2.0> : tensor<3000xf32>\n"
+    "  %h = stablehlo.constant dense<0.5> : tensor<f32>\n"
+    "  %b = stablehlo.broadcast_in_dim %h, dims = [] : (tensor<f32>) -> tensor<3000xf32>\n"
+    "  %0 = stablehlo.multiply %x, %c : tensor<3000xf32>\n"
+    "  %z = stablehlo.constant dense<0> : tensor<i32>\n"
+    "  %r:2 = stablehlo.while(%i = %z, %v = %0) : tensor<i32>, tensor<3000xf32>\n"
+    "   cond {\n"
+    "    %three = stablehlo.constant dense<3> : tensor<i32>\n"
+    "    %lt = stablehlo.compare LT, %i, %three : (tensor<i32>, tensor<i32>) -> tensor<i1>\n"
+    "    stablehlo.return %lt : tensor<i1>\n"
+    "  } do {\n"
+    "    %one = stablehlo.constant dense<1> : tensor<i32>\n"
+    "    %i1 = stablehlo.add %i, %one : tensor<i32>\n"
+    "    %a = stablehlo.add %v, %b : tensor<3000xf32>\n"
+    "    stablehlo.return %i1, %a : tensor<i32>, tensor<3000xf32>\n"
+    "  }\n"
+    "  %1 = stablehlo.subtract %r#1, %b : tensor<3000xf32>\n"
+    "  %2 = stablehlo.multiply %1, %c : tensor<3000xf32>\n"
+    "  %3 = stablehlo.add %x, %c : tensor<3000xf32>\n"
+    "  return %2, %3 : tensor<3000xf32>, tensor<3000xf32>\n"
+    "}\n";
+
+static void test_splats_across_a_loop(void **state) {
+  (void)state;
+  float x[N];
+  for (int i = 0; i < N; i++) x[i] = (float)(i - N / 2) * 0.25f;
+  av_program *p = compile(splat_text);
+  av_tensor in = vector_input(x, N), out[2];
+  av_diag d;
+  av_diag_init(&d);
+  for (int run = 0; run < 2; run++) { /* the second run reuses the plan's storage */
+    assert_int_equal(av_program_execute(p, 0, &in, out, &d), AV_OK);
+    const float *r = out[0].storage->data, *s = out[1].storage->data;
+    for (int i = 0; i < N; i++) {
+      float want = (x[i] * 2.0f + 0.5f + 0.5f + 0.5f - 0.5f) * 2.0f, want2 = x[i] + 2.0f;
+      if (r[i] != want) fail_msg("element %d: %.9g, expected %.9g", i, r[i], want);
+      if (s[i] != want2) fail_msg("element %d: %.9g, expected %.9g", i, s[i], want2);
+    }
+    av_storage_release(out[0].storage);
+    av_storage_release(out[1].storage);
+  }
+  av_storage_release(in.storage);
+  av_program_free(p);
+}
+
+/* A column of predicates broadcast over rows (jnp.where(accept[:, None], prop, x) of an MCMC
+ * step): the one-byte elements expand row by row inside the fused select; 301 rows of 16 end
+ * tiles mid-row. */
+static const char *where_text =
+    "func.func public @main(%v: tensor<301xf32>, %a: tensor<301x16xf32>, %b: tensor<301x16xf32>)"
+    " -> tensor<301x16xf32> {\n"
+    "  %z = stablehlo.constant dense<0.0> : tensor<301xf32>\n"
+    "  %p = stablehlo.compare GT, %v, %z : (tensor<301xf32>, tensor<301xf32>) -> tensor<301xi1>\n"
+    "  %pb = stablehlo.broadcast_in_dim %p, dims = [0] : (tensor<301xi1>) -> tensor<301x16xi1>\n"
+    "  %s = stablehlo.select %pb, %a, %b : tensor<301x16xi1>, tensor<301x16xf32>\n"
+    "  return %s : tensor<301x16xf32>\n"
+    "}\n";
+
+static void test_where_column_of_pred(void **state) {
+  (void)state;
+  enum { R = 301, C = 16 };
+  static float v[R], a[R * C], b[R * C];
+  for (int i = 0; i < R; i++) v[i] = (float)((i * 7) % 5) - 2.0f;
+  for (int i = 0; i < R * C; i++) a[i] = (float)i, b[i] = -(float)i;
+  av_program *p = compile(where_text);
+  av_tensor in[3] = {vector_input(v, R), vector_input(a, R * C), vector_input(b, R * C)}, out;
+  for (int q = 1; q < 3; q++) in[q].rank = 2, in[q].dims[0] = R, in[q].dims[1] = C;
+  av_diag d;
+  av_diag_init(&d);
+  assert_int_equal(av_program_execute(p, 0, in, &out, &d), AV_OK);
+  const float *o = out.storage->data;
+  for (int i = 0; i < R; i++)
+    for (int j = 0; j < C; j++) {
+      float want = v[i] > 0 ? a[i * C + j] : b[i * C + j];
+      if (o[i * C + j] != want) fail_msg("[%d,%d]: %.9g, expected %.9g", i, j, o[i * C + j], want);
+    }
+  av_storage_release(out.storage);
+  for (int q = 0; q < 3; q++) av_storage_release(in[q].storage);
+  av_program_free(p);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_slice_rows),
+      cmocka_unit_test(test_splats_across_a_loop),
+      cmocka_unit_test(test_where_column_of_pred),
+      cmocka_unit_test(test_pairwise_broadcasts),
       cmocka_unit_test(test_chain_with_escaping_intermediate),
       cmocka_unit_test(test_arithmetic_pairs),
       cmocka_unit_test(test_broadcast_operands),

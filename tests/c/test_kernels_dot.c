@@ -185,6 +185,62 @@ static void test_small_real_products(void **state) {
   }
 }
 
+/* Wide small products (across j) in blocks of 4 rows x one vector of columns with the rest
+ * in the row loop: each element is still the sequential sum over k of rounded products, so
+ * with fractional operands (rounding everywhere) the bits equal that sum done here in the
+ * element type, for shapes with leftover rows and columns and A transposed. */
+static void blocked_case(av_dtype dt, int64_t M, int64_t K, int64_t N, bool lhs_transposed) {
+  size_t es = av_dtype_size(dt);
+  char *a = malloc((size_t)(M * K) * es), *b = malloc((size_t)(K * N) * es), *o = malloc((size_t)(M * N) * es);
+  assert_true(a && b && o);
+  for (int64_t i = 0; i < M * K; i++) av_kel_store_real(dt, a + i * (int64_t)es, (double)(i * 37 % 101 - 50) * 0.0131);
+  for (int64_t i = 0; i < K * N; i++) av_kel_store_real(dt, b + i * (int64_t)es, (double)(i * 53 % 97 - 48) * 0.0217);
+  int64_t ad[2] = {lhs_transposed ? K : M, lhs_transposed ? M : K}, bd[2] = {K, N}, od[2] = {M, N};
+  av_view A = tk_view(a, dt, 2, ad), B = tk_view(b, dt, 2, bd), O = tk_view(o, dt, 2, od);
+  av_dot_params p = {.ncontract = 1, .lhs_contract = {lhs_transposed ? 0 : 1}, .rhs_contract = {0}};
+  av_diag d;
+  av_diag_init(&d);
+  assert_int_equal(av_kernel_dot_general(&p, &A, &B, &O, &d), AV_OK);
+  for (int64_t i = 0; i < M; i++)
+    for (int64_t j = 0; j < N; j++) {
+      double got = av_kel_load_real(dt, o + (i * N + j) * (int64_t)es), want;
+      if (dt == AV_DT_F32) {
+        float acc = 0;
+        for (int64_t k = 0; k < K; k++) {
+          float x = ((const float *)a)[lhs_transposed ? k * M + i : i * K + k], y = ((const float *)b)[k * N + j];
+          float prod = x * y;
+          acc = acc + prod;
+        }
+        want = acc;
+      } else {
+        double acc = 0;
+        for (int64_t k = 0; k < K; k++) {
+          double x = ((const double *)a)[lhs_transposed ? k * M + i : i * K + k], y = ((const double *)b)[k * N + j];
+          double prod = x * y;
+          acc = acc + prod;
+        }
+        want = acc;
+      }
+      if (memcmp(&got, &want, sizeof got))
+        fail_msg("%s %lldx%lldx%lld%s at [%lld,%lld]: %a, want %a", av_dtype_mlir_name(dt), (long long)M,
+                 (long long)K, (long long)N, lhs_transposed ? " (A^T)" : "", (long long)i, (long long)j, got, want);
+    }
+  free(a);
+  free(b);
+  free(o);
+}
+
+static void test_small_blocked_products(void **state) {
+  (void)state;
+  av_dtype types[2] = {AV_DT_F32, AV_DT_F64};
+  for (int t = 0; t < 2; t++)
+    for (int tr = 0; tr < 2; tr++) {
+      blocked_case(types[t], 8, 64, 64, tr); /* an RNN step's h @ w: blocks only */
+      blocked_case(types[t], 9, 33, 37, tr); /* a row and columns left over */
+      blocked_case(types[t], 3, 20, 16, tr); /* fewer rows than a block */
+    }
+}
+
 static void test_complex_f32(void **state) {
   (void)state;
   /* (1+2i)(3+4i) + (0+1i)(0+1i) = (-5+10i) + (-1) = -6+10i */
@@ -372,7 +428,7 @@ int main(void) {
       cmocka_unit_test(test_sub_byte_int_wraps),
       cmocka_unit_test(test_complex_f32),          cmocka_unit_test(test_empty_contraction_gives_zeros),
       cmocka_unit_test(test_bad_dimension_numbers), cmocka_unit_test(test_blas_paths_with_transposes),
-      cmocka_unit_test(test_small_real_products), cmocka_unit_test(test_matmul_1024_speed),
+      cmocka_unit_test(test_small_real_products), cmocka_unit_test(test_small_blocked_products), cmocka_unit_test(test_matmul_1024_speed),
       cmocka_unit_test(test_dnnl_tiled_gemm),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

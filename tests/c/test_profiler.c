@@ -11,8 +11,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include "codegen/codegen.h"
 #include "compiler/program.h"
 #include "frontend/proto_wire.h"
 #include "runtime/profiler.h"
@@ -95,13 +97,15 @@ static const char *program_text =
     "  return %2 : tensor<4x4xf32>\n"
     "}\n";
 
-static av_program *compile(void) {
+static av_program *compile_text(const char *text) {
   av_diag d;
   av_diag_init(&d);
-  av_program *p = av_program_compile("mlir", 4, program_text, strlen(program_text), NULL, &d);
+  av_program *p = av_program_compile("mlir", 4, text, strlen(text), NULL, &d);
   if (!p) fail_msg("compile: %s", d.msg);
   return p;
 }
+
+static av_program *compile(void) { return compile_text(program_text); }
 
 static void run(av_program *p, int times) {
   av_tensor in = {0}, out = {0};
@@ -154,6 +158,9 @@ static void test_trace_file_and_flat_profile(void **state) {
   assert_true(n > 2 && json[0] == '[' && strcmp(json + n - 3, "\n]\n") == 0);
   assert_int_equal(count(json, "\"name\":\"jit(f)/dot_general\",\"cat\":\"step\""), 3);
   assert_int_equal(count(json, "\"name\":\"fused[multiply,add] jit(f)/mul\",\"cat\":\"step\""), 3);
+  /* generated code is named like the fused group it runs; its ISA is an arg of its own */
+  assert_int_equal(count(json, "\"op\":\"fused[multiply,add]\","), 3);
+  assert_int_equal(count(json, "\"codegen\":\""), av_codegen_enabled() ? 3 : 0);
   assert_int_equal(count(json, "\"cat\":\"execution\""), 3);
   assert_int_equal(count(json, "\"steps\":2,"), 3);
   assert_int_equal(count(json, "\"op\":\"stablehlo.dot_general\",\"bytes\":192,\"flops\":128,"), 3);
@@ -191,6 +198,106 @@ static int count_fields(const uint8_t *data, size_t len, uint32_t num) {
   int n = 0;
   while (av_pb_next(&c, &f, &err) == 1) n += f.num == num;
   return n;
+}
+
+/* A while loop of 5 iterations whose body runs as steps (a reduce keeps it off the register
+ * programs): the profile breaks it down into its body's steps, at loop depth 1, with totals
+ * over the iterations; the loop's own time is counted once. */
+static const char *loop_text =
+    "func.func public @main(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {\n"
+    "  %z = stablehlo.constant dense<0> : tensor<i32>\n"
+    "  %r:2 = stablehlo.while(%i = %z, %v = %x) : tensor<i32>, tensor<4x4xf32>\n"
+    "    cond {\n"
+    "      %n = stablehlo.constant dense<5> : tensor<i32>\n"
+    "      %k = stablehlo.compare LT, %i, %n, SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>\n"
+    "      stablehlo.return %k : tensor<i1>\n"
+    "    } do {\n"
+    "      %one = stablehlo.constant dense<1> : tensor<i32>\n"
+    "      %i2 = stablehlo.add %i, %one : tensor<i32>\n"
+    "      %c0 = stablehlo.constant dense<0.0> : tensor<f32>\n"
+    "      %s = stablehlo.reduce(%v init: %c0) applies stablehlo.add across dimensions = [1] : (tensor<4x4xf32>, tensor<f32>) -> tensor<4xf32> loc(\"jit(f)/while/body/reduce_sum\")\n"
+    "      %b = stablehlo.broadcast_in_dim %s, dims = [0] : (tensor<4xf32>) -> tensor<4x4xf32>\n"
+    "      %v2 = stablehlo.add %v, %b : tensor<4x4xf32> loc(\"jit(f)/while/body/add\")\n"
+    "      stablehlo.return %i2, %v2 : tensor<i32>, tensor<4x4xf32>\n"
+    "    } loc(\"jit(f)/while\")\n"
+    "  return %r#1 : tensor<4x4xf32>\n"
+    "}\n";
+
+static void test_loop_body_breakdown(void **state) {
+  (void)state;
+  char path[] = "/tmp/anvil_test_profile_XXXXXX";
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  close(fd);
+  av_diag d;
+  av_diag_init(&d);
+  av_profiler *prof = av_profiler_new(path, &d);
+  assert_non_null(prof);
+  av_program *p = compile_text(loop_text);
+  av_program_use_profiler(p, prof);
+  run(p, 2);
+  char *flat = NULL;
+  size_t flat_len = 0;
+  FILE *out = open_memstream(&flat, &flat_len);
+  av_profiler_finish(prof, out);
+  fclose(out);
+  av_program_free(p);
+  av_profiler_release(prof);
+  size_t n;
+  char *json = av_read_file(path, &n);
+  unlink(path);
+  assert_non_null(json);
+  /* every iteration's reduce, nested in the while's event */
+  assert_int_equal(count(json, "jit(f)/while/body/reduce_sum\",\"cat\":\"step\""), 10);
+  assert_true(count(json, "\"loop_depth\":1,") >= 10);
+  assert_int_equal(count(json, "\"name\":\"jit(f)/while\",\"cat\":\"step\""), 2);
+  free(json);
+  const char *row = strstr(flat, "jit(f)/while/body/reduce_sum");
+  assert_non_null(row);
+  const char *line = row;
+  while (line > flat && line[-1] != '\n') line--;
+  double share, total, mean;
+  unsigned long long calls;
+  assert_int_equal(sscanf(line, " %lf%% %lf %llu %lf", &share, &total, &calls, &mean), 4);
+  assert_int_equal(calls, 10);
+  assert_non_null(strstr(line, "in loop: "));
+  /* the header counts the entry function's steps only: the loop's time is not counted twice */
+  assert_non_null(strstr(flat, "anvil profile: 2 executions, 2 steps,"));
+  free(flat);
+}
+
+/* A profiler nobody finishes (PyTorch/XLA never destroys its client) writes its trace file
+ * and flat profile at process exit: in a child that just exits. */
+static void test_trace_written_at_exit(void **state) {
+  (void)state;
+  char path[] = "/tmp/anvil_test_profile_XXXXXX";
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  close(fd);
+  fflush(NULL);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    if (!freopen("/dev/null", "w", stderr)) _exit(3);
+    av_diag d;
+    av_diag_init(&d);
+    av_profiler *prof = av_profiler_new(path, &d);
+    if (!prof) _exit(2);
+    av_program *p = compile();
+    av_program_use_profiler(p, prof);
+    run(p, 2);
+    exit(0); /* no finish, no release: the exit handler writes the file */
+  }
+  int status = 0;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  size_t n;
+  char *json = av_read_file(path, &n);
+  unlink(path);
+  assert_non_null(json);
+  assert_true(n > 2 && json[0] == '[' && strcmp(json + n - 3, "\n]\n") == 0);
+  assert_int_equal(count(json, "\"cat\":\"execution\""), 2);
+  free(json);
 }
 
 static void test_session_capture_as_xplane(void **state) {
@@ -271,6 +378,8 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_writer_round_trip),
       cmocka_unit_test(test_trace_file_and_flat_profile),
+      cmocka_unit_test(test_loop_body_breakdown),
+      cmocka_unit_test(test_trace_written_at_exit),
       cmocka_unit_test(test_session_capture_as_xplane),
       cmocka_unit_test(test_off_profiler_gives_no_record),
   };

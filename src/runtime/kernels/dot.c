@@ -214,25 +214,52 @@ static av_code prepare(const av_view *v, const int *perm, int nb, int g1, int g2
 /* Small real products without BLAS's call overhead. Wide results go across j (each element
  * still one sequential sum over k); narrow ones (matrix-vector products, B transposed) are
  * dot products of two contiguous rows, summed in 16 lanes and the lanes added pairwise - the
- * way XLA:CPU's vectorised dots reassociate too. Other layouts keep the sequential loop. */
+ * way XLA:CPU's vectorised dots reassociate too. Other layouts keep the sequential loop.
+ * Across j, blocks of 4 rows x one 64-byte vector of columns keep their sums in registers
+ * over the whole k loop (4 independent chains; the row loop below, which reloads and stores
+ * its sums every k, ran 3-7x slower on an RNN's 8x64x64 and MCMC's 256 16x16 products); the
+ * other rows and columns take the row loop. The operations per element are the same, so the
+ * bits are too. */
 #define DOT_LANES 16
 #define DEFINE_SMALL_GEMM(name, T)                                                             \
+  typedef T name##_vec __attribute__((vector_size(64), aligned(sizeof(T))));                  \
   AV_CLONES static bool name(int64_t B, int64_t M, int64_t N, int64_t K, const T *A, bool at,   \
                              const T *Bm, bool bt, T *C) {                                     \
     bool across_j = N >= 8 && !bt, rows = !at && (bt || N == 1);                               \
     if (!across_j && !rows) return false;                                                      \
+    const int64_t vl = (int64_t)(64 / sizeof(T)), nv = N / vl * vl;                           \
     for (int64_t bi = 0; bi < B; bi++) {                                                       \
       const T *Ab = A + bi * M * K, *Bb = Bm + bi * K * N;                                     \
       T *Cb = C + bi * M * N;                                                                  \
       if (across_j) {                                                                          \
-        for (int64_t i = 0; i < M; i++) {                                                      \
+        int64_t i0 = 0;                                                                        \
+        for (; i0 + 4 <= M; i0 += 4)                                                           \
+          for (int64_t j0 = 0; j0 < nv; j0 += vl) {                                            \
+            name##_vec s0 = {0}, s1 = {0}, s2 = {0}, s3 = {0}, row;                            \
+            /* A's four entries of column k: adjacent (A transposed) or a row apart */         \
+            const T *ak = at ? Ab + i0 : Ab + i0 * K, *bk = Bb + j0;                           \
+            int64_t astep = at ? M : 1, arow = at ? 1 : K;                                     \
+            for (int64_t k = 0; k < K; k++, ak += astep, bk += N) {                            \
+              memcpy(&row, bk, sizeof row);                                                    \
+              s0 = s0 + ak[0] * row;                                                           \
+              s1 = s1 + ak[arow] * row;                                                        \
+              s2 = s2 + ak[2 * arow] * row;                                                    \
+              s3 = s3 + ak[3 * arow] * row;                                                    \
+            }                                                                                  \
+            memcpy(Cb + i0 * N + j0, &s0, sizeof s0);                                          \
+            memcpy(Cb + (i0 + 1) * N + j0, &s1, sizeof s1);                                    \
+            memcpy(Cb + (i0 + 2) * N + j0, &s2, sizeof s2);                                    \
+            memcpy(Cb + (i0 + 3) * N + j0, &s3, sizeof s3);                                    \
+          }                                                                                    \
+        for (int64_t i = 0; i < M; i++) { /* rows past the blocks; columns past the vectors */ \
+          int64_t j1 = i < i0 ? nv : 0;                                                        \
           T *cr = Cb + i * N;                                                                  \
-          for (int64_t j = 0; j < N; j++) cr[j] = 0;                                           \
-          for (int64_t k = 0; k < K; k++) {                                                    \
+          for (int64_t j = j1; j < N; j++) cr[j] = 0;                                          \
+          for (int64_t k = 0; k < K && j1 < N; k++) {                                          \
             T x = at ? Ab[k * M + i] : Ab[i * K + k];                                          \
             const T *row = Bb + k * N;                                                         \
             AV_IVDEP                                                                           \
-            for (int64_t j = 0; j < N; j++) cr[j] = cr[j] + x * row[j];                        \
+            for (int64_t j = j1; j < N; j++) cr[j] = cr[j] + x * row[j];                       \
           }                                                                                    \
         }                                                                                      \
         continue;                                                                              \
@@ -293,11 +320,12 @@ static void gemm_naive(av_dtype ct, const dot_plan *pl, const operand_src *a, co
 /* f32 GEMMs on oneDNN's sgemm (measured 10-15% faster than OpenBLAS 0.3.21 on this
  * machine's AVX-512 for the model shapes, single-threaded), in tiles of the result per batch
  * that the pool shares out as they come (no static split waiting on a descheduled thread, no
- * BLAS threads spinning). Tiles are at most GEMM_TILE square, halved (down to GEMM_TILE_MIN)
- * until a product has GEMM_MIN_TILES of them, from the shapes alone. Each tile is one
- * single-threaded sgemm over the whole K, so a result element's sum never depends on the
- * number of threads. */
+ * BLAS threads spinning). Tiles are at most GEMM_TILE square, halved (down to GEMM_TILE_MIN,
+ * and while a half keeps GEMM_SHARE_MACS) until a product has GEMM_MIN_TILES of them, from
+ * the shapes alone. Each tile is one single-threaded sgemm over the whole K, so a result
+ * element's sum never depends on the number of threads. */
 enum { GEMM_TILE = 256, GEMM_TILE_MIN = 64, GEMM_MIN_TILES = 8 };
+#define GEMM_SHARE_MACS 2e5 /* a tile with fewer multiply-adds stays on the calling thread */
 
 typedef struct gemm_tiles {
   const dot_plan *pl;
@@ -340,6 +368,11 @@ static bool gemm_dnnl(const dot_plan *pl, const operand_src *a, const operand_sr
     g.mt = ceil_div(pl->M, g.tm);
     g.nt = ceil_div(pl->N, g.tn);
     if (pl->B * g.mt * g.nt >= GEMM_MIN_TILES) break;
+    /* tiles too small to share out run one after another on the calling thread: there, more
+     * sgemm calls only cost (an LSTM step's 16x512x128 product: 8 tiles of 16x64 took 55 us
+     * on one thread, 4 of 16x128 ~40, one call 32) */
+    double tile_macs = (double)(pl->M < g.tm ? pl->M : g.tm) * (double)(pl->N < g.tn ? pl->N : g.tn) * (double)pl->K;
+    if (tile_macs / 2 < GEMM_SHARE_MACS) break;
     /* halve the longer tile side (square tiles pack the fewest panels per product: 256x64
      * tiles made a 256x512x512 product 10% slower than 128x128 ones, one thread, Zen 4),
      * of equal sides the one that cuts the most */
@@ -352,7 +385,7 @@ static bool gemm_dnnl(const dot_plan *pl, const operand_src *a, const operand_sr
   int64_t ntiles = pl->B * g.mt * g.nt;
   /* a tile per chunk; small tiles stay on the calling thread */
   double macs_per_tile = (double)pl->M * (double)pl->N * (double)pl->K / (double)(g.mt * g.nt);
-  av_parallel_for(pool, ntiles, 1, macs_per_tile >= 2e5 ? 1 : ntiles, gemm_tile_range, &g);
+  av_parallel_for(pool, ntiles, 1, macs_per_tile >= GEMM_SHARE_MACS ? 1 : ntiles, gemm_tile_range, &g);
   return !atomic_load(&g.failed);
 }
 

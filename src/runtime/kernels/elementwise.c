@@ -85,6 +85,8 @@ bool av_ew_prepare(av_opcode op, av_dtype in, av_dtype out, av_cmp_dir dir, av_c
   k->nin = nin;
   k->op = op;
   k->dtype = in;
+  k->cmp_dir = dir;
+  k->cmp_type = ctype;
   av_ew_fn direct = NULL;
   if (op == AV_OP_COMPARE) {
     if (ctype == AV_CMP_TOTALORDER && !av_dtype_is_float(in)) ctype = AV_CMP_DEFAULT;
@@ -152,4 +154,21 @@ bool av_ew_prepare(av_opcode op, av_dtype in, av_dtype out, av_cmp_dir dir, av_c
   k->out_size = av_dtype_size(out);
   k->fn = ew_via;
   return true;
+}
+
+static void ew_convert(const void *const *in, void *out, int64_t n, const void *aux) {
+  const av_ew_kernel *k = aux;
+  av_convert_run(&k->in_conv[0], in[0], out, n);
+}
+
+void av_ew_convert_kernel(const av_convert *cv, av_ew_kernel *k) {
+  memset(k, 0, sizeof *k);
+  k->fn = ew_convert;
+  k->nin = 1;
+  k->op = AV_OP_CONVERT;
+  k->dtype = cv->from;
+  k->in_conv[0] = *cv;
+  k->in_size[0] = cv->from_size;
+  k->cin_size = cv->from_size;
+  k->cout_size = k->out_size = cv->to_size;
 }

@@ -30,8 +30,11 @@ enum { AV_EW_MAX_IN = 3 };
 typedef struct av_ew_kernel {
   av_ew_fn fn;    /* what the step calls, with the kernel itself as aux */
   int nin;
-  av_opcode op;   /* what it computes, on operands of `dtype` (AV_OP_UNKNOWN: a fused pair) */
+  av_opcode op;   /* what it computes, on operands of `dtype` (AV_OP_UNKNOWN: a fused pair;
+                   * AV_OP_CONVERT: in_conv[0], see av_ew_convert_kernel) */
   av_dtype dtype;
+  av_cmp_dir cmp_dir;   /* compares */
+  av_cmp_type cmp_type;
   av_ew_fn inner; /* loop on the compute type (when going through one) */
   av_convert in_conv[AV_EW_MAX_IN];
   av_convert out_conv;
@@ -78,6 +81,10 @@ av_ew_fn av_ew_int_fn(av_opcode op, av_dtype t);
 av_ew_fn av_ew_pred_fn(av_opcode op);
 av_ew_fn av_ew_complex_fn(av_opcode op, av_dtype t);
 av_ew_fn av_ew_compare_fn(av_dtype t, av_cmp_dir dir, av_cmp_type ctype);
+
+/* stablehlo.convert by `cv` as an elementwise kernel (nin 1, op AV_OP_CONVERT, in_conv[0] =
+ * cv), so a convert fuses with the elementwise steps around it. */
+void av_ew_convert_kernel(const av_convert *cv, av_ew_kernel *k);
 
 /* select(pred, a, b) with pred of the same shape; elements of `elem_size` bytes. */
 void av_select_run(const uint8_t *pred, const void *a, const void *b, void *out, int64_t n,

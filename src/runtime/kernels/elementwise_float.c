@@ -212,7 +212,7 @@ static float bessel_i1e_f(float x) { return (float)bessel_i1e_d(x); }
 
 #define FLOAT_PRED_OPS(X)                                                                  \
   X(IS_FINITE, isfinite(x))                                                                \
-  X(CHLO_IS_INF, isinf(x))                                                                 \
+  X(CHLO_IS_INF, isinf(x) != 0)                                                              \
   X(CHLO_IS_POS_INF, isinf(x) && x > 0)                                                    \
   X(CHLO_IS_NEG_INF, isinf(x) && x < 0)
 

@@ -66,6 +66,7 @@ static inline int is_neg(int64_t v) { return v < 0; }
   LOOP2(pow_##S, T, ipow_##S(x, y))                                                        \
   LOOP1(abs_##S, T, (SIGNED && (ST)x < 0) ? (T)(0 - U64(x)) : x)                           \
   LOOP1(neg_##S, T, 0 - U64(x))                                                            \
+  LOOP1(square_##S, T, U64(x) * U64(x))                                                    \
   LOOP1(not_##S, T, ~x)                                                                    \
   LOOP1(popcnt_##S, T, __builtin_popcountll(U64((UT)x)))                                   \
   LOOP1(clz_##S, T, (UT)x == 0 ? BITS : __builtin_clzll(U64((UT)x)) - (64 - BITS))         \
@@ -102,7 +103,7 @@ INT_OPS(u64, uint64_t, uint64_t, int64_t, 64, 0, 0)
     case AV_OP_POPCNT: return popcnt_##S;                                                  \
     case AV_OP_COUNT_LEADING_ZEROS: return clz_##S;                                        \
     case AV_OP_SIGN: return sign_##S;                                                      \
-    case AV_OP_CHLO_SQUARE: return mul_##S;                                                \
+    case AV_OP_CHLO_SQUARE: return square_##S; /* unary: mul_ would read a second operand */ \
     default: return NULL;                                                                  \
   }
 

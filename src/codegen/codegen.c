@@ -1,0 +1,262 @@
+/* The code generator's entry: which ISA (ANVIL_CODEGEN, CPUID), executable memory (written,
+ * then made executable: never both), listings (ANVIL_DUMP_DIR), perf's symbol map
+ * (ANVIL_PERF_MAP). See codegen.h. */
+#include "codegen/codegen.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "codegen/cg_lower.h"
+#include "codegen/cg_x86.h"
+
+typedef struct cg_kernel_obj {
+  union { /* first: the plan holds a pointer to it, and frees through it */
+    av_cg_kernel k;
+    av_cg_nest_kernel nest;
+  };
+  void *map;
+  size_t len;
+} cg_kernel_obj;
+
+static const cg_isa *isa_named(const char *name) {
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  bool avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
+  if (!strcmp(name, "avx512")) return avx512 ? &cg_isa_avx512 : NULL;
+  if (!strcmp(name, "avx2")) return avx2 ? &cg_isa_avx2 : NULL;
+  if (!strcmp(name, "best")) return avx512 ? &cg_isa_avx512 : avx2 ? &cg_isa_avx2 : NULL;
+#else
+  (void)name; /* other targets (AArch64: NEON / SVE) have no back end yet: the interpreter runs */
+#endif
+  return NULL;
+}
+
+/* The ISA of this process: 0 not decided, 1 off, 2 on (chosen_isa set). */
+static atomic_int state;
+static _Atomic(const cg_isa *) chosen_isa;
+static atomic_bool exec_refused;
+
+static _Atomic(const char *) forced_mode;
+
+void av_codegen_set_mode(const char *mode) {
+  atomic_store(&forced_mode, mode);
+  atomic_store(&state, 0);
+}
+
+static const cg_isa *process_isa(void) {
+  int s = atomic_load_explicit(&state, memory_order_acquire);
+  if (s == 0) {
+    const char *e = atomic_load(&forced_mode);
+    if (!e) e = getenv("ANVIL_CODEGEN");
+    const cg_isa *isa = NULL;
+    if (!e || !*e || !strcmp(e, "1"))
+      isa = isa_named("best");
+    else if (strcmp(e, "0") != 0)
+      isa = isa_named(e);
+    /* racing first calls decide the same */
+    atomic_store(&chosen_isa, isa);
+    atomic_store_explicit(&state, isa ? 2 : 1, memory_order_release);
+    s = isa ? 2 : 1;
+  }
+  if (s != 2 || atomic_load_explicit(&exec_refused, memory_order_relaxed)) return NULL;
+  return atomic_load(&chosen_isa);
+}
+
+bool av_codegen_enabled(void) { return process_isa() != NULL; }
+
+const char *av_codegen_isa(void) {
+  const cg_isa *isa = process_isa();
+  return isa ? isa->name : NULL;
+}
+
+/* Copies code into fresh pages: mapped writable, filled, then made read + execute. NULL when
+ * the system refuses executable memory (SELinux execmem, seccomp...): generation is then off
+ * for the process, with one warning. */
+static void *exec_copy(const uint8_t *code, size_t n, size_t *len) {
+  long page = sysconf(_SC_PAGESIZE);
+  if (page <= 0) page = 4096;
+  *len = (n + (size_t)page - 1) & ~((size_t)page - 1);
+  void *m = mmap(NULL, *len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED) return NULL;
+  memcpy(m, code, n);
+  if (mprotect(m, *len, PROT_READ | PROT_EXEC) != 0) {
+    int err = errno;
+    munmap(m, *len);
+    if (err == EACCES || err == EPERM) {
+      bool was = atomic_exchange(&exec_refused, true);
+      if (!was)
+        fprintf(stderr, "anvil: executable memory refused (%s): generated code is off, the "
+                        "interpreter runs every fused region\n", strerror(err));
+    }
+    return NULL;
+  }
+  __builtin___clear_cache((char *)m, (char *)m + n);
+  return m;
+}
+
+/* With ANVIL_PERF_MAP=1, names each generated kernel in /tmp/perf-PID.map, where `perf report`
+ * looks up addresses of JIT code: one line, written with one append. */
+static void perf_map_note(const void *code, size_t n, const char *kind, const char *name) {
+  const char *e = getenv("ANVIL_PERF_MAP");
+  if (!e || !*e || !strcmp(e, "0")) return;
+  char path[64], line[512];
+  snprintf(path, sizeof path, "/tmp/perf-%ld.map", (long)getpid());
+  int len = snprintf(line, sizeof line, "%lx %zx anvil %s %s\n", (unsigned long)(uintptr_t)code, n, kind,
+                     name ? name : "?");
+  if (len <= 0) return;
+  if (len >= (int)sizeof line) { /* a long name: cut, still one line */
+    len = (int)sizeof line - 1;
+    line[len - 1] = '\n';
+  }
+  int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return;
+  ssize_t w = write(fd, line, (size_t)len);
+  (void)w;
+  close(fd);
+}
+
+static void dump_listing(const char *name, const av_fused_params *fp, const cg_region *r,
+                         const cg_isa *isa, const x86_buf *b) {
+  const char *dir = getenv("ANVIL_DUMP_DIR");
+  if (!dir || !*dir) return;
+  static atomic_uint counter;
+  unsigned no = atomic_fetch_add(&counter, 1);
+  char path[4096];
+  snprintf(path, sizeof path, "%s/codegen.%04u.txt", dir, no);
+  FILE *f = fopen(path, "w");
+  if (!f) return;
+  fprintf(f, "%s %s\nisa %s, %d lanes per iteration, %lld elements, %zu bytes of code\n\nIR:\n",
+          r->nest ? "nest" : "region", name ? name : "?", isa->name, r->lanes,
+          (long long)(fp ? fp->n : 0), b->n);
+  for (uint32_t i = 0; i < r->n; i++) {
+    const cg_node *n = &r->v[i];
+    fprintf(f, "  %%%u = %s.%s", i, cg_op_name((cg_opc)n->op), cg_type_name((cg_type)n->type));
+    for (int k = 0; k < n->nin; k++) fprintf(f, "%s%%%u", k ? ", " : " ", n->in[k]);
+    if (n->op == CG_LOAD || n->op == CG_STORE || n->op == CG_SCALAR) {
+      static const char *const kinds[] = {"input", "scalar", "temp", "output", "broadcast"};
+      uint8_t k = fp && n->reg < fp->nregs ? fp->regs[n->reg].kind : 0;
+      if (n->reg == CG_NEST_OUT)
+        fprintf(f, " [out + %llu]", (unsigned long long)n->imm);
+      else
+        fprintf(f, " [ptr %u: %s]", n->reg, fp ? (k < 5 ? kinds[k] : "?") : "input");
+    }
+    if (n->op == CG_XLOAD) {
+      fprintf(f, " [input %u + %llu + r*%lld]", n->reg, (unsigned long long)n->imm, (long long)n->rstride);
+    }
+    if (n->op == CG_CONST || n->op == CG_CMP || n->op == CG_CVT || n->op == CG_FROUND ||
+        (n->op >= CG_SHLI && n->op <= CG_ROTLI))
+      fprintf(f, " imm 0x%llx", (unsigned long long)n->imm);
+    fprintf(f, "\n");
+  }
+  fprintf(f, "\ncode:\n%s", b->text ? b->text : "");
+  fclose(f);
+}
+
+/* Kernel calls run on one vector of lanes each, with the live values saved around them; the
+ * interpreter calls a kernel once per tile. A region of mostly calls (f16 arithmetic, ops
+ * with no generated form) is left to the interpreter: measured, a chain of four bf16 ops as
+ * calls ran 10x slower than interpreted. Generated: at least 4 native operations per call. */
+static bool worth_generating(const cg_region *r) {
+  uint32_t calls = 0, native = 0;
+  for (uint32_t i = 0; i < r->n; i++) {
+    uint8_t op = r->v[i].op;
+    if (op == CG_CALL || op == CG_CALL_CONVERT) calls++;
+    else if (op >= CG_ADD && op < CG_CALL) native++;
+  }
+  return native >= 4 * calls;
+}
+
+/* `any`: also a region of mostly calls (tests exercise the calls one op at a time) */
+static av_cg_kernel *generate(const av_cg_region_desc *d, const cg_isa *isa, bool any) {
+  if (!isa || !d || !d->p || d->p->n < 1) return NULL;
+  cg_region r = {0};
+  cg_target tg = {isa->native, isa->vl / 4};
+  if (!cg_lower_region(d, &tg, &r) || !(any || worth_generating(&r))) {
+    cg_region_free(&r);
+    return NULL;
+  }
+  /* lanes: a vector of the narrowest type of 4 bytes or more, so 1-2 byte types take part of
+   * a register and 8-byte types two */
+  int s = 8;
+  for (uint32_t i = 0; i < r.n; i++) {
+    int sz = cg_type_size((cg_type)r.v[i].type);
+    if (sz > 0 && r.v[i].type != CG_PRED && sz < s) s = sz;
+  }
+  r.lanes = isa->vl / (s < 4 ? 4 : s);
+  const char *dir = getenv("ANVIL_DUMP_DIR");
+  x86_buf b = {0};
+  cg_kernel_obj *o = NULL;
+  if (cg_x86_generate(&r, isa, dir && *dir, &b)) {
+    o = calloc(1, sizeof *o);
+    void *code = o ? exec_copy(b.p, b.n, &o->len) : NULL;
+    if (code) {
+      o->map = code;
+      o->k.entry = (av_cg_entry)code;
+      o->k.lanes = r.lanes;
+      o->k.isa = isa->name;
+      dump_listing(d->name, d->p, &r, isa, &b);
+      perf_map_note(code, b.n, "region", d->name);
+    } else {
+      free(o);
+      o = NULL;
+    }
+  }
+  x86_buf_free(&b);
+  cg_region_free(&r);
+  return o ? &o->k : NULL;
+}
+
+av_cg_kernel *av_codegen_fused(const av_cg_region_desc *d) { return generate(d, process_isa(), false); }
+
+static av_cg_nest_kernel *generate_nest(const av_cg_nest_desc *d, const cg_isa *isa) {
+  if (!isa || !d) return NULL;
+  cg_region r = {0};
+  int lanes = isa->vl / 4;
+  cg_target tg = {isa->native, lanes};
+  const char *dir = getenv("ANVIL_DUMP_DIR");
+  x86_buf b = {0};
+  cg_kernel_obj *o = NULL;
+  if (cg_lower_nest(d, &tg, lanes, &r) && cg_x86_generate(&r, isa, dir && *dir, &b)) {
+    o = calloc(1, sizeof *o);
+    void *code = o ? exec_copy(b.p, b.n, &o->len) : NULL;
+    if (code) {
+      o->map = code;
+      o->nest.entry = (av_cg_nest_entry)code;
+      o->nest.lanes = lanes;
+      o->nest.isa = isa->name;
+      dump_listing(d->name, NULL, &r, isa, &b);
+      perf_map_note(code, b.n, "nest", d->name);
+    } else {
+      free(o);
+      o = NULL;
+    }
+  }
+  x86_buf_free(&b);
+  cg_region_free(&r);
+  return o ? &o->nest : NULL;
+}
+
+av_cg_nest_kernel *av_codegen_nest(const av_cg_nest_desc *d) { return generate_nest(d, process_isa()); }
+
+av_cg_nest_kernel *av_codegen_nest_isa(const av_cg_nest_desc *d, const char *isa) {
+  return atomic_load(&exec_refused) ? NULL : generate_nest(d, isa_named(isa));
+}
+
+av_cg_kernel *av_codegen_fused_isa(const av_cg_region_desc *d, const char *isa) {
+  return atomic_load(&exec_refused) ? NULL : generate(d, isa_named(isa), true);
+}
+
+void av_codegen_free(void *kernel) {
+  cg_kernel_obj *o = kernel;
+  if (!o) return;
+  if (o->map) munmap(o->map, o->len);
+  free(o);
+}

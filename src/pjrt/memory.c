@@ -1,5 +1,6 @@
-/* PJRT_Memory: one "device" memory per device (its default) plus one "pinned_host" and one
- * "unpinned_host" memory shared by all devices, the kinds XLA:CPU has. All are plain host RAM
+/* PJRT_Memory: each device has three memories of its own, as on XLA:CPU: "device" (its default),
+ * "pinned_host" and "unpinned_host". JAX takes a buffer's device from its memory (a host memory
+ * shared by all devices would place every host buffer on device 0). All are plain host RAM
  * here: a buffer's memory is where JAX asked it to be (sharding memory kinds, programs'
  * mhlo.memory_kind results), and moving between them is a copy. Each memory starts with a function
  * table whose user-data slots the framework uses (minor >= 105); deleters run at client
@@ -72,28 +73,26 @@ static void memory_init(av_memory *m, PJRT_Client *c, int id, int kind_id, const
 
 PJRT_Error *av_memories_init(PJRT_Client *c) {
   size_t n = c->num_devices;
-  c->memories = calloc(n + 2, sizeof *c->memories);
-  c->memory_ptrs = calloc(n + 2, sizeof *c->memory_ptrs);
+  c->memories = calloc(3 * n, sizeof *c->memories);
+  c->memory_ptrs = calloc(3 * n, sizeof *c->memory_ptrs);
   if (!c->memories || !c->memory_ptrs)
     return av_error_new(AV_RESOURCE_EXHAUSTED, "anvil: out of memory (memories)");
-  c->num_memories = n + 2;
-  av_memory *host = &c->memories[n], *unpinned = &c->memories[n + 1];
-  memory_init(host, c, (int)n, AV_MEMORY_KIND_PINNED_HOST, "pinned_host");
-  host->devices = c->device_ptrs;
-  host->num_devices = n;
-  memory_init(unpinned, c, (int)n + 1, AV_MEMORY_KIND_UNPINNED_HOST, "unpinned_host");
-  unpinned->devices = c->device_ptrs;
-  unpinned->num_devices = n;
+  c->num_memories = 3 * n;
+  /* ids: device memories 0..n-1 (a device's own index), then the pinned and unpinned hosts */
   for (size_t i = 0; i < n; i++) {
-    av_memory *m = &c->memories[i];
+    av_memory *m = &c->memories[i], *pinned = &c->memories[n + i],
+              *unpinned = &c->memories[2 * n + i];
     memory_init(m, c, (int)i, AV_MEMORY_KIND_DEVICE, "device");
-    m->devices = &c->device_ptrs[i];
-    m->num_devices = 1;
-    c->devices[i].memories[0] = &m->base;
-    c->devices[i].memories[1] = &host->base;
-    c->devices[i].memories[2] = &unpinned->base;
+    memory_init(pinned, c, (int)(n + i), AV_MEMORY_KIND_PINNED_HOST, "pinned_host");
+    memory_init(unpinned, c, (int)(2 * n + i), AV_MEMORY_KIND_UNPINNED_HOST, "unpinned_host");
+    av_memory *mine[AV_NUM_MEMORY_KINDS] = {m, pinned, unpinned};
+    for (int k = 0; k < AV_NUM_MEMORY_KINDS; k++) {
+      mine[k]->devices = &c->device_ptrs[i];
+      mine[k]->num_devices = 1;
+      c->devices[i].memories[k] = &mine[k]->base;
+    }
   }
-  for (size_t i = 0; i < n + 2; i++) c->memory_ptrs[i] = &c->memories[i].base;
+  for (size_t i = 0; i < 3 * n; i++) c->memory_ptrs[i] = &c->memories[i].base;
   return NULL;
 }
 

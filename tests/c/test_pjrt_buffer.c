@@ -214,6 +214,20 @@ static void test_target_memory(void **state) {
   CHECK_OK(api->PJRT_Buffer_Memory(&m));
   assert_ptr_equal(m.memory, am.memories[1]);
   int32_t out[3];
+  buffer_destroy(b);
+  /* Pinned host memory only: the buffer is device 1's (JAX's device_put to pinned_host on a
+   * device other than the first; a host memory shared by all devices placed it on device 0). */
+  CHECK_OK(from_host(v, PJRT_Buffer_Type_S32, dims, 1, NULL,
+                     PJRT_HostBufferSemantics_kImmutableOnlyDuringCall, NULL, am.memories[1], &b, NULL));
+  d.buffer = b;
+  d.device = NULL;
+  CHECK_OK(api->PJRT_Buffer_Device(&d));
+  assert_ptr_equal(d.device, dev1);
+  PJRT_Memory_AddressableByDevices_Args by = {
+      .struct_size = PJRT_Memory_AddressableByDevices_Args_STRUCT_SIZE, .memory = am.memories[1]};
+  CHECK_OK(api->PJRT_Memory_AddressableByDevices(&by));
+  assert_int_equal(by.num_devices, 1);
+  assert_ptr_equal(by.devices[0], dev1);
   CHECK_OK(to_host(b, out, sizeof out, NULL));
   assert_memory_equal(out, v, sizeof v);
   buffer_destroy(b);
@@ -461,14 +475,24 @@ static void test_copies(void **state) {
   memset(out, 0, sizeof out);
   CHECK_OK(to_host(c1.dst_buffer, out, sizeof out, NULL));
   assert_memory_equal(out, v, sizeof v);
-  /* From device 1 into the shared pinned host memory: it stays on device 1. */
+  /* From device 1 into its pinned host memory: it stays on device 1; into device 0's, it
+   * moves to device 0 (each device has host memories of its own). */
+  PJRT_Device_AddressableMemories_Args am1 = {
+      .struct_size = PJRT_Device_AddressableMemories_Args_STRUCT_SIZE, .device = dev1};
+  CHECK_OK(api->PJRT_Device_AddressableMemories(&am1));
   PJRT_Buffer_CopyToMemory_Args c2 = {.struct_size = PJRT_Buffer_CopyToMemory_Args_STRUCT_SIZE,
                                       .buffer = c1.dst_buffer,
-                                      .dst_memory = am.memories[1]};
+                                      .dst_memory = am1.memories[1]};
   CHECK_OK(api->PJRT_Buffer_CopyToMemory(&c2));
   d.buffer = c2.dst_buffer;
   CHECK_OK(api->PJRT_Buffer_Device(&d));
   assert_ptr_equal(d.device, dev1);
+  buffer_destroy(c2.dst_buffer);
+  c2.dst_memory = am.memories[1];
+  CHECK_OK(api->PJRT_Buffer_CopyToMemory(&c2));
+  d.buffer = c2.dst_buffer;
+  CHECK_OK(api->PJRT_Buffer_Device(&d));
+  assert_ptr_equal(d.device, dev0);
   buffer_destroy(c2.dst_buffer);
   buffer_destroy(c1.dst_buffer);
   /* From device 0 into pinned host memory. */

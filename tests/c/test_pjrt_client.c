@@ -160,18 +160,18 @@ static void test_devices_and_memories_consistent(void **state) {
   PJRT_Client_AddressableMemories_Args am = {
       .struct_size = PJRT_Client_AddressableMemories_Args_STRUCT_SIZE, .client = c};
   CHECK_OK(api->PJRT_Client_AddressableMemories(&am));
-  /* N device memories + pinned host + unpinned host */
-  assert_int_equal(am.num_addressable_memories, N + 2);
-  int memory_ids_seen[N + 2] = {0};
+  /* each device: its device memory, a pinned host and an unpinned host memory */
+  assert_int_equal(am.num_addressable_memories, 3 * N);
+  int memory_ids_seen[3 * N] = {0};
   for (size_t m = 0; m < am.num_addressable_memories; m++) {
     PJRT_Memory_Id_Args id = {.struct_size = PJRT_Memory_Id_Args_STRUCT_SIZE,
                               .memory = am.addressable_memories[m]};
     CHECK_OK(api->PJRT_Memory_Id(&id));
-    assert_true(id.id >= 0 && id.id <= N + 1);
+    assert_true(id.id >= 0 && id.id < 3 * N);
     memory_ids_seen[id.id]++;
     assert_non_null(am.addressable_memories[m]->vtable);
   }
-  for (int i = 0; i <= N + 1; i++) assert_int_equal(memory_ids_seen[i], 1);
+  for (int i = 0; i < 3 * N; i++) assert_int_equal(memory_ids_seen[i], 1);
 
   for (int i = 0; i < N; i++) {
     PJRT_Device *d = all.devices[i];
@@ -267,7 +267,8 @@ static void test_devices_and_memories_consistent(void **state) {
     PJRT_Memory_AddressableByDevices_Args hby = {
         .struct_size = PJRT_Memory_AddressableByDevices_Args_STRUCT_SIZE, .memory = dam.memories[1]};
     CHECK_OK(api->PJRT_Memory_AddressableByDevices(&hby));
-    assert_int_equal(hby.num_devices, N);
+    assert_int_equal(hby.num_devices, 1); /* each device has host memories of its own */
+    assert_ptr_equal(hby.devices[0], d);
     PJRT_Memory_Kind_Id_Args k1 = {.struct_size = PJRT_Memory_Kind_Id_Args_STRUCT_SIZE,
                                    .memory = dam.memories[0]};
     PJRT_Memory_Kind_Id_Args k2 = {.struct_size = PJRT_Memory_Kind_Id_Args_STRUCT_SIZE,

@@ -65,3 +65,35 @@ def test_device_put_inside_jit_and_compute_on_match_cpu():
     out = run_both(case)
     assert out["anvil"][0] == "pinned_host"
     assert out["anvil"] == out["cpu"]
+
+
+HOST_ON_SECOND_DEVICE = """
+import jax, jax.numpy as jnp, numpy as np
+from jax.sharding import SingleDeviceSharding
+d = jax.devices()[1]
+for kind in ("pinned_host", "unpinned_host"):
+    x = jax.device_put(np.arange(6.0), SingleDeviceSharding(d, memory_kind=kind))
+    y = jax.jit(lambda a: a * 2)(x)
+    print(kind, x.devices() == {d}, x.sharding.memory_kind, y.devices() == {d},
+          np.asarray(y).tolist())
+"""
+
+
+def test_host_memory_of_a_second_device_matches_cpu():
+    """device_put into pinned_host of device 1 (export_serialization_back_compat_test's
+    test_with_memory_space): one host memory shared by all devices gave JAX a buffer on
+    device 0, which it refused ("memory space is addressed by device anvil:0 vs sharding is
+    on device anvil:1")."""
+    import os
+    import subprocess
+    import sys
+    out = {}
+    for p in ("anvil", "cpu"):
+        env = dict(os.environ, JAX_PLATFORMS=p, ANVIL_DEVICE_COUNT="2",
+                   XLA_FLAGS="--xla_force_host_platform_device_count=2")
+        r = subprocess.run([sys.executable, "-c", HOST_ON_SECOND_DEVICE], env=env,
+                           capture_output=True, text=True, timeout=180)
+        assert r.returncode == 0, r.stderr[-2000:]
+        out[p] = r.stdout
+    assert "pinned_host True pinned_host True [0.0, 2.0" in out["anvil"]
+    assert out["anvil"] == out["cpu"]

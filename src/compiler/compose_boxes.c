@@ -19,6 +19,24 @@ static bool in_list(const int32_t *l, uint32_t n, int32_t x) {
   return false;
 }
 
+/* A box moved from step `from` to step `to` reads `x` there: when a step between releases x,
+ * x's release moves to the box (its dead list `dead`, `*nd` entries, room for one more). Steps
+ * already merged away (`gone`) handed their releases on. */
+static void keep_alive(av_lower *c, av_step *v, const bool *gone, uint32_t from, uint32_t to,
+                       int32_t x, int32_t *dead, uint32_t *nd) {
+  for (uint32_t k = from + 1; k < to; k++) {
+    if (gone[k] || !in_list(v[k].dead, v[k].ndead, x)) continue;
+    uint32_t n = 0;
+    int32_t *kept = av_lower_alloc(c, sizeof *kept * (v[k].ndead + 1));
+    if (!kept) return; /* out of memory is reported by the allocator; the plan is dropped */
+    for (uint32_t q = 0; q < v[k].ndead; q++)
+      if (v[k].dead[q] != x) kept[n++] = v[k].dead[q];
+    v[k].dead = kept;
+    v[k].ndead = n;
+    if (!in_list(dead, *nd, x)) dead[(*nd)++] = x;
+  }
+}
+
 /* Steps that read only their listed inputs (no nested regions reading captured values). */
 static bool plain(const av_step *s) {
   if (s->run == av_step_box || s->run == av_step_alias || s->run == av_step_const ||
@@ -92,7 +110,7 @@ void av_compose_boxes(av_lower *c, av_step_vec *sv) {
     if (!ok || !bp || b1->esize != b2->esize || !compose(b1, b2, bp)) continue;
     /* one step from x: box1's and the reshape's releases move to it (x1, x2 never exist) */
     int32_t *in = av_lower_alloc(c, sizeof *in);
-    int32_t *dead = av_lower_alloc(c, sizeof *dead * (s1->ndead + a->ndead + s2->ndead + 1));
+    int32_t *dead = av_lower_alloc(c, sizeof *dead * (s1->ndead + a->ndead + s2->ndead + 2));
     if (!in || !dead) continue;
     uint32_t nd = 0;
     for (uint32_t q = 0; q < s1->ndead; q++) dead[nd++] = s1->dead[q];
@@ -100,6 +118,7 @@ void av_compose_boxes(av_lower *c, av_step_vec *sv) {
       if (a->dead[q] != x1) dead[nd++] = a->dead[q];
     for (uint32_t q = 0; q < s2->ndead; q++)
       if (s2->dead[q] != x2) dead[nd++] = s2->dead[q];
+    keep_alive(c, v, gone, (uint32_t)i1, i2, s1->in[0], dead, &nd);
     in[0] = s1->in[0];
     readers[in[0]]++;
     s2->in = in;
@@ -168,12 +187,13 @@ void av_reshape_boxes(av_lower *c, av_step_vec *sv, uint8_t *fence) {
       stride *= at->dims[k];
     }
     int32_t *in = av_lower_alloc(c, sizeof *in);
-    int32_t *dead = av_lower_alloc(c, sizeof *dead * (s1->ndead + a->ndead + 1));
+    int32_t *dead = av_lower_alloc(c, sizeof *dead * (s1->ndead + a->ndead + 2));
     if (!in || !dead) continue;
     uint32_t nd = 0;
     for (uint32_t q = 0; q < s1->ndead; q++) dead[nd++] = s1->dead[q];
     for (uint32_t q = 0; q < a->ndead; q++)
       if (a->dead[q] != x1) dead[nd++] = a->dead[q];
+    keep_alive(c, v, gone, (uint32_t)i1, ia, s1->in[0], dead, &nd);
     in[0] = s1->in[0];
     readers[in[0]]++;
     av_step box = *s1; /* the reshape's place and output, the slice's kind */

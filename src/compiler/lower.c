@@ -447,6 +447,32 @@ static const int32_t *list_to_arena(av_lower *c, const slot_list *l) {
   return out;
 }
 
+/* Whether a step reads a value an earlier step of the block released: the passes that move
+ * reads (compose_boxes.c, fusion) must move releases with them. A plan that would read freed
+ * storage is refused here, as an internal error, instead of crashing at run time. */
+static void check_releases(av_lower *c, const av_step_vec *sv) {
+  int32_t *released = malloc(sizeof *released * (c->nslots ? c->nslots : 1));
+  if (!released) {
+    av_lower_fail(c, AV_RESOURCE_EXHAUSTED, "out of memory");
+    return;
+  }
+  for (uint32_t i = 0; i < c->nslots; i++) released[i] = -1;
+  for (uint32_t i = 0; i < sv->n; i++) {
+    const av_step *s = &sv->v[i];
+    for (uint32_t j = 0; j < s->nin; j++)
+      if (released[s->in[j]] >= 0) {
+        av_lower_fail(c, AV_INTERNAL,
+                      "anvil internal error: %s at %s reads a value released by step %d (%s); "
+                      "please report it with ANVIL_DUMP_DIR's program",
+                      s->opname, s->loc, released[s->in[j]], sv->v[released[s->in[j]]].opname);
+        free(released);
+        return;
+      }
+    for (uint32_t j = 0; j < s->ndead; j++) released[s->dead[j]] = (int32_t)i;
+  }
+  free(released);
+}
+
 static void lower_block(av_lower *c, const av_block *b, av_block_plan *bp) {
   memset(bp, 0, sizeof *bp);
   av_step_vec steps = {0};
@@ -646,6 +672,7 @@ static void lower_block(av_lower *c, const av_block *b, av_block_plan *bp) {
     av_fuse_elementwise(c, &steps, fence);
     av_compose_boxes(c, &steps);
     av_fuse_rows(c, &steps);
+    check_releases(c, &steps);
   }
   /* in_dies: which inputs are released right after their step (a spliced body's steps get
    * theirs in the caller's block, where releases may still move) */

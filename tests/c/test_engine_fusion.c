@@ -441,9 +441,43 @@ static void test_where_column_of_pred(void **state) {
   av_program_free(p);
 }
 
+/* compose_boxes.c merges slice -> reshape -> broadcast into one box read where the broadcast
+ * was, after %t, the last op that reads %x, released it: %x must live until the merged box
+ * (jax.experimental.ode's batched gradient read freed storage there, a SIGSEGV). */
+static const char *late_box_text =
+    "func.func public @main(%x: tensor<100xf32>) -> (tensor<96xf32>, tensor<3x2x2xf32>) {\n"
+    "  %s = stablehlo.slice %x [0:4] : (tensor<100xf32>) -> tensor<4xf32>\n"
+    "  %r = stablehlo.reshape %s : (tensor<4xf32>) -> tensor<2x2xf32>\n"
+    "  %t = stablehlo.slice %x [4:100] : (tensor<100xf32>) -> tensor<96xf32>\n"
+    "  %n = stablehlo.negate %t : tensor<96xf32>\n"
+    "  %b = stablehlo.broadcast_in_dim %r, dims = [1, 2] : (tensor<2x2xf32>) -> tensor<3x2x2xf32>\n"
+    "  return %n, %b : tensor<96xf32>, tensor<3x2x2xf32>\n"
+    "}\n";
+
+static void test_merged_box_after_last_read(void **state) {
+  (void)state;
+  float x[100];
+  for (int i = 0; i < 100; i++) x[i] = (float)i + 0.5f;
+  av_program *p = compile(late_box_text);
+  av_tensor in = vector_input(x, 100), out[2];
+  av_diag d;
+  av_diag_init(&d);
+  assert_int_equal(av_program_execute(p, 0, &in, out, &d), AV_OK);
+  const float *n = out[0].storage->data, *b = out[1].storage->data;
+  for (int i = 0; i < 96; i++)
+    if (n[i] != -x[4 + i]) fail_msg("negate [%d]: %.9g", i, n[i]);
+  for (int i = 0; i < 12; i++)
+    if (b[i] != x[i % 4]) fail_msg("broadcast [%d]: %.9g, expected %.9g", i, b[i], x[i % 4]);
+  av_storage_release(out[0].storage);
+  av_storage_release(out[1].storage);
+  av_storage_release(in.storage);
+  av_program_free(p);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_slice_rows),
+      cmocka_unit_test(test_merged_box_after_last_read),
       cmocka_unit_test(test_splats_across_a_loop),
       cmocka_unit_test(test_where_column_of_pred),
       cmocka_unit_test(test_pairwise_broadcasts),

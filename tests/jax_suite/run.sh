@@ -131,6 +131,8 @@ for f in $FILES; do
       tail -n 1 "$OUT/$name.log"
       dead=$(died_in "$progress")
       [ -z "$dead" ] && break
+      # a rerun that started no test (all deselected: the dead one was the file's last)
+      if grep -qF "$dead rc=" "$OUT/$label.$f.died" 2>/dev/null; then break; fi
       # the process died inside a test: record it, then run the rest of the file
       echo "$dead rc=$rc" >> "$OUT/$label.$f.died"
       echo "   died in $dead (exit status $rc)"

@@ -13,7 +13,8 @@ RESUME=1) are merged into PLATFORM.TESTFILE. PLATFORM.TESTFILE.died lists the
 tests a process died in (crash, sanitizer report, hang), one `NODEID rc=N` per
 line: each counts as an error, and a section lists them all.
 
-usage: summarize.py OUT_DIR [--top N]
+usage: summarize.py OUT_DIR [OUT_DIR...] [--top N] (a later OUT_DIR's (platform, file)
+replaces an earlier one's: reruns)
 """
 import argparse
 import collections
@@ -135,28 +136,33 @@ def died_kind(rc):
     return "crash"
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("out_dir")
-    ap.add_argument("--top", type=int, default=10)
-    args = ap.parse_args()
+# Skips that gate on the device's name (the test runs only where the device under test is
+# cpu/gpu/tpu, or refuses "anvil" by name): run.sh's TEST_DUT=cpu mode runs these tests, so the
+# mode without it does not count them against anvil.
+NAME_GATED = re.compile(
+    r"Skipped unless running on devices with tags|only works on tpu,gpu,cpu|"
+    r"enabled only for cpu|not supported on anvil|Testing only the CPU|"
+    r"requires CPU or GPU devices\. Got anvil|^other platform")
 
+
+def load(out_dir):
+    """{platform: {file: {tid: (status, msg)}}} of one run.sh OUT_DIR."""
     results = collections.defaultdict(dict)  # platform -> file -> {tid: (st, msg)}
     # PLATFORM.FILE.xml first, then its .partN.xml files (later results win)
     died = collections.defaultdict(dict)  # platform -> file -> {tid: (st, msg)}
     progress = collections.defaultdict(dict)  # likewise, from the progress logs
-    for name in sorted(os.listdir(args.out_dir), key=lambda n: (n.count("."), n)):
+    for name in sorted(os.listdir(out_dir), key=lambda n: (n.count("."), n)):
         parts = name.split(".")
         if parts[-1] in ("died", "progress") and len(parts) == 3:
             into = died if parts[-1] == "died" else progress
             read = parse_died if parts[-1] == "died" else parse_progress
-            into[parts[0]].setdefault(parts[1], {}).update(read(os.path.join(args.out_dir, name)))
+            into[parts[0]].setdefault(parts[1], {}).update(read(os.path.join(out_dir, name)))
             continue
         if parts[-1] != "xml" or len(parts) not in (3, 4):
             continue
         platform, tfile = parts[0], parts[1]
         results[platform].setdefault(tfile, {}).update(
-            parse(os.path.join(args.out_dir, name)))
+            parse(os.path.join(out_dir, name)))
     # tests no junit xml holds (run before a process died) count as the progress log says
     for platform, files_done in progress.items():
         for tfile, d in files_done.items():
@@ -166,8 +172,29 @@ def main():
     for platform, files_died in died.items():
         for tfile, d in files_died.items():
             results[platform].setdefault(tfile, {}).update(d)
+    return results, died
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("out_dirs", nargs="+", metavar="OUT_DIR",
+                    help="run.sh output folders; a (platform, file) in a later one replaces "
+                         "the earlier one's (a rerun)")
+    ap.add_argument("--top", type=int, default=10)
+    args = ap.parse_args()
+
+    results = collections.defaultdict(dict)
+    died = collections.defaultdict(dict)
+    for d in args.out_dirs:
+        r, dd = load(d)
+        for p, files in r.items():
+            for f, tests in files.items():
+                results[p][f] = tests
+                died[p].pop(f, None)
+        for p, files in dd.items():
+            died[p].update(files)
     if not results:
-        sys.exit(f"no PLATFORM.FILE.xml in {args.out_dir}")
+        sys.exit(f"no PLATFORM.FILE.xml in {args.out_dirs}")
 
     platforms = sorted(results, key=lambda p: (p == "cpu", p))
     files = sorted({f for p in results for f in results[p]})
@@ -201,10 +228,11 @@ def main():
         row += f" {c['pass']} | {c['fail']} | {c['error']} | {c['skip']} | **{rate:.1f}%** |"
     print(row)
 
-    reports = sorted(n for n in os.listdir(args.out_dir) if ".sanitizer." in n)
+    reports = sorted(os.path.join(d, n) for d in args.out_dirs for n in os.listdir(d)
+                     if ".sanitizer." in n)
     print(f"\n## Sanitizer reports (ASan/UBSan, ASAN_PLUGIN runs): {len(reports)}\n")
     for name in reports:
-        with open(os.path.join(args.out_dir, name), errors="replace") as f:
+        with open(name, errors="replace") as f:
             first = next((l.strip() for l in f if "ERROR:" in l or "runtime error" in l), "?")
         print(f"- {name}: {first}")
 
@@ -219,26 +247,36 @@ def main():
 
     if "cpu" in results:
         # the issue's measure: of the tests that pass on JAX's CPU backend, how many pass here
-        # (a test skipped here or not run counts as not passing)
+        # (a test skipped here or not run counts as not passing, except a skip gated on the
+        # device's name, which the TEST_DUT=cpu mode runs: "gated" counts those)
         others = [p for p in platforms if p != "cpu"]
-        print("\n## Against the tests that pass on cpu (pass here / pass on cpu)\n")
+        print("\n## Against the tests that pass on cpu (pass here / (pass on cpu - gated))\n")
         print("| file | cpu passes |" + "".join(f" {p} |" for p in others))
         print("|---|---|" + "---|" * len(others))
-        tot_cpu, tot = 0, collections.Counter()
+        tot_cpu, tot, tot_gated = 0, collections.Counter(), collections.Counter()
         for f in files:
-            good = {t for t, (st, _) in results["cpu"].get(f, {}).items() if st == "pass"}
+            if f not in results["cpu"]:
+                continue
+            good = {t for t, (st, _) in results["cpu"][f].items() if st == "pass"}
             tot_cpu += len(good)
             row = f"| {f} | {len(good)} |"
             for p in others:
                 if f not in results[p]:
                     row += " – |"
                     continue
-                n = sum(1 for t in good if results[p][f].get(t, ("?",))[0] == "pass")
+                here = results[p][f]
+                n = sum(1 for t in good if here.get(t, ("?",))[0] == "pass")
+                gated = sum(1 for t in good if here.get(t, ("?",))[0] == "skip"
+                            and NAME_GATED.search(here[t][1]))
                 tot[p] += n
-                row += f" {n} ({100.0 * n / len(good) if good else 100.0:.1f}%) |"
+                tot_gated[p] += gated
+                want = len(good) - gated
+                row += f" {n} ({100.0 * n / want if want else 100.0:.1f}%)"
+                row += f", {gated} gated |" if gated else " |"
             print(row)
         print(f"| **all** | {tot_cpu} |" + "".join(
-            f" **{tot[p]} ({100.0 * tot[p] / tot_cpu if tot_cpu else 100.0:.1f}%)** |" for p in others))
+            f" **{tot[p]} ({100.0 * tot[p] / (tot_cpu - tot_gated[p]) if tot_cpu > tot_gated[p] else 100.0:.1f}%)**"
+            f", {tot_gated[p]} gated |" for p in others))
 
     for p in platforms:
         if p == "cpu":
@@ -258,12 +296,14 @@ def main():
             print(f"| {i} | {len(tests)} | `{b}` | {tests[0]} |")
 
         if "cpu" in results:
-            print(f"\n## Failing on {p} but passing on cpu, per file\n")
+            print(f"\n## Failing on {p} but passing on cpu, per file (files with none left out)\n")
             for f in files:
                 cpu = results["cpu"].get(f, {})
-                worse = [t for t, (st, _) in results[p].get(f, {}).items()
-                         if st in ("fail", "error") and cpu.get(t, ("?",))[0] == "pass"]
-                print(f"- {f}: {len(worse)}")
+                worse = sorted(t.split("::")[-1] for t, (st, _) in results[p].get(f, {}).items()
+                               if st in ("fail", "error") and cpu.get(t, ("?",))[0] == "pass")
+                if worse:
+                    names = ", ".join(worse[:8]) + (", ..." if len(worse) > 8 else "")
+                    print(f"- {f}: {len(worse)}: {names}")
 
             skipped = collections.defaultdict(list)
             for f in files:

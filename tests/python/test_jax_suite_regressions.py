@@ -83,3 +83,19 @@ def test_control_deps_between_values_and_futures(anvil_device, cpu_device):
             return np.asarray(f(jax.device_put(x, jax.NamedSharding(mesh, jax.P("i")))))
 
     assert_close(sharded(anvil_device, x), sharded(cpu_device, x))
+
+
+def test_batched_gradient_of_odeint(anvil_device, cpu_device):
+    """ode_test test_grad_closure_with_vmap / test_odeint_vmap_grad: the vmapped gradient of an
+    odeint. Fusion merged a slice -> reshape -> broadcast into one box read after the slice's
+    operand had been released (SIGSEGV: a read of freed storage)."""
+    from jax.experimental.ode import odeint
+
+    @jax.jit
+    def experiment(x):
+        history = odeint(lambda y, t: -x * y, 1., np.arange(0, 10, 0.1))
+        return history[-1]
+
+    f = jax.jit(jax.vmap(jax.value_and_grad(experiment)))
+    t = np.arange(0., 1., 0.01)
+    assert_close(_run(anvil_device, f, t), _run(cpu_device, f, t), rtol=1e-4, atol=1e-5)

@@ -78,7 +78,9 @@ void av_subbyte_host_to_storage(av_dtype t, void *data, size_t n) {
   if (!av_dtype_host_differs(t)) return;
   int shift = 8 - av_dtype_bits(t);
   signed char *p = data;
-  for (size_t i = 0; i < n; i++) p[i] = (signed char)((signed char)(p[i] << shift) >> shift);
+  /* shift as unsigned (a negative value shifted left is undefined), then back arithmetically */
+  for (size_t i = 0; i < n; i++)
+    p[i] = (signed char)((signed char)(((unsigned char)p[i] << shift) & 0xff) >> shift);
 }
 
 void av_subbyte_storage_to_host(av_dtype t, void *data, size_t n) {

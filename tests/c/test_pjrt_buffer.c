@@ -101,6 +101,20 @@ static size_t host_size(PJRT_Buffer *b, PJRT_Buffer_MemoryLayout *layout) {
   return a.dst_size;
 }
 
+/* Host bytes of a signed sub-byte int with its high bits set (JAX's rand_fullrange viewed as
+ * int4: lax_numpy_test testView): only the low bits count. Sign-extending them shifted a
+ * negative char left, undefined behaviour (UBSan's report under JAX's suite). */
+static void test_subbyte_host_bytes_with_high_bits(void **state) {
+  (void)state;
+  unsigned char src[4] = {0x8E, 0xF7, 0x78, 0xFF}, dst[4];
+  int64_t dims[1] = {4};
+  PJRT_Buffer *b = upload(src, PJRT_Buffer_Type_S4, dims, 1, NULL);
+  CHECK_OK(to_host(b, dst, sizeof dst, NULL));
+  const unsigned char want[4] = {0x0E, 0x07, 0x08, 0x0F};
+  assert_memory_equal(dst, want, sizeof want);
+  buffer_destroy(b);
+}
+
 static void test_round_trip_every_type(void **state) {
   (void)state;
   static const int64_t shapes[][2] = {{2, 3}, {0, 5}};
@@ -1014,6 +1028,7 @@ static void test_old_struct_sizes(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_round_trip_every_type),
+      cmocka_unit_test(test_subbyte_host_bytes_with_high_bits),
       cmocka_unit_test(test_metadata_queries),
       cmocka_unit_test(test_target_memory),
       cmocka_unit_test(test_strided_views),

@@ -57,8 +57,11 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$OUT"
 sanitizer_env=()
 if [ -n "${ASAN_PLUGIN:-}" ]; then
-  # reports go to files (OUT/LABEL.FILE.sanitizer.PID): pytest captures fd 2, and what a
-  # test writes there is lost when the process dies; abort_on_error makes each a SIGABRT
+  # ASan's reports go to files (OUT/LABEL.FILE.sanitizer.PID): pytest captures fd 2, and what
+  # a test writes there is lost when the process dies; abort_on_error makes each a SIGABRT.
+  # UBSan (gcc 12) ignores log_path and writes to fd 2: pytest then captures sys.stderr only
+  # (--capture=sys), so its reports reach the attempt's log (summarize.py greps them there).
+  sanitizer_capture=--capture=sys
   sanitizer_env=(ANVIL_LIBRARY_PATH="$ASAN_PLUGIN"
                  LD_PRELOAD="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libstdc++.so)")
 fi
@@ -126,7 +129,7 @@ for f in $FILES; do
           "tests/$f.py" -q -p no:cacheprovider \
           --timeout="$TEST_TIMEOUT" --timeout-method=thread --session-timeout="$FILE_TIMEOUT" \
           --junitxml="$OUT/$name.xml" -o junit_family=xunit1 \
-          "${deselect[@]}" ${PYTEST_EXTRA:-} > "$OUT/$name.log" 2>&1)
+          ${sanitizer_capture:-} "${deselect[@]}" ${PYTEST_EXTRA:-} > "$OUT/$name.log" 2>&1)
       rc=$?
       tail -n 1 "$OUT/$name.log"
       dead=$(died_in "$progress")

@@ -228,13 +228,21 @@ def main():
         row += f" {c['pass']} | {c['fail']} | {c['error']} | {c['skip']} | **{rate:.1f}%** |"
     print(row)
 
-    reports = sorted(os.path.join(d, n) for d in args.out_dirs for n in os.listdir(d)
-                     if ".sanitizer." in n)
+    # ASan writes OUT/LABEL.FILE.sanitizer.PID; UBSan writes "runtime error:" lines to the log
+    reports = []
+    for d in args.out_dirs:
+        for n in sorted(os.listdir(d)):
+            if ".sanitizer." not in n and not n.endswith(".log"):
+                continue
+            with open(os.path.join(d, n), errors="replace") as f:
+                for line in f:
+                    if "runtime error:" in line or "ERROR: AddressSanitizer" in line or \
+                            ("ERROR:" in line and ".sanitizer." in n):
+                        reports.append(f"{n}: {line.strip()[:200]}")
+                        break
     print(f"\n## Sanitizer reports (ASan/UBSan, ASAN_PLUGIN runs): {len(reports)}\n")
-    for name in reports:
-        with open(name, errors="replace") as f:
-            first = next((l.strip() for l in f if "ERROR:" in l or "runtime error" in l), "?")
-        print(f"- {name}: {first}")
+    for r in reports:
+        print(f"- {r}")
 
     print("\n## Processes that died (crash, sanitizer report, hang)\n")
     ndied = sum(len(d) for fd in died.values() for d in fd.values())

@@ -1,6 +1,9 @@
 /* stablehlo.custom_call @lapack_<t><routine>_ffi: JAX's CPU linear algebra (see
  * runtime/kernels/lapack.h). Collects the operand and result shapes with their layouts and
  * the backend_config dictionary; the kernel side checks and decodes them. */
+#include <stdlib.h>
+#include <string.h>
+
 #include "compiler/lower_internal.h"
 #include "runtime/kernels/lapack.h"
 
@@ -60,5 +63,7 @@ bool av_lower_lapack(av_lower *c, const av_op *op, const char *target) {
   char err[256];
   av_code code = av_lapack_prepare(target, cfg, call, err, sizeof err);
   if (code != AV_OK) return av_lower_fail(c, code, "@%s: %s", target, err);
+  const char *lanes = getenv("ANVIL_BATCHED_EIGH");
+  call->lanes_eigh = lanes && strcmp(lanes, "1") == 0;
   return av_emit_op(c, av_step_lapack, call) != NULL;
 }

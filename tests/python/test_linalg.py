@@ -112,6 +112,33 @@ def test_eigh(dtype, shape):
     assert_near(wu, w, dtype)
 
 
+def test_eigh_batched_equals_unbatched():
+    """A batch of eigh is the eigh of each matrix, signs of the eigenvectors included, as on
+    XLA:CPU: linalg_sharding_test compares a sharded (per-shard batch 4) eigh with the whole
+    batch of 8. The Jacobi across SIMD lanes served batches of 8 and more, with signs of its
+    own (LAPACK served smaller ones); it is now opt-in (ANVIL_BATCHED_EIGH=1)."""
+    a = hermitian((8, 6, 6), np.float32)
+    w, v = on_anvil(jnp.linalg.eigh, a)
+    for i in range(8):
+        wi, vi = on_anvil(jnp.linalg.eigh, a[i])
+        np.testing.assert_array_equal(v[i], vi)
+        np.testing.assert_array_equal(w[i], wi)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(16, 6, 6), (9, 32, 32), (20, 3, 3)])
+def test_eigh_jacobi_across_lanes(dtype, shape, monkeypatch):
+    """ANVIL_BATCHED_EIGH=1 (read at compile time): batches of 8 or more small real matrices
+    run as Jacobi across SIMD lanes; a partial last group (9, 20) included."""
+    monkeypatch.setenv("ANVIL_BATCHED_EIGH", "1")
+    a = hermitian(shape, dtype)
+    for uplo in ("L", "U"):
+        w, v = on_anvil(jax.jit(lambda x: jnp.linalg.eigh(x, UPLO=uplo)), a)
+        assert_near(w, np.linalg.eigvalsh(a.astype(np.float64)), dtype)
+        assert_orthonormal_columns(v, dtype)
+        assert_near(a @ v, v * w[..., None, :], dtype)
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("shape", SHAPES)
 def test_svd(dtype, shape):

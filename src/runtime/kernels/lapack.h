@@ -62,6 +62,11 @@ typedef struct av_lapack_call {
   char jobvl, jobvr;            /* geev */
   int32_t low, high;            /* gehrd */
   int64_t batch;                /* product of the leading (batch) dims of the main matrix */
+  /* syevd: a batch of small real matrices may run as Jacobi across SIMD lanes (faster for
+   * thousands of tiny matrices; eigenvector signs then differ from LAPACK's). Off unless the
+   * compiler was asked (ANVIL_BATCHED_EIGH=1): with it, signs would change with the batch
+   * size, so a vmapped or sharded eigh would disagree with its unbatched self. */
+  bool lanes_eigh;
 } av_lapack_call;
 
 /* Whether `target` names a call served here; sets the routine and element type (AV_DT_INVALID

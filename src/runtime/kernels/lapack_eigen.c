@@ -23,7 +23,8 @@ static void order(const av_lapack_arg *a, int *m, int *n) {
 static av_code syevd(const lapack_ctx *x) {
   int n, unused, info, lwork = -1, lrwork = -1, liwork = -1, iq = 0;
   order(&x->c->in[0], &unused, &n);
-  if (n <= AV_BATCHED_MAX_N && x->c->batch >= 8 && x->ti < 2) { /* Jacobi across SIMD lanes */
+  if (x->c->lanes_eigh && n <= AV_BATCHED_MAX_N && x->c->batch >= 8 && x->ti < 2) {
+    /* Jacobi across SIMD lanes (ANVIL_BATCHED_EIGH=1) */
     lapack_copy_in(x, 0, 0);
     bool lower = x->c->uplo == 'L', vec = x->c->mode == 'V';
     bool ok = x->ti == 0

@@ -102,6 +102,7 @@ static bool local_form_exists(const av_op *op) {
     case AV_OP_PAD: case AV_OP_REVERSE: case AV_OP_SORT: case AV_OP_CONVOLUTION:
     case AV_OP_DYNAMIC_SLICE: case AV_OP_DYNAMIC_UPDATE_SLICE: case AV_OP_GATHER:
     case AV_OP_SCATTER: case AV_OP_REDUCE_WINDOW: case AV_OP_CHOLESKY: case AV_OP_CUSTOM_CALL:
+    case AV_OP_TRIANGULAR_SOLVE:
       return true;
     default:
       return false;

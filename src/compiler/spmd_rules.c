@@ -877,6 +877,29 @@ av_factor_rule *av_factor_rule_from_sdy(const av_op *op, const char *text, char 
   return b.r;
 }
 
+/* triangular_solve(a[..., m, m], b[..., m, n] or [..., n, m] when !left_side): each matrix of
+ * the batch is solved alone, so the batch dims pass through (a batch-sharded solve needs no
+ * collective, as on XLA); the matrix dims are whole. */
+static void rule_triangular_solve(builder *b, const av_op *op) {
+  const av_type *rt = op->results[0].type;
+  int r = rt->rank;
+  if (op->noperands != 2 || r < 2 || op->operands[0]->type->rank != r) {
+    b->failed = true;
+    return;
+  }
+  bool left = false;
+  av_attr_get_bool(op, "left_side", &left);
+  int mdim = left ? r - 2 : r - 1, ndim = left ? r - 1 : r - 2;
+  for (int k = 0; k < r - 2; k++) add_factor_all(b, k, rt->dims[k], AV_FACTOR_PASS_THROUGH, false);
+  int64_t m = rt->dims[mdim], n = rt->dims[ndim];
+  int rows[2] = {r - 2, mdim}, rows_res[1] = {mdim};
+  int cols[2] = {r - 1, NULL_DIM};
+  int other[2] = {NULL_DIM, ndim}, other_res[1] = {ndim};
+  add_factor(b, rows, rows_res, m, AV_FACTOR_NEED_REPLICATION, false);
+  add_factor(b, cols, NULL, m, AV_FACTOR_NEED_REPLICATION, false);
+  add_factor(b, other, other_res, n, AV_FACTOR_NEED_REPLICATION, false);
+}
+
 static void rule_custom_call(builder *b, const av_op *op, bool *none) {
   const char *t = av_attr_get_str(op, "call_target_name");
   if (!t || !op->nresults) {
@@ -955,6 +978,7 @@ av_factor_rule *av_factor_rule_of(const av_op *op) {
         add_factor_all(&b, k, rt->dims[k], k < rt->rank - 2 ? AV_FACTOR_PASS_THROUGH : AV_FACTOR_NEED_REPLICATION, false);
       break;
     }
+    case AV_OP_TRIANGULAR_SOLVE: rule_triangular_solve(&b, op); break;
     case AV_OP_CUSTOM_CALL: rule_custom_call(&b, op, &none); break;
     case AV_OP_BITCAST_CONVERT: {
       const av_type *in = op->operands[0]->type;

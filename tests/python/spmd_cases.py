@@ -69,6 +69,11 @@ def cases(m1, m2, m2r):
     c['softmax'] = (lambda u: jax.nn.softmax(u, axis=-1), [(rng(32, (2 * n, 8)), m2, P('x', None))])
     c['dot_batch'] = (lambda a, b: jnp.einsum('bij,bjk->bik', a, b),
                       [(rng(33, (n, 4, 6)), m1, P('d')), (rng(34, (n, 6, 2)), m1, P('d'))])
+    # a batch of triangular solves split over the batch: each device solves its own (as XLA)
+    tri = np.tril(rng(48, (n, 6, 6))) + 4 * np.eye(6, dtype=np.float32)
+    c['triangular_solve_batch'] = (
+        lambda a, b: jax.lax.linalg.triangular_solve(a, b, lower=True, transpose_a=True),
+        [(tri, m1, P('d')), (rng(49, (n, 4, 6)), m1, P('d'))])
     c['reversed_mesh'] = (lambda u, v: (u @ v).sum(0), [(rng(35, (4, n)), m2r, P('x', 'y')), (rng(36, (n, 6)), m2r, P('y', None))])
     c['unspecified_input'] = (lambda u, v: u * v, [(rng(37, (4, n)), m2, P('x', 'y')), (rng(38, (4, n)), None, None)])
     c['constraint'] = (lambda u: jax.lax.with_sharding_constraint(u * 2, NamedSharding(m2, P(None, 'x'))) + 1,

@@ -355,7 +355,7 @@ bool av_lower_ffi(av_lower *c, const av_op *op, const char *target, const av_ffi
     if (!av_lower_own(c, p->site, av_ffi_site_free)) return false;
     if (h->bundle.instantiate) { /* once per call site, here (XLA: at thunk creation) */
       av_xffi_ctx ctx;
-      av_ffi_ctx_init(&ctx, AV_XFFI_INSTANTIATE, p->site, NULL, 0, 0);
+      av_ffi_ctx_init(&ctx, AV_XFFI_INSTANTIATE, p->site, NULL, 0, 0, NULL);
       av_diag d;
       av_diag_init(&d);
       if (av_ffi_invoke(h->bundle.instantiate, &ctx, NULL, NULL, attrs, target, &d) != AV_OK)

@@ -505,12 +505,12 @@ bool av_program_input_type(const av_program *p, int i, av_dtype *dtype, int *ran
 }
 
 static av_code execute_one(av_program *p, int device_index, int mem_device,
-                           const av_tensor *inputs, const bool *given, av_tensor *outputs,
-                           av_diag *d);
+                           const av_tensor *inputs, const bool *given,
+                           const av_user_data_list *user_data, av_tensor *outputs, av_diag *d);
 
 av_code av_program_execute(av_program *p, int device_index, const av_tensor *inputs,
                            av_tensor *outputs, av_diag *d) {
-  return av_program_execute_on(p, device_index, -1, inputs, NULL, outputs, d);
+  return av_program_execute_on(p, device_index, -1, inputs, NULL, NULL, outputs, d);
 }
 
 /* Drops the references given for inputs [from, n). */
@@ -520,19 +520,21 @@ static void release_given(const av_tensor *inputs, const bool *given, uint32_t f
 }
 
 av_code av_program_execute_on(av_program *p, int device_index, int mem_device,
-                              const av_tensor *inputs, const bool *given, av_tensor *outputs,
+                              const av_tensor *inputs, const bool *given,
+                              const av_user_data_list *user_data, av_tensor *outputs,
                               av_diag *d) {
   if (p->spmd && p->spmd->run_global) {
-    av_code c = av_spmd_execute_device(p->spmd, p->plan, device_index, inputs, outputs, d);
+    av_code c = av_spmd_execute_device(p->spmd, p->plan, device_index, inputs, outputs,
+                                       user_data, d);
     release_given(inputs, given, 0, (uint32_t)p->ninputs);
     return c;
   }
-  return execute_one(p, device_index, mem_device, inputs, given, outputs, d);
+  return execute_one(p, device_index, mem_device, inputs, given, user_data, outputs, d);
 }
 
 static av_code execute_one(av_program *p, int device_index, int mem_device,
-                           const av_tensor *inputs, const bool *given, av_tensor *outputs,
-                           av_diag *d) {
+                           const av_tensor *inputs, const bool *given,
+                           const av_user_data_list *user_data, av_tensor *outputs, av_diag *d) {
   const av_func_plan *e = p->plan->entry;
   uint32_t nin = e->body.nargs, nout = e->body.nresults;
   av_slot *buf = calloc((size_t)nin + nout + 1, sizeof *buf);
@@ -563,7 +565,7 @@ static av_code execute_one(av_program *p, int device_index, int mem_device,
     args[i].st = given && given[i] ? x->storage : av_storage_retain(x->storage);
     args[i].data = x->storage->data;
   }
-  av_code c = av_run_func(p->plan, e, device_index, mem_device, 0, args, res, d);
+  av_code c = av_run_func(p->plan, e, device_index, mem_device, 0, user_data, args, res, d);
   if (c == AV_OK) {
     for (uint32_t i = 0; i < nout; i++) {
       av_tensor *o = &outputs[i];
@@ -612,7 +614,8 @@ av_code av_program_execute_devices(av_program *p, int ndev, const av_tensor *con
   int want = p->num_replicas * p->num_partitions;
   if (ndev != want)
     return av_diag_set(d, AV_INVALID_ARGUMENT, "'%s' runs on %d devices, got %d", p->name, want, ndev);
-  if (p->spmd && p->spmd->run_global) return av_spmd_run_all(p->spmd, p->plan, inputs, outputs, d);
+  if (p->spmd && p->spmd->run_global)
+    return av_spmd_run_all(p->spmd, p->plan, inputs, outputs, NULL, d);
   run_devices_ctx r = {.p = p};
   atomic_init(&r.failed, 0);
   av_code c = av_spmd_run_per_device(run_device, &r, ndev, p->noutputs, inputs, outputs, d);

@@ -19,6 +19,7 @@
 #include "runtime/host_callback.h"
 #include "runtime/kernels/lapack_fns.h"
 #include "runtime/tensor.h"
+#include "runtime/user_data.h"
 #include "util/diag.h"
 #include "util/storage.h"
 
@@ -126,9 +127,12 @@ av_code av_program_execute(av_program *p, int device_index, const av_tensor *inp
  * block cache's accounting (util/block_cache.h; -1: nobody). `given` (NULL: none) marks the
  * inputs whose storage reference the caller hands over, whatever the outcome (donated
  * buffers): the caller must not release those. Held by the run alone, such storage may be
- * written in place and become an output, as XLA reuses a donated buffer. */
+ * written in place and become an output, as XLA reuses a donated buffer. `user_data` (NULL:
+ * none) is what the execution's custom-call handlers find (runtime/user_data.h); the caller
+ * keeps it alive until the call returns. */
 av_code av_program_execute_on(av_program *p, int device_index, int mem_device,
-                              const av_tensor *inputs, const bool *given, av_tensor *outputs,
+                              const av_tensor *inputs, const bool *given,
+                              const av_user_data_list *user_data, av_tensor *outputs,
                               av_diag *d);
 
 /* Runs one execution on all `ndev` devices of the assignment at once (ndev must be

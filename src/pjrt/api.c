@@ -137,7 +137,8 @@ static void wrap_PJRT_Error_Message(PJRT_Error_Message_Args *args) { av_PJRT_Err
 #define AV_ENTRY(name) .PJRT_##name = wrap_PJRT_##name,
 static const PJRT_Api anvil_api = {
     .struct_size = PJRT_Api_STRUCT_SIZE,
-    .extension_start = (PJRT_Extension_Base *)&av_layouts_ext.base, /* then shardings, profiler, custom partitioner */
+    /* the extension chain: layouts, shardings, profiler, custom partitioner, FFI */
+    .extension_start = (PJRT_Extension_Base *)&av_layouts_ext.base,
     .pjrt_api_version = {.struct_size = PJRT_Api_Version_STRUCT_SIZE,
                          .extension_start = NULL,
                          .major_version = PJRT_API_MAJOR,

@@ -217,22 +217,3 @@ PJRT_Error *av_PJRT_Client_DmaUnmap(PJRT_Client_DmaUnmap_Args *args) {
   AV_REQUIRE(args->client, AV_INVALID_ARGUMENT, "PJRT_Client_DmaUnmap: client is NULL");
   return NULL;
 }
-
-/* An execution context carries nothing anvil uses (no FFI handlers); it exists so that
- * callers that create one can pass it. */
-struct PJRT_ExecuteContext {
-  int unused;
-};
-
-PJRT_Error *av_PJRT_ExecuteContext_Create(PJRT_ExecuteContext_Create_Args *args) {
-  AV_ARGS(args, PJRT_ExecuteContext_Create_Args);
-  args->context = calloc(1, sizeof *args->context);
-  AV_REQUIRE(args->context, AV_RESOURCE_EXHAUSTED, "anvil: out of memory (execute context)");
-  return NULL;
-}
-
-PJRT_Error *av_PJRT_ExecuteContext_Destroy(PJRT_ExecuteContext_Destroy_Args *args) {
-  AV_ARGS(args, PJRT_ExecuteContext_Destroy_Args);
-  free(args->context);
-  return NULL;
-}

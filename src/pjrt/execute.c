@@ -12,6 +12,7 @@
 
 #include "compiler/program_module.h"
 #include "pjrt/buffer_copy.h"
+#include "pjrt/execute_context.h"
 #include "pjrt/pjrt_internal.h"
 
 /* The jobs of one multi-device execution. When one fails before its program has run to the
@@ -42,6 +43,10 @@ struct av_job {
   size_t num_outputs;
   PJRT_Buffer **outputs; /* retained */
   PJRT_Event *complete;  /* retained */
+  /* The caller's PJRT_ExecuteOptions.context, held (its data lives while the job does), or
+   * NULL; the job's copy of its user data (empty without one) */
+  PJRT_ExecuteContext *context;
+  av_user_data_list user_data;
 };
 
 /* This device failed where the others may wait for it: raise the abort (once per execution). */
@@ -88,6 +93,7 @@ static void job_free(av_job *j) {
   free(j->inputs);
   free(j->outputs);
   av_event_release(j->complete);
+  av_execute_context_done(j->context, &j->user_data);
   av_exec_core_release(j->core);
   free(j);
 }
@@ -161,7 +167,7 @@ static void job_run(av_job *j) {
     av_diag_init(&d);
     int64_t start = av_now_ns(), waited = av_program_net_wait_ns(j->core->program);
     av_code rc = av_program_execute_on(j->core->program, j->device_index, j->mem_device, in,
-                                       was_donated, out, &d);
+                                       was_donated, &j->user_data, out, &d);
     for (size_t i = 0; i < ni; i++) /* the run took these references */
       if (was_donated[i]) in[i].storage = NULL;
     if (rc != AV_OK) {
@@ -414,6 +420,14 @@ PJRT_Error *av_PJRT_LoadedExecutable_Execute(PJRT_LoadedExecutable_Execute_Args 
   pthread_mutex_unlock(&le->mu);
   AV_REQUIRE(!deleted, AV_FAILED_PRECONDITION, "%s: the executable has been deleted", fn);
   if (args->options) AV_ARGS(args->options, PJRT_ExecuteOptions);
+  /* user data for the FFI handlers the program calls (a caller of API 0.64 or later) */
+  PJRT_ExecuteContext *context = NULL;
+  if (args->options && AV_HAS(args->options, PJRT_ExecuteOptions, context))
+    context = args->options->context;
+  if (context) {
+    PJRT_Error *bad = av_execute_context_check(context, fn);
+    if (bad) return bad;
+  }
   av_exec_core *core = le->core;
   size_t nd = args->num_devices, na = args->num_args, no = (size_t)core->num_outputs;
   int expected_inputs = av_program_num_inputs(core->program);
@@ -510,6 +524,8 @@ PJRT_Error *av_PJRT_LoadedExecutable_Execute(PJRT_LoadedExecutable_Execute_Args 
       break;
     }
     j->core = av_exec_core_retain(core);
+    if (context && (err = av_execute_context_use(context, &j->user_data)) != NULL) break;
+    j->context = context;
     /* portable runs are device 0 of 1 */
     j->device_index = single ? single_position : le->addressable_position[d];
     PJRT_Device *dev = single ? single : le->addressable[d];

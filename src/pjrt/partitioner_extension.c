@@ -16,6 +16,7 @@
 #include <stddef.h>
 
 #include "compiler/custom_partitioner.h"
+#include "pjrt/ffi_extension.h"
 #include "pjrt/partitioner_extension.h"
 #include "pjrt/pjrt_internal.h"
 #include "runtime/ffi/ffi.h"
@@ -64,7 +65,7 @@ static PJRT_Error *register_batch_partitionable(av_register_batch_args *args) {
 const av_partitioner_extension av_partitioner_ext = {
     .base = {.struct_size = sizeof(av_partitioner_extension),
              .type = PJRT_Extension_Type_Custom_Partitioner,
-             .next = NULL},
+             .next = (PJRT_Extension_Base *)&av_ffi_ext.base},
     .register_custom_partitioner = register_custom_partitioner,
     .register_batch_partitionable = register_batch_partitionable,
 };

@@ -1,5 +1,5 @@
 /* The Custom Partitioner extension object (PJRT_Extension_Type_Custom_Partitioner, version 1),
- * last in the PJRT_Api extension chain (api.c). */
+ * before the FFI extension in the PJRT_Api extension chain (api.c). */
 #ifndef ANVIL_PJRT_PARTITIONER_EXTENSION_H
 #define ANVIL_PJRT_PARTITIONER_EXTENSION_H
 

@@ -184,30 +184,34 @@ static struct av_thread_pool *device_lane(const av_plan *plan, int device_index)
 
 static av_code run_func(const av_plan *plan, const av_func_plan *fn, int device_index,
                         int mem_device, int depth, struct av_thread_pool *pool, int blas_share,
-                        int64_t run_id, av_slot *args, av_slot *results, av_diag *d);
+                        int64_t run_id, const av_user_data_list *user_data, av_slot *args,
+                        av_slot *results, av_diag *d);
 
 static _Atomic int64_t next_run_id = 1;
 
 av_code av_run_func(const av_plan *plan, const av_func_plan *fn, int device_index, int mem_device, int depth,
-                    av_slot *args, av_slot *results, av_diag *d) {
+                    const av_user_data_list *user_data, av_slot *args, av_slot *results,
+                    av_diag *d) {
   struct av_thread_pool *pool =
       depth == 0 ? device_lane(plan, device_index)
                  : atomic_load_explicit(&((av_plan *)plan)->pool, memory_order_acquire);
   return run_func(plan, fn, device_index, mem_device, depth, pool,
                   plan->blas_share > 0 ? plan->blas_share : 1,
-                  atomic_fetch_add_explicit(&next_run_id, 1, memory_order_relaxed), args,
-                  results, d);
+                  atomic_fetch_add_explicit(&next_run_id, 1, memory_order_relaxed), user_data,
+                  args, results, d);
 }
 
 av_code av_run_callee(const av_frame *caller, const av_func_plan *fn, av_slot *args,
                       av_slot *results, av_diag *d) {
   return run_func(caller->plan, fn, caller->device_index, caller->mem_device, caller->depth + 1,
-                  caller->pool, caller->blas_share, caller->run_id, args, results, d);
+                  caller->pool, caller->blas_share, caller->run_id, caller->user_data, args,
+                  results, d);
 }
 
 static av_code run_func(const av_plan *plan, const av_func_plan *fn, int device_index,
                         int mem_device, int depth, struct av_thread_pool *pool, int blas_share,
-                        int64_t run_id, av_slot *args, av_slot *results, av_diag *d) {
+                        int64_t run_id, const av_user_data_list *user_data, av_slot *args,
+                        av_slot *results, av_diag *d) {
   if (depth > AV_MAX_CALL_DEPTH) {
     for (uint32_t i = 0; i < fn->body.nargs; i++) av_slot_release(&args[i]);
     return av_diag_set(d, AV_FAILED_PRECONDITION, "call depth exceeds %d calling @%s",
@@ -231,6 +235,7 @@ static av_code run_func(const av_plan *plan, const av_func_plan *fn, int device_
   f.depth = depth;
   f.blas_share = blas_share;
   f.run_id = run_id;
+  f.user_data = user_data;
   f.prof = f.prof_inner = NULL;
   f.prof_depth = 0;
   uint32_t fp_saved = 0;

@@ -17,6 +17,7 @@
 #include "ir/dtype.h"
 #include "runtime/fp_env.h"
 #include "runtime/host_callback.h"
+#include "runtime/user_data.h"
 #include "util/arena.h"
 #include "util/diag.h"
 #include "util/storage.h"
@@ -67,6 +68,9 @@ typedef struct av_frame {
   /* This execution's number (XLA FFI handlers' RunId): a new one for every top-level run
    * (process-wide counter), inherited by the functions it calls. */
   int64_t run_id;
+  /* The caller's user data for this execution (runtime/user_data.h), or NULL; inherited by
+   * every frame the execution makes. */
+  const av_user_data_list *user_data;
 } av_frame;
 
 typedef struct av_step av_step;
@@ -171,11 +175,13 @@ enum { AV_MAX_CALL_DEPTH = 64 };
 
 /* Runs a function in a fresh frame: consumes the `args` references, fills `results` with
  * owned references. A top-level run (depth 0) of a program whose devices run at once
- * computes on its device's lane of the plan's pool (thread_pool.h). */
+ * computes on its device's lane of the plan's pool (thread_pool.h). `user_data` (NULL: none)
+ * is the execution's, for custom-call handlers. */
 av_code av_run_func(const av_plan *plan, const av_func_plan *fn, int device_index, int mem_device, int depth,
-                    av_slot *args, av_slot *results, av_diag *d);
-/* The same for a function called from frame `caller`: the callee inherits its pool and
- * BLAS share. */
+                    const av_user_data_list *user_data, av_slot *args, av_slot *results,
+                    av_diag *d);
+/* The same for a function called from frame `caller`: the callee inherits its pool, BLAS
+ * share, run id and user data. */
 av_code av_run_callee(const av_frame *caller, const av_func_plan *fn, av_slot *args,
                       av_slot *results, av_diag *d);
 /* Runs a block inside frame `f` (see av_block_plan for the protocol): consumes `args`, fills

@@ -118,7 +118,8 @@ static void *dev_main(void *arg) {
   f.device_index = p->device_index[r->pos];
   f.mem_device = -1;
   f.depth = r->parent->depth + 1;
-  f.run_id = r->parent->run_id; /* one execution: the caller's run */
+  f.run_id = r->parent->run_id; /* one execution: the caller's run and user data */
+  f.user_data = r->parent->user_data;
   f.slots = calloc(f.fn->nslots ? f.fn->nslots : 1, sizeof *f.slots);
   if (!f.slots) {
     for (uint32_t i = 0; i < p->nin; i++) av_slot_release(&r->args[i]);

@@ -95,12 +95,16 @@ typedef struct av_spmd_program {
 void av_spmd_abort(av_spmd_program *sp, bool on);
 
 void av_spmd_program_free(av_spmd_program *sp);
-/* Runs the plan once on the global arrays assembled from inputs[dev][i]; fills outputs[dev][k]. */
+/* Runs the plan once on the global arrays assembled from inputs[dev][i]; fills outputs[dev][k].
+ * `user_data` (NULL: none): the execution's, for custom-call handlers. */
 av_code av_spmd_run_all(av_spmd_program *sp, const av_plan *plan, const av_tensor *const *inputs,
-                        av_tensor *const *outputs, av_diag *d);
-/* One device's part of an execution: waits for the others, one of them runs everything. */
+                        av_tensor *const *outputs, const av_user_data_list *user_data,
+                        av_diag *d);
+/* One device's part of an execution: waits for the others, one of them runs everything (with
+ * its own `user_data`: the devices of one execution are given the same). */
 av_code av_spmd_execute_device(av_spmd_program *sp, const av_plan *plan, int device_index,
-                               const av_tensor *inputs, av_tensor *outputs, av_diag *d);
+                               const av_tensor *inputs, av_tensor *outputs,
+                               const av_user_data_list *user_data, av_diag *d);
 /* In a job of several processes (plan->net set, global_run): every device's shard of every
  * exchanged input (not replicated, not a token), from this process's inputs[dev] for its own
  * devices and from the other processes for theirs: all[dev * nin + i] points into *buf (the

@@ -41,7 +41,8 @@ static bool tensor_matches(const av_tensor *t, const av_spmd_value *v) {
 }
 
 av_code av_spmd_run_all(av_spmd_program *sp, const av_plan *plan, const av_tensor *const *inputs,
-                        av_tensor *const *outputs, av_diag *d) {
+                        av_tensor *const *outputs, const av_user_data_list *user_data,
+                        av_diag *d) {
   const av_func_plan *e = plan->entry;
   uint32_t nin = sp->nin, nout = sp->nout;
   if (e->body.nargs != nin || e->body.nresults != nout)
@@ -106,7 +107,7 @@ av_code av_spmd_run_all(av_spmd_program *sp, const av_plan *plan, const av_tenso
     free(buf);
     return c;
   }
-  c = av_run_func(plan, e, 0, -1, 0, args, res, d);
+  c = av_run_func(plan, e, 0, -1, 0, user_data, args, res, d);
   /* every device's block of every result (this process's devices) */
   for (int dev = 0; dev < sp->ndev; dev++)
     for (uint32_t k = 0; outputs[dev] && k < nout; k++) memset(&outputs[dev][k], 0, sizeof outputs[dev][k]);
@@ -148,7 +149,8 @@ void av_spmd_abort(av_spmd_program *sp, bool on) {
 }
 
 av_code av_spmd_execute_device(av_spmd_program *sp, const av_plan *plan, int device_index,
-                               const av_tensor *inputs, av_tensor *outputs, av_diag *d) {
+                               const av_tensor *inputs, av_tensor *outputs,
+                               const av_user_data_list *user_data, av_diag *d) {
   if (device_index < 0 || device_index >= sp->ndev)
     return av_diag_set(d, AV_INVALID_ARGUMENT, "device index %d outside the program's %d devices",
                        device_index, sp->ndev);
@@ -185,7 +187,7 @@ av_code av_spmd_execute_device(av_spmd_program *sp, const av_plan *plan, int dev
     /* last to arrive: run for everyone (the others wait, holding no lock) */
     pthread_mutex_unlock(&sp->mu);
     av_diag_init(&sp->diag);
-    av_code c = av_spmd_run_all(sp, plan, sp->in_lists, sp->out_lists, &sp->diag);
+    av_code c = av_spmd_run_all(sp, plan, sp->in_lists, sp->out_lists, user_data, &sp->diag);
     pthread_mutex_lock(&sp->mu);
     sp->result = c;
     sp->arrived = 0;

@@ -163,7 +163,7 @@ static void test_device_accounting(void **state) {
   long long block = held;
   assert_true(block >= 65536 * 4 && block < 65536 * 4 + 4096);
   av_tensor out;
-  assert_int_equal(av_program_execute_on(p, 0, 3, &in, NULL, &out, &d), AV_OK);
+  assert_int_equal(av_program_execute_on(p, 0, 3, &in, NULL, NULL, &out, &d), AV_OK);
   assert_true(av_block_cache_device_bytes(c, 3, &held, &peak));
   assert_int_equal(held, 2 * block); /* the argument and the result */
   assert_true(peak >= 3 * block);   /* plus at least one temporary at a time */

@@ -6,6 +6,7 @@
 #include <cmocka.h>
 
 #include "test_pjrt_util.h"
+#include "anvil/pjrt_ffi.h"
 #include "anvil/pjrt_profiler.h"
 
 static void test_version_and_size(void **state) {
@@ -15,9 +16,10 @@ static void test_version_and_size(void **state) {
   assert_int_equal(api->pjrt_api_version.major_version, 0);
   assert_int_equal(api->pjrt_api_version.minor_version, 114);
   assert_int_equal(api->pjrt_api_version.struct_size, PJRT_Api_Version_STRUCT_SIZE);
-  /* four extensions: Layouts (executable/buffer/default layouts), Shardings (multi-device
-   * executables' parameter/output shardings), Profiler (the plugin profiler API), then
-   * Custom Partitioner (batch-partitionable FFI targets) */
+  /* five extensions: Layouts (executable/buffer/default layouts), Shardings (multi-device
+   * executables' parameter/output shardings), Profiler (the plugin profiler API), Custom
+   * Partitioner (batch-partitionable FFI targets), then FFI (execution user data, types,
+   * handlers) */
   assert_non_null(api->extension_start);
   assert_int_equal(api->extension_start->type, PJRT_Extension_Type_Layouts);
   assert_non_null(api->extension_start->next);
@@ -29,7 +31,13 @@ static void test_version_and_size(void **state) {
   assert_non_null(part);
   assert_int_equal(part->type, PJRT_Extension_Type_Custom_Partitioner);
   assert_int_equal(part->struct_size, 5 * sizeof(void *)); /* header + 2 functions */
-  assert_null(part->next);
+  const PJRT_Extension_Base *ffi = part->next;
+  assert_non_null(ffi);
+  assert_int_equal(ffi->type, PJRT_Extension_Type_FFI);
+  assert_int_equal(ffi->struct_size, 6 * sizeof(void *)); /* version 2: header + 3 functions */
+  const PJRT_FFI_Extension *fe = (const PJRT_FFI_Extension *)ffi;
+  assert_true(fe->type_id_register && fe->user_data_add && fe->register_handler);
+  assert_null(ffi->next);
   /* callers check the API table's size exactly: 2 words + 8 functions */
   const PJRT_Profiler_Extension *pe = (const PJRT_Profiler_Extension *)prof;
   assert_int_equal(pe->profiler_api->struct_size, 10 * sizeof(void *));
@@ -56,7 +64,8 @@ static void test_unimplemented_names_function(void **state) {
   PJRT_Device_PoisonExecution_Args d = {.struct_size = PJRT_Device_PoisonExecution_Args_STRUCT_SIZE};
   EXPECT_ERROR(api->PJRT_Device_PoisonExecution(&d), PJRT_Error_Code_UNIMPLEMENTED,
                "anvil: PJRT_Device_PoisonExecution is not implemented yet");
-  /* Execution contexts and DMA mapping exist but have nothing to do on the CPU. */
+  /* Execution contexts (which carry FFI user data: test_ffi_context) and DMA mapping, which
+   * has nothing to do on the CPU. */
   PJRT_ExecuteContext_Create_Args ec = {.struct_size = PJRT_ExecuteContext_Create_Args_STRUCT_SIZE};
   CHECK_OK(api->PJRT_ExecuteContext_Create(&ec));
   assert_non_null(ec.context);

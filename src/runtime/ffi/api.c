@@ -3,7 +3,7 @@
  * Every argument struct is checked by its size (>=, trap 2) before a field is read, and out
  * fields are written by layout. A bad call answers an error object, never a crash. What the
  * CPU has no use for answers as XLA:CPU does: no GPU stream, no device memory (the handler's
- * ScratchAllocator then reports it), no execution-context user data. */
+ * ScratchAllocator then reports it). */
 #include <stdio.h>
 #include <string.h>
 
@@ -56,11 +56,19 @@ static av_xffi_error *type_register(av_xffi_type_register_args *a) {
   return NULL;
 }
 
+/* The user data the caller attached to this execution under the type id (the PJRT layer's
+ * PJRT_FFI_UserData_Add); none at the instantiate stage (compile time). */
 static av_xffi_error *context_get(av_xffi_context_get_args *a) {
   if (!a || a->struct_size < sizeof *a || !a->type_id) return BAD_ARGS("XLA_FFI_ExecutionContext_Get");
-  if (!av_ffi_ctx_check(a->ctx)) return no_ctx("XLA_FFI_ExecutionContext_Get");
-  return av_ffi_error_new(AV_XFFI_NOT_FOUND, "User data with type id %lld not found in execution context",
-                          (long long)a->type_id->type_id);
+  av_xffi_ctx *ctx = av_ffi_ctx_check(a->ctx);
+  if (!ctx) return no_ctx("XLA_FFI_ExecutionContext_Get");
+  void *data;
+  if (!av_user_data_find(ctx->user_data, a->type_id->type_id, &data))
+    return av_ffi_error_new(AV_XFFI_NOT_FOUND,
+                            "User data with type id %lld not found in execution context",
+                            (long long)a->type_id->type_id);
+  a->data = data;
+  return NULL;
 }
 
 /* State_Set / State_Get: 0.3 args carry the stage; 0.2 handlers' do not (INSTANTIATE). */

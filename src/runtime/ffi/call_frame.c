@@ -85,13 +85,15 @@ av_code av_ffi_site_get(av_ffi_site *s, int32_t stage, int64_t type_id, void **s
 }
 
 void av_ffi_ctx_init(av_xffi_ctx *ctx, int32_t stage, av_ffi_site *site,
-                     struct av_thread_pool *pool, int64_t run_id, int32_t device_ordinal) {
+                     struct av_thread_pool *pool, int64_t run_id, int32_t device_ordinal,
+                     const av_user_data_list *user_data) {
   ctx->magic = CTX_MAGIC;
   ctx->stage = stage;
   ctx->site = site;
   ctx->pool = pool;
   ctx->run_id = run_id;
   ctx->device_ordinal = device_ordinal;
+  ctx->user_data = user_data;
 }
 
 av_xffi_ctx *av_ffi_ctx_check(av_xffi_ctx *ctx) {

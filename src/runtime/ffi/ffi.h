@@ -118,9 +118,11 @@ struct av_xffi_ctx {
   struct av_thread_pool *pool; /* NULL: tasks run on the caller */
   int64_t run_id;
   int32_t device_ordinal;
+  const av_user_data_list *user_data; /* the execution's (ExecutionContext_Get), or NULL */
 };
 void av_ffi_ctx_init(av_xffi_ctx *ctx, int32_t stage, av_ffi_site *site,
-                     struct av_thread_pool *pool, int64_t run_id, int32_t device_ordinal);
+                     struct av_thread_pool *pool, int64_t run_id, int32_t device_ordinal,
+                     const av_user_data_list *user_data);
 /* `ctx` as the API receives it: NULL unless it is a context anvil made. */
 av_xffi_ctx *av_ffi_ctx_check(av_xffi_ctx *ctx);
 /* State slots of a call site (api.c's State_Set / State_Get). */

@@ -172,7 +172,7 @@ static av_code call_typed(const av_ffi_call_params *p, av_frame *f, call_buf *ar
   av_xffi_rets r = {AV_XFFI_ARGS_SIZE, NULL, p->nrets, kinds + p->nargs, ptrs + p->nargs};
   av_xffi_ctx ctx;
   int32_t ordinal = f->mem_device >= 0 ? f->mem_device : f->device_index;
-  av_ffi_ctx_init(&ctx, AV_XFFI_EXECUTE, p->site, f->pool, f->run_id, ordinal);
+  av_ffi_ctx_init(&ctx, AV_XFFI_EXECUTE, p->site, f->pool, f->run_id, ordinal, f->user_data);
   av_code c = av_ffi_invoke(p->handler->bundle.execute, &ctx, &a, &r, p->attrs, p->target, d);
   free(bufs);
   free(ptrs);

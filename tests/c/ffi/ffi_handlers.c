@@ -362,6 +362,53 @@ XLA_FFI_Error *ffi_test_ids(XLA_FFI_CallFrame *f) {
   return NULL;
 }
 
+/* ---- user_data: () -> s64[2] {the int64 the caller attached to the execution under
+ * ffi_test_user_data_type (XLA_FFI_ExecutionContext_Get, what ffi.h's Ctx<UserData<T>> does),
+ * the device ordinal}; counts its calls. Without that user data it returns the API's error. */
+EXPORT XLA_FFI_TypeId ffi_test_user_data_type;
+EXPORT atomic_int ffi_test_user_data_calls;
+EXPORT XLA_FFI_Error *ffi_test_user_data(XLA_FFI_CallFrame *f);
+XLA_FFI_Error *ffi_test_user_data(XLA_FFI_CallFrame *f) {
+  PROLOGUE(f, XLA_FFI_ExecutionStage_EXECUTE, 0);
+  XLA_FFI_Buffer *o = ret(f, 0);
+  if (!o || o->dtype != XLA_FFI_DataType_S64 || elements(o) != 2)
+    return err(f->api, XLA_FFI_Error_Code_INVALID_ARGUMENT, "user_data: want one s64[2] result");
+  XLA_FFI_ExecutionContext_Get_Args g;
+  memset(&g, 0, sizeof g);
+  g.struct_size = XLA_FFI_ExecutionContext_Get_Args_STRUCT_SIZE;
+  g.ctx = f->ctx;
+  g.type_id = &ffi_test_user_data_type;
+  XLA_FFI_Error *e = f->api->XLA_FFI_ExecutionContext_Get(&g);
+  if (e) return e;
+  XLA_FFI_DeviceOrdinal_Get_Args d;
+  memset(&d, 0, sizeof d);
+  d.struct_size = XLA_FFI_DeviceOrdinal_Get_Args_STRUCT_SIZE;
+  d.ctx = f->ctx;
+  if ((e = f->api->XLA_FFI_DeviceOrdinal_Get(&d)) != NULL) return e;
+  int64_t *out = o->data;
+  out[0] = *(const int64_t *)g.data;
+  out[1] = d.device_ordinal;
+  atomic_fetch_add(&ffi_test_user_data_calls, 1);
+  return NULL;
+}
+
+/* ---- gate: (any...) -> s32[] 1, once ffi_test_gate_open is set (gives up after 30 s): holds
+ * an execution until its caller has done something (test_ffi_context.c) */
+EXPORT atomic_int ffi_test_gate_open;
+EXPORT XLA_FFI_Error *ffi_test_gate(XLA_FFI_CallFrame *f);
+XLA_FFI_Error *ffi_test_gate(XLA_FFI_CallFrame *f) {
+  PROLOGUE(f, XLA_FFI_ExecutionStage_EXECUTE, 0);
+  XLA_FFI_Buffer *o = ret(f, 0);
+  if (!o || o->dtype != XLA_FFI_DataType_S32 || elements(o) != 1)
+    return err(f->api, XLA_FFI_Error_Code_INVALID_ARGUMENT, "gate: want one s32[] result");
+  struct timespec ms = {0, 1000000};
+  for (int i = 0; i < 30000 && !atomic_load(&ffi_test_gate_open); i++) nanosleep(&ms, NULL);
+  if (!atomic_load(&ffi_test_gate_open))
+    return err(f->api, XLA_FFI_Error_Code_DEADLINE_EXCEEDED, "gate: never opened");
+  *(int32_t *)o->data = 1;
+  return NULL;
+}
+
 /* ---- thread pool: (f64[n] x) -> f64[] sum, in chunks run as scheduled tasks; the caller
  * blocks until they are done (what jaxlib's LAPACK kernels do). With `nested` (a bool
  * attribute) every task schedules a second-level task and waits for it too. */

@@ -176,7 +176,9 @@ static void add_member(rows_state *st, rows_group *g, uint32_t i, uint8_t kind, 
   if (kind == AV_ROWS_FUSED) {
     const av_fused_params *p = s->params;
     for (uint32_t r = 0; r < p->nregs; r++)
-      if (p->regs[r].kind == AV_FUSED_BOX || p->regs[r].kind == AV_FUSED_SCALAR) {
+      if ((p->regs[r].kind == AV_FUSED_BOX || p->regs[r].kind == AV_FUSED_SCALAR) &&
+          !st->boxed[s->in[p->regs[r].index]]) {
+        /* once per input: several registers may read one (`written` has room for nin) */
         st->boxed[s->in[p->regs[r].index]] = 1;
         st->written[st->nwritten++] = s->in[p->regs[r].index];
       }

@@ -99,3 +99,23 @@ def test_batched_gradient_of_odeint(anvil_device, cpu_device):
     f = jax.jit(jax.vmap(jax.value_and_grad(experiment)))
     t = np.arange(0., 1., 0.01)
     assert_close(_run(anvil_device, f, t), _run(cpu_device, f, t), rtol=1e-4, atol=1e-5)
+
+
+def test_gaussian_kde_integrate_box(anvil_device, cpu_device):
+    """scipy_stats_test testKdeIntegrateBox1d: jax.scipy.stats.gaussian_kde(...).integrate_box_1d.
+    Row fusion recorded a fused step's input once per register reading it, past the room it
+    had made for each input once: a heap overflow at compile time (the process aborted with
+    'corrupted size vs. prev_size')."""
+    from jax.scipy import stats
+
+    def f(dataset, weights):
+        kde = stats.gaussian_kde(dataset, weights=jnp.abs(weights))
+        return kde.integrate_box_1d(-0.5, 1.5)
+
+    r = np.random.RandomState(0)
+    for shape in [(15,), (12,)]:
+        for dtype in (np.float32,):
+            data = r.standard_normal(shape).astype(dtype)
+            w = r.standard_normal(shape[-1:]).astype(dtype)
+            got, want = _run(anvil_device, jax.jit(f), data, w), _run(cpu_device, jax.jit(f), data, w)
+            assert_close(np.float32(got), np.float32(want), rtol=2e-3, atol=1e-3)

@@ -28,8 +28,9 @@ logger = logging.getLogger(__name__)
 PLATFORM = "anvil"
 TARGET = "anvil_host_callback"
 
-# Python callables by id, with the avals of their arguments and results. Lowered programs may
-# be cached and run for the rest of the process, so entries are never removed.
+# By id: a Python callable with the avals of its arguments and results, or a runner (see
+# register_runner). Lowered programs may be cached and run for the rest of the process, so
+# entries are never removed.
 _callbacks = []
 _lock = threading.Lock()
 
@@ -52,6 +53,14 @@ def _register(fn, arg_avals, result_avals, shaped=False):
         return len(_callbacks) - 1
 
 
+def register_runner(run):
+    """An id whose calls go to `run(nargs, args, nres, results)` with the plugin's pointers
+    as they come (buffer_callback's own protocol, see _jax_buffer_callback.py)."""
+    with _lock:
+        _callbacks.append(run)
+        return len(_callbacks) - 1
+
+
 def _nbytes(aval):
     return int(np.prod(aval.shape, dtype=np.int64)) * np.dtype(aval.dtype).itemsize
 
@@ -59,7 +68,10 @@ def _nbytes(aval):
 def _run(cid, nargs, args, nres, results):
     if cid >= len(_callbacks):
         raise RuntimeError(f"unknown host callback id {cid}")
-    fn, arg_avals, result_avals, shaped = _callbacks[cid]
+    entry = _callbacks[cid]
+    if callable(entry):
+        return entry(nargs, args, nres, results)
+    fn, arg_avals, result_avals, shaped = entry
     per_arg = 2 if shaped else 1
     if nargs != per_arg * len(arg_avals) or nres != len(result_avals):
         raise RuntimeError(f"host callback {cid} takes {len(arg_avals)} arguments and "

@@ -22,6 +22,7 @@ Not registered (the generic rules work and use ops anvil implements, or the "cpu
 needs what only the XLA:CPU runtime has):
   cholesky, triangular_solve  -- generic stablehlo.cholesky / triangular_solve are served
   debug_callback, debug_print -- host callbacks: registered by _jax_callbacks.py
+  buffer_callback             -- registered by _jax_buffer_callback.py
   conv_general_dilated, dot_general, random_gamma, select_and_scatter_add, threefry2x32
                               -- not linear algebra; the generic rules serve them
 

@@ -10,8 +10,8 @@ a JAX version that moved things still gets a working (if less capable) backend.
 
 import logging
 
-from . import (_jax_callbacks, _jax_compat, _jax_export, _jax_ffi, _jax_inspect_sharding,
-               _jax_lowerings, _lapack_provider)
+from . import (_jax_buffer_callback, _jax_callbacks, _jax_compat, _jax_export, _jax_ffi,
+               _jax_inspect_sharding, _jax_lowerings, _lapack_provider)
 
 logger = logging.getLogger(__name__)
 
@@ -38,6 +38,7 @@ def register(library_path, options):
     _enable_persistent_cache()
     _jax_lowerings.register(PLATFORM)
     _jax_callbacks.register(PLATFORM)
+    _jax_buffer_callback.register(PLATFORM)
     _jax_inspect_sharding.register(PLATFORM)
     _jax_export.register(PLATFORM)
     _jax_ffi.register(PLATFORM)

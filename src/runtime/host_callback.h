@@ -1,6 +1,6 @@
 /* Host callbacks: `stablehlo.custom_call @anvil_host_callback` calls back into the process that
- * created the client (the anvil Python package lowers jax.debug.print, pure_callback and
- * io_callback to it). The client gets one dispatcher function at creation
+ * created the client (the anvil Python package lowers jax.debug.print, pure_callback,
+ * io_callback and buffer_callback to it). The client gets one dispatcher function at creation
  * (create option `host_callback_dispatcher`); programs name the callback by an integer id
  * (the op's backend_config) and never carry code addresses. */
 #ifndef ANVIL_RUNTIME_HOST_CALLBACK_H

@@ -59,9 +59,10 @@ sanitizer_env=()
 if [ -n "${ASAN_PLUGIN:-}" ]; then
   # ASan's reports go to files (OUT/LABEL.FILE.sanitizer.PID): pytest captures fd 2, and what
   # a test writes there is lost when the process dies; abort_on_error makes each a SIGABRT.
-  # UBSan (gcc 12) ignores log_path and writes to fd 2: pytest then captures sys.stderr only
-  # (--capture=sys), so its reports reach the attempt's log (summarize.py greps them there).
-  sanitizer_capture=--capture=sys
+  # UBSan (gcc 12) ignores log_path and writes to fd 2: pytest then captures nothing (-s; not
+  # --capture=sys, whose sys.stdout has no fileno for jtu.capture_stdout), so its reports reach
+  # the attempt's log (summarize.py greps them there).
+  sanitizer_capture=--capture=no
   sanitizer_env=(ANVIL_LIBRARY_PATH="$ASAN_PLUGIN"
                  LD_PRELOAD="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libstdc++.so)")
 fi

@@ -612,9 +612,6 @@ static void rule_dynamic_update_slice(builder *b, const av_op *op) {
     b->failed = true;
     return;
   }
-  bool all_const = true;
-  for (uint32_t i = 2; i < n; i++)
-    all_const &= op->operands[i]->def && op->operands[i]->def->code == AV_OP_CONSTANT;
   for (int k = 0; k < ot->rank; k++) {
     for (uint32_t i = 0; i < n; i++) od[i] = NULL_DIM;
     if (ot->dims[k] == ut->dims[k]) {
@@ -622,12 +619,15 @@ static void rule_dynamic_update_slice(builder *b, const av_op *op) {
       int rd[1] = {k};
       add_factor(b, od, rd, ot->dims[k], AV_FACTOR_PASS_THROUGH, false);
     } else {
+      /* a dimension the update covers in part: the local form writes at the global start
+       * index, so a device holding another block of it would write its own block there; it
+       * stays whole (the operand is gathered for the update, as for dynamic_slice) */
       od[0] = k;
       int rd[1] = {k};
-      add_factor(b, od, rd, ot->dims[k], AV_FACTOR_PASS_THROUGH, false);
+      add_factor(b, od, rd, ot->dims[k], AV_FACTOR_NEED_REPLICATION, false);
       od[0] = NULL_DIM;
       od[1] = k;
-      add_factor(b, od, NULL, ut->dims[k], all_const ? AV_FACTOR_PASS_THROUGH : AV_FACTOR_NEED_REPLICATION, false);
+      add_factor(b, od, NULL, ut->dims[k], AV_FACTOR_NEED_REPLICATION, false);
     }
   }
 }

@@ -74,6 +74,9 @@ def cases(m1, m2, m2r):
     c['triangular_solve_batch'] = (
         lambda a, b: jax.lax.linalg.triangular_solve(a, b, lower=True, transpose_a=True),
         [(tri, m1, P('d')), (rng(49, (n, 4, 6)), m1, P('d'))])
+    # an update of part of a sharded dimension at a global offset (a mutable array's x[1] += 5)
+    c['dus_sharded'] = (lambda x, u: jax.lax.dynamic_update_slice(x, u * 2, (1,)),
+                        [(rng(50, (2 * n,)), m1, P('d')), (rng(51, (2,)), m1, P())])
     c['reversed_mesh'] = (lambda u, v: (u @ v).sum(0), [(rng(35, (4, n)), m2r, P('x', 'y')), (rng(36, (n, 6)), m2r, P('y', None))])
     c['unspecified_input'] = (lambda u, v: u * v, [(rng(37, (4, n)), m2, P('x', 'y')), (rng(38, (4, n)), None, None)])
     c['constraint'] = (lambda u: jax.lax.with_sharding_constraint(u * 2, NamedSharding(m2, P(None, 'x'))) + 1,

@@ -142,7 +142,9 @@ def died_kind(rc):
 NAME_GATED = re.compile(
     r"Skipped unless running on devices with tags|only works on tpu,gpu,cpu|"
     r"enabled only for cpu|not supported on anvil|Testing only the CPU|"
-    r"requires CPU or GPU devices\. Got anvil|^other platform")
+    r"requires CPU or GPU devices\. Got anvil|^other platform|only supported on CPU and GPU|"
+    r"Pivoting not supported in fallback|^Unsupported device|only on CPU\.|"
+    r"only implemented on CPU|Skipping test for non-CPU devices")
 
 
 def load(out_dir):
@@ -255,10 +257,11 @@ def main():
 
     if "cpu" in results:
         # the measure: of the tests that pass on JAX's CPU backend, how many pass here
-        # (a test skipped here or not run counts as not passing, except a skip gated on the
-        # device's name, which the TEST_DUT=cpu mode runs: "gated" counts those)
+        # (a test skipped here counts as not passing, except a skip gated on the device's name,
+        # which the TEST_DUT=cpu mode runs: "gated" counts those; a test id the run never
+        # generated -- sampled parameter spaces can differ between runs -- counts as "absent")
         others = [p for p in platforms if p != "cpu"]
-        print("\n## Against the tests that pass on cpu (pass here / (pass on cpu - gated))\n")
+        print("\n## Against the tests that pass on cpu (pass here / (pass on cpu - gated - absent))\n")
         print("| file | cpu passes |" + "".join(f" {p} |" for p in others))
         print("|---|---|" + "---|" * len(others))
         tot_cpu, tot, tot_gated = 0, collections.Counter(), collections.Counter()
@@ -276,15 +279,18 @@ def main():
                 n = sum(1 for t in good if here.get(t, ("?",))[0] == "pass")
                 gated = sum(1 for t in good if here.get(t, ("?",))[0] == "skip"
                             and NAME_GATED.search(here[t][1]))
+                absent = sum(1 for t in good if t not in here)
                 tot[p] += n
-                tot_gated[p] += gated
-                want = len(good) - gated
+                tot_gated[p] += gated + absent
+                want = len(good) - gated - absent
                 row += f" {n} ({100.0 * n / want if want else 100.0:.1f}%)"
-                row += f", {gated} gated |" if gated else " |"
+                row += f", {gated} gated" if gated else ""
+                row += f", {absent} absent" if absent else ""
+                row += " |"
             print(row)
         print(f"| **all** | {tot_cpu} |" + "".join(
             f" **{tot[p]} ({100.0 * tot[p] / (tot_cpu - tot_gated[p]) if tot_cpu > tot_gated[p] else 100.0:.1f}%)**"
-            f", {tot_gated[p]} gated |" for p in others))
+            f", {tot_gated[p]} gated or absent |" for p in others))
 
     for p in platforms:
         if p == "cpu":

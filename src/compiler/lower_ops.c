@@ -543,6 +543,7 @@ bool av_lower_op(av_lower *c, const av_op *op) {
     case AV_OP_FUNC_CALL: case AV_OP_CALL: return lower_call(c, op, "callee");
     case AV_OP_COMPOSITE: return lower_call(c, op, "decomposition");
     case AV_OP_SDY_SHARDING_CONSTRAINT: case AV_OP_SDY_RESHARD: return lower_identity(c, op);
+    case AV_OP_SDY_SHARDING_GROUP: return true; /* a hint to sharding propagation only */
     case AV_OP_SDY_MANUAL_COMPUTATION: return lower_manual_computation(c, op);
     case AV_OP_AFTER_ALL: case AV_OP_CREATE_TOKEN: return av_emit_op(c, av_step_token, NULL) != NULL;
     case AV_OP_REPLICA_ID: case AV_OP_PARTITION_ID: {

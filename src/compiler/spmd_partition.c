@@ -470,6 +470,10 @@ static void process_body_op(av_part *P, av_op *op, int depth) {
     inline_manual(P, op, depth);
     return;
   }
+  if (op->code == AV_OP_SDY_SHARDING_GROUP) { /* propagation has used it */
+    av_block_remove(P->b, op);
+    return;
+  }
   if ((op->code == AV_OP_SDY_SHARDING_CONSTRAINT || op->code == AV_OP_SDY_RESHARD) && op->noperands == 1) {
     const av_sharding *ignored;
     av_part_set(P, &op->results[0], av_part_get(P, op->operands[0], &ignored), NULL);
@@ -763,6 +767,9 @@ static void process_op(av_part *P, av_op *op, int depth) {
   switch (op->code) {
     case AV_OP_SDY_MANUAL_COMPUTATION:
       inline_manual(P, op, 0);
+      return;
+    case AV_OP_SDY_SHARDING_GROUP: /* propagation has used it */
+      av_block_remove(P->b, op);
       return;
     case AV_OP_SDY_SHARDING_CONSTRAINT:
     case AV_OP_SDY_RESHARD: {

@@ -1,7 +1,8 @@
 /* Preparing a multi-device module for propagation, as Shardy's import does: every func.call
  * reachable from main is inlined (each call site may shard its copy differently) and every
  * constant expression (constants, iota, and broadcasts, reshapes, slices and elementwise ops
- * of them) and every broadcast of a scalar gets one copy per user. */
+ * of them) and every broadcast of a scalar gets one copy per user. sdy.sharding_group ops are
+ * not users there: each copy joins the groups its original was in. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -177,8 +178,33 @@ typedef struct splitter {
   uint32_t nkind;
   av_op **order; /* constant / scalar-expansion ops in the order found */
   uint32_t norder, cap;
+  av_op **groups; /* main's sdy.sharding_group ops */
+  uint32_t ngroups, capgroups;
   av_diag *d;
 } splitter;
+
+static bool is_group(const av_op *op) {
+  return op->code == AV_OP_SDY_SHARDING_GROUP && op->noperands == 1;
+}
+
+static bool list_groups(splitter *s, const av_region *r) {
+  for (uint32_t k = 0; k < r->nblocks; k++)
+    for (av_op *op = r->blocks[k].first; op; op = op->next) {
+      if (is_group(op)) {
+        if (s->ngroups == s->capgroups) {
+          uint32_t cap = s->capgroups ? 2 * s->capgroups : 16;
+          av_op **g = realloc(s->groups, (size_t)cap * sizeof *g);
+          if (!g) return false;
+          s->groups = g;
+          s->capgroups = cap;
+        }
+        s->groups[s->ngroups++] = op;
+      }
+      for (uint32_t q = 0; q < op->nregions; q++)
+        if (!list_groups(s, &op->regions[q])) return false;
+    }
+  return true;
+}
 
 static uint8_t kind_of(const splitter *s, const av_op *op) {
   if (!op || !op->nresults) return 0;
@@ -220,12 +246,18 @@ static av_value *clone_sub(splitter *s, av_value *v, vmap *map) {
     if (o->def && kind_of(s, o->def)) clone_sub(s, o, map);
   }
   av_op *n = clone_op(s->m, op, map, op->parent, op);
-  return n ? &n->results[v->index] : NULL;
+  if (!n) return NULL;
+  /* the copy joins its original's sharding groups (the group ops go right after it) */
+  for (uint32_t g = 0; g < s->ngroups; g++)
+    if (s->groups[g]->operands[0]->def == op && !clone_op(s->m, s->groups[g], map, op->parent, op))
+      return NULL;
+  return &n->results[v->index];
 }
 
 static av_code split_block(splitter *s, av_block *b);
 
 static av_code split_op(splitter *s, av_op *op) {
+  if (is_group(op)) return AV_OK; /* not a user: see clone_sub */
   bool all_const = op->noperands > 0 || op->code == AV_OP_CONSTANT || op->code == AV_OP_IOTA;
   if (op->nresults == 1 && (op->code == AV_OP_CONSTANT || op->code == AV_OP_IOTA)) {
     return mark(s, op, 1) ? AV_OK : av_diag_set(s->d, AV_RESOURCE_EXHAUSTED, "out of memory");
@@ -267,7 +299,7 @@ static av_code split_block(splitter *s, av_block *b) {
 static void count_uses(const av_region *r, uint32_t *uses, uint32_t n) {
   for (uint32_t k = 0; k < r->nblocks; k++)
     for (const av_op *op = r->blocks[k].first; op; op = op->next) {
-      for (uint32_t i = 0; i < op->noperands; i++)
+      for (uint32_t i = 0; i < op->noperands && !is_group(op); i++)
         if (op->operands[i]->id < n) uses[op->operands[i]->id]++;
       for (uint32_t q = 0; q < op->nregions; q++) count_uses(&op->regions[q], uses, n);
     }
@@ -280,8 +312,9 @@ av_code av_spmd_prepare(av_module *m, av_diag *d) {
   av_code c = inline_all(&in, &ef->body);
   free(in.map.to);
   if (c != AV_OK) return c;
-  splitter s = {m, NULL, 0, NULL, 0, 0, d};
-  c = ef->body.nblocks == 1 ? split_block(&s, &ef->body.blocks[0]) : AV_OK;
+  splitter s = {m, NULL, 0, NULL, 0, 0, NULL, 0, 0, d};
+  if (!list_groups(&s, &ef->body)) c = av_diag_set(d, AV_RESOURCE_EXHAUSTED, "out of memory");
+  if (c == AV_OK && ef->body.nblocks == 1) c = split_block(&s, &ef->body.blocks[0]);
   if (c == AV_OK && s.norder) { /* drop the originals nobody uses any more */
     uint32_t n = m->next_value_id;
     uint32_t *uses = calloc((size_t)n + 1, sizeof *uses);
@@ -293,6 +326,8 @@ av_code av_spmd_prepare(av_module *m, av_diag *d) {
         if (!op->parent || uses[op->results[0].id]) continue;
         for (uint32_t i = 0; i < op->noperands; i++)
           if (op->operands[i]->id < n && uses[op->operands[i]->id]) uses[op->operands[i]->id]--;
+        for (uint32_t g = 0; g < s.ngroups; g++) /* its groups go with it */
+          if (s.groups[g]->parent && s.groups[g]->operands[0]->def == op) av_block_remove(s.groups[g]->parent, s.groups[g]);
         av_block_remove(op->parent, op);
       }
       free(uses);
@@ -300,5 +335,6 @@ av_code av_spmd_prepare(av_module *m, av_diag *d) {
   }
   free(s.kind);
   free(s.order);
+  free(s.groups);
   return c;
 }

@@ -9,6 +9,7 @@
 
 #include "compiler/attrs.h"
 #include "compiler/custom_partitioner.h"
+#include "compiler/spmd_groups.h"
 #include "compiler/spmd_rules.h"
 
 static const char *attr_text(const av_attr *a) {
@@ -786,6 +787,8 @@ static void collect_op(prop *p, const av_op *op) {
     case AV_OP_SDY_MANUAL_COMPUTATION:
       collect_manual(p, op);
       return;
+    case AV_OP_SDY_SHARDING_GROUP: /* collect_groups */
+      return;
     default:
       break;
   }
@@ -802,6 +805,23 @@ static void collect_op(prop *p, const av_op *op) {
   for (uint32_t i = 0; i < op->nresults; i++) set_definer(p, &op->results[i], k);
 }
 
+/* Each sharding group becomes an identity edge over its values (no target), collected before
+ * every other item so that it runs first: the values start from the sharding any of them
+ * states (Shardy syncs groups before propagating), and every later update of one reaches the
+ * others. */
+static av_code collect_groups(prop *p) {
+  av_sharding_group *g;
+  uint32_t n;
+  av_code c = av_sharding_groups_collect(p->main, p->s->nvalues, &g, &n, p->d);
+  for (uint32_t k = 0; c == AV_OK && k < n; k++) {
+    if (!is_tensor(g[k].members[0])) continue;
+    add_edge(p, g[k].op, 0, g[k].members, g[k].n, NULL, 0, NULL);
+    g[k].members = NULL; /* add_edge took it */
+  }
+  av_sharding_groups_free(g, n);
+  return c;
+}
+
 static void collect_region(prop *p, const av_region *r) {
   for (uint32_t b = 0; b < r->nblocks; b++)
     for (const av_op *op = r->blocks[b].first; op; op = op->next) collect_op(p, op);
@@ -810,7 +830,8 @@ static void collect_region(prop *p, const av_region *r) {
 static void count_uses(prop *p, const av_region *r) {
   for (uint32_t b = 0; b < r->nblocks; b++)
     for (const av_op *op = r->blocks[b].first; op; op = op->next) {
-      for (uint32_t i = 0; i < op->noperands; i++)
+      /* a sharding group is no use (Shardy's import takes the ops out) */
+      for (uint32_t i = 0; i < op->noperands && op->code != AV_OP_SDY_SHARDING_GROUP; i++)
         if (op->operands[i]->id < p->s->nvalues) p->uses[op->operands[i]->id]++;
       for (uint32_t q = 0; q < op->nregions; q++) count_uses(p, &op->regions[q]);
     }
@@ -1336,11 +1357,12 @@ av_code av_spmd_propagate(av_module *m, bool infer_custom, av_spmd_shardings *ou
     for (int i = 0; i < out->meshes.n && !out->mesh; i++)
       if (out->meshes.meshes[i]->ndevices > 1) out->mesh = out->meshes.meshes[i];
     count_uses(&p, &ef->body);
+    c = collect_groups(&p);
     collect_region(&p, &ef->body);
     p.stack = calloc((size_t)p.nitems + 1, sizeof *p.stack);
     p.queued = calloc((size_t)p.nitems + 1, sizeof *p.queued);
-    if (p.failed) c = d->code ? d->code : AV_INTERNAL;
-    else if (p.oom || !p.stack || !p.queued) c = av_diag_set(d, AV_RESOURCE_EXHAUSTED, "out of memory");
+    if (c == AV_OK && p.failed) c = d->code ? d->code : AV_INTERNAL;
+    else if (c == AV_OK && (p.oom || !p.stack || !p.queued)) c = av_diag_set(d, AV_RESOURCE_EXHAUSTED, "out of memory");
   }
   if (c == AV_OK && out->mesh) {
     apply_constraints(&p, &ef->body);

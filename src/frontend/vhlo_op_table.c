@@ -168,6 +168,7 @@ static const bc_prop P_func_call[] = {O("arg_attrs"), R("callee"), O("no_inline"
 static const bc_prop P_func_call_old[] = {R("callee")};
 static const bc_prop P_sdy_mesh[] = {R("mesh"), R("sym_name")};
 static const bc_prop P_sdy_sharding[] = {R("sharding")};
+static const bc_prop P_sdy_group[] = {R("group_id")};
 static const bc_prop P_chlo_top_k[] = {R("k")};
 static const bc_prop P_chlo_value[] = {R("value")};
 static const bc_prop P_chlo_bcast[] = {O("broadcast_dimensions")};
@@ -187,6 +188,7 @@ static const bc_op_schema kSchemas[] = {
   {"sdy.mesh", "sdy.mesh", 2, P_sdy_mesh},
   {"sdy.sharding_constraint", "sdy.sharding_constraint", 1, P_sdy_sharding},
   {"sdy.reshard", "sdy.reshard", 1, P_sdy_sharding},
+  {"sdy.sharding_group", "sdy.sharding_group", 1, P_sdy_group},
   {"sdy.manual_computation", "sdy.manual_computation", 3, P_sdy_manual},
   {"sdy.return", "sdy.return", 0, NULL},
   {"chlo.top_k", "chlo.top_k", 1, P_chlo_top_k},

@@ -755,7 +755,70 @@ static void test_unsupported_shardings(void **state) {
   av_program_free(p);
 }
 
-/* Truncated and mutated sharding text is refused cleanly (no crash, an error code). */
+/* sdy.sharding_group (jax.experimental.shard_alike): grouped values end with one sharding;
+ * groups sharing a value merge; a group of two shapes, or across a manual computation's
+ * boundary, is refused. */
+static void test_sharding_groups(void **state) {
+  (void)state;
+  const char *head =
+      "module @m attributes {mhlo.num_partitions = 4 : i32, mhlo.num_replicas = 1 : i32} {\n"
+      "  sdy.mesh @mesh = <[\"i\"=4]>\n";
+  const char *merged =
+      "  func.func public @main(%x: tensor<8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{\"i\"}]>}) -> tensor<8xf32> {\n"
+      "    %c = stablehlo.iota dim = 0 : tensor<8xf32>\n"
+      "    %y = stablehlo.reshape %x : (tensor<8xf32>) -> tensor<1x8xf32>\n"
+      "    %z = stablehlo.reshape %y : (tensor<1x8xf32>) -> tensor<8xf32>\n"
+      "    %w = stablehlo.sine %c : tensor<8xf32>\n"
+      "    sdy.sharding_group %x group_id=7 : tensor<8xf32>\n"
+      "    sdy.sharding_group %z group_id=7 : tensor<8xf32>\n"
+      "    sdy.sharding_group %z group_id=3 : tensor<8xf32>\n"
+      "    sdy.sharding_group %w group_id=3 : tensor<8xf32>\n"
+      "    return %w : tensor<8xf32>\n"
+      "  }\n"
+      "}\n";
+  char text[2048];
+  snprintf(text, sizeof text, "%s%s", head, merged);
+  av_compile_options o = {.num_replicas = 1, .num_partitions = 4};
+  av_diag d;
+  av_diag_init(&d);
+  av_program *p = av_program_compile("mlir", 4, text, strlen(text), &o, &d);
+  assert_non_null(p);
+  /* the result (sine of an iota, grouped with x through z) is sharded as x: 2 elements each */
+  assert_int_equal(av_program_output_dims(p, 0)[0], 2);
+  av_program_free(p);
+  const char *shapes =
+      "  func.func public @main(%x: tensor<8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{\"i\"}]>}) -> tensor<4xf32> {\n"
+      "    %c = stablehlo.iota dim = 0 : tensor<4xf32>\n"
+      "    sdy.sharding_group %x group_id=0 : tensor<8xf32>\n"
+      "    sdy.sharding_group %c group_id=0 : tensor<4xf32>\n"
+      "    return %c : tensor<4xf32>\n"
+      "  }\n"
+      "}\n";
+  snprintf(text, sizeof text, "%s%s", head, shapes);
+  av_diag_init(&d);
+  p = av_program_compile("mlir", 4, text, strlen(text), &o, &d);
+  assert_null(p);
+  assert_int_equal(d.code, AV_INVALID_ARGUMENT);
+  assert_non_null(strstr(d.msg, "differ in shape"));
+  const char *manual =
+      "  func.func public @main(%x: tensor<8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{\"i\"}]>}, %y: tensor<2xf32>) -> tensor<8xf32> {\n"
+      "    %0 = sdy.manual_computation(%x) in_shardings=[<@mesh, [{\"i\"}]>] out_shardings=[<@mesh, [{\"i\"}]>] manual_axes={\"i\"} (%a: tensor<2xf32>) {\n"
+      "      %1 = stablehlo.add %a, %a : tensor<2xf32>\n"
+      "      sdy.sharding_group %1 group_id=5 : tensor<2xf32>\n"
+      "      sdy.return %1 : tensor<2xf32>\n"
+      "    } : (tensor<8xf32>) -> tensor<8xf32>\n"
+      "    sdy.sharding_group %y group_id=5 : tensor<2xf32>\n"
+      "    return %0 : tensor<8xf32>\n"
+      "  }\n"
+      "}\n";
+  snprintf(text, sizeof text, "%s%s", head, manual);
+  av_diag_init(&d);
+  p = av_program_compile("mlir", 4, text, strlen(text), &o, &d);
+  assert_null(p);
+  assert_int_equal(d.code, AV_INVALID_ARGUMENT);
+  assert_non_null(strstr(d.msg, "manual_computation"));
+}
+
 /* A maximal mesh (no axes, one device: what JAX puts on a host callback under a sharded jit)
  * names any device of the program; a mesh with axes still keeps its ids within its size. */
 static void test_maximal_mesh(void **state) {
@@ -776,6 +839,7 @@ static void test_maximal_mesh(void **state) {
   assert_int_not_equal(av_mesh_parse("#sdy.mesh<[\"x\"=2], device_ids=[0, 2]>", &m, &d), AV_OK);
 }
 
+/* Truncated and mutated sharding text is refused cleanly (no crash, an error code). */
 static void test_hostile_sharding_text(void **state) {
   (void)state;
   static const char *const texts[] = {
@@ -865,6 +929,7 @@ int main(void) {
       cmocka_unit_test(test_unsupported_shardings),
       cmocka_unit_test(test_maximal_mesh),
       cmocka_unit_test(test_hostile_sharding_text),
+      cmocka_unit_test(test_sharding_groups),
       cmocka_unit_test(test_mesh_larger_than_program),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

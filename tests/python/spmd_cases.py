@@ -77,6 +77,18 @@ def cases(m1, m2, m2r):
     # an update of part of a sharded dimension at a global offset (a mutable array's x[1] += 5)
     c['dus_sharded'] = (lambda x, u: jax.lax.dynamic_update_slice(x, u * 2, (1,)),
                         [(rng(50, (2 * n,)), m1, P('d')), (rng(51, (2,)), m1, P())])
+    # sharding groups (jax.experimental.shard_alike): a constant expression and a matmul's
+    # result take the shardings of the values they are grouped with
+    from jax.experimental.shard_alike import shard_alike
+
+    def alike(u):
+        _, v = shard_alike(u, u * 2)
+        z = v @ v.T
+        return shard_alike(z, jnp.arange(z.size, dtype=z.dtype).reshape(z.shape) + 1)
+
+    c['shard_alike'] = (alike, [(rng(52, (2 * n, 4)), m2, P('x', 'y'))])
+    c['shard_alike_const'] = (lambda u: shard_alike(u, jnp.ones_like(u) * 3)[1] + u,
+                              [(rng(53, (4, n)), m2, P(None, 'y'))])
     c['reversed_mesh'] = (lambda u, v: (u @ v).sum(0), [(rng(35, (4, n)), m2r, P('x', 'y')), (rng(36, (n, 6)), m2r, P('y', None))])
     c['unspecified_input'] = (lambda u, v: u * v, [(rng(37, (4, n)), m2, P('x', 'y')), (rng(38, (4, n)), None, None)])
     c['constraint'] = (lambda u: jax.lax.with_sharding_constraint(u * 2, NamedSharding(m2, P(None, 'x'))) + 1,

@@ -41,7 +41,7 @@ CASES = ["fsdp_matmul", "tp_mlp", "add_conflict", "sum0", "sum1", "max_all", "tr
          "reshape_merge", "reshape_split", "broadcast", "concat", "slice", "pad", "reverse",
          "iota_add", "const_mul", "gather_rows", "gather_sharded_idx", "scatter_add",
          "scatter_set_cols", "sort", "cumsum", "conv", "while_loop", "cond", "softmax",
-         "dot_batch", "triangular_solve_batch", "dus_sharded",
+         "dot_batch", "triangular_solve_batch", "dus_sharded", "shard_alike", "shard_alike_const",
          "reversed_mesh", "unspecified_input", "constraint", "two_meshes", "two_outputs",
          "mlp_train_step"]
 

@@ -203,11 +203,11 @@ av_code av_step_branch(const av_step *s, av_frame *f, av_diag *d) {
 
 static av_code run_region(const av_step *s, av_frame *f, av_diag *d);
 
-/* An inlined call inside a profiled loop body (MCMC's step function) records its steps too, one
- * level deeper; elsewhere it stays one event. */
+/* A called function (a JAX program's main often only calls @inv or @solve; MCMC's step function
+ * in a loop body) records its steps too, one level deeper, when profiled. */
 av_code av_step_region(const av_step *s, av_frame *f, av_diag *d) {
   struct av_prof_run *prof = f->prof_inner;
-  if (!prof || f->prof_depth == 0) return run_region(s, f, d);
+  if (!prof) return run_region(s, f, d);
   f->prof = prof;
   f->prof_inner = NULL;
   f->prof_depth++;

@@ -184,8 +184,8 @@ static struct av_thread_pool *device_lane(const av_plan *plan, int device_index)
 
 static av_code run_func(const av_plan *plan, const av_func_plan *fn, int device_index,
                         int mem_device, int depth, struct av_thread_pool *pool, int blas_share,
-                        int64_t run_id, const av_user_data_list *user_data, av_slot *args,
-                        av_slot *results, av_diag *d);
+                        int64_t run_id, const av_user_data_list *user_data, const av_frame *caller,
+                        av_slot *args, av_slot *results, av_diag *d);
 
 static _Atomic int64_t next_run_id = 1;
 
@@ -198,20 +198,20 @@ av_code av_run_func(const av_plan *plan, const av_func_plan *fn, int device_inde
   return run_func(plan, fn, device_index, mem_device, depth, pool,
                   plan->blas_share > 0 ? plan->blas_share : 1,
                   atomic_fetch_add_explicit(&next_run_id, 1, memory_order_relaxed), user_data,
-                  args, results, d);
+                  NULL, args, results, d);
 }
 
 av_code av_run_callee(const av_frame *caller, const av_func_plan *fn, av_slot *args,
                       av_slot *results, av_diag *d) {
   return run_func(caller->plan, fn, caller->device_index, caller->mem_device, caller->depth + 1,
-                  caller->pool, caller->blas_share, caller->run_id, caller->user_data, args,
+                  caller->pool, caller->blas_share, caller->run_id, caller->user_data, caller, args,
                   results, d);
 }
 
 static av_code run_func(const av_plan *plan, const av_func_plan *fn, int device_index,
                         int mem_device, int depth, struct av_thread_pool *pool, int blas_share,
-                        int64_t run_id, const av_user_data_list *user_data, av_slot *args,
-                        av_slot *results, av_diag *d) {
+                        int64_t run_id, const av_user_data_list *user_data, const av_frame *caller,
+                        av_slot *args, av_slot *results, av_diag *d) {
   if (depth > AV_MAX_CALL_DEPTH) {
     for (uint32_t i = 0; i < fn->body.nargs; i++) av_slot_release(&args[i]);
     return av_diag_set(d, AV_FAILED_PRECONDITION, "call depth exceeds %d calling @%s",
@@ -238,6 +238,10 @@ static av_code run_func(const av_plan *plan, const av_func_plan *fn, int device_
   f.user_data = user_data;
   f.prof = f.prof_inner = NULL;
   f.prof_depth = 0;
+  if (caller && caller->prof_inner) { /* a profiled caller: the callee's steps one level deeper */
+    f.prof = caller->prof_inner;
+    f.prof_depth = caller->prof_depth + 1;
+  }
   uint32_t fp_saved = 0;
   if (depth == 0) {
     fp_saved = av_fp_enter(plan->denormals); /* restored before returning to the caller */

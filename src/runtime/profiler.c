@@ -195,7 +195,7 @@ static void print_flat_profile(av_profiler *p, FILE *out, bool written) {
   uint32_t nsteps = 0, ninner = 0;
   for (uint32_t i = 0; i < p->nnames; i++)
     if (!p->names[i].program) {
-      if (!p->names[i].inner) { /* loop body steps are part of their loop's time */
+      if (!p->names[i].inner) { /* steps of bodies and calls are part of their enclosing step's time */
         steps += p->names[i].count;
         total += p->names[i].total_ns;
       }
@@ -214,8 +214,8 @@ static void print_flat_profile(av_profiler *p, FILE *out, bool written) {
   qsort(rows, nsteps, sizeof *rows, by_total_desc);
   fprintf(out, "  %6s %10s %8s %10s  %s\n", "share", "total ms", "count", "mean us", "step");
   if (ninner)
-    fprintf(out, "  (\"in loop:\" a step of a loop body, totals over its iterations; its time is also "
-                 "its loop's)\n");
+    fprintf(out, "  (\"inside:\" a step of a loop body or a called function, totals over its runs; its "
+                 "time is also its enclosing step's)\n");
   for (uint32_t i = 0; i < nsteps && i < FLAT_PROFILE_ROWS; i++) {
     const prof_name *n = rows[i];
     /* the op in brackets when the name does not end with it */
@@ -224,7 +224,7 @@ static void print_flat_profile(av_profiler *p, FILE *out, bool written) {
     fprintf(out, "  %5.1f%% %10.3f %8llu %10.2f  %s%s%s%s%s\n",
             total ? 100.0 * (double)n->total_ns / (double)total : 0.0, (double)n->total_ns / 1e6,
             (unsigned long long)n->count,
-            n->count ? (double)n->total_ns / 1e3 / (double)n->count : 0.0, n->inner ? "in loop: " : "",
+            n->count ? (double)n->total_ns / 1e3 / (double)n->count : 0.0, n->inner ? "inside: " : "",
             n->name, show_op ? " [" : "", show_op ? op : "", show_op ? "]" : "");
   }
   if (nsteps > FLAT_PROFILE_ROWS)

@@ -11,7 +11,8 @@
  *  3. With a record, the executor runs the entry function's steps in its profiled loop: it
  *     reads the monotonic clock around each step and appends {step, start, end} to the record
  *     (av_prof_step: no lock, no allocation once the record has grown). Steps inside loop
- *     bodies, called functions and reduction regions are part of their enclosing step.
+ *     bodies, called functions and reduction regions are part of their enclosing step; loop
+ *     bodies and called functions also record their own steps, one level deeper.
  *  4. av_prof_run_end commits the record under the profiler's mutex. Each step is named after
  *     the program's location name for its op, as JAX writes them ("jit(f)/dot_general"), or
  *     after the op when there is none; fused elementwise groups list their ops

@@ -260,9 +260,66 @@ static void test_loop_body_breakdown(void **state) {
   unsigned long long calls;
   assert_int_equal(sscanf(line, " %lf%% %lf %llu %lf", &share, &total, &calls, &mean), 4);
   assert_int_equal(calls, 10);
-  assert_non_null(strstr(line, "in loop: "));
+  assert_non_null(strstr(line, "inside: "));
   /* the header counts the entry function's steps only: the loop's time is not counted twice */
   assert_non_null(strstr(flat, "anvil profile: 2 executions, 2 steps,"));
+  free(flat);
+}
+
+/* A called function (what jnp.linalg.inv's main is) is broken down into its steps too, one
+ * level deeper. */
+static const char *call_text =
+    "module @m {\n"
+    "  func.func public @main(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {\n"
+    "    %r = func.call @inv(%x) : (tensor<4x4xf32>) -> tensor<4x4xf32> loc(\"jit(f)/inv\")\n"
+    "    return %r : tensor<4x4xf32>\n"
+    "  }\n"
+    "  func.func private @inv(%v: tensor<4x4xf32>) -> tensor<4x4xf32> {\n"
+    "    %c0 = stablehlo.constant dense<0.0> : tensor<f32>\n"
+    "    %s = stablehlo.reduce(%v init: %c0) applies stablehlo.add across dimensions = [1] : (tensor<4x4xf32>, tensor<f32>) -> tensor<4xf32> loc(\"jit(f)/inv/reduce_sum\")\n"
+    "    %b = stablehlo.broadcast_in_dim %s, dims = [0] : (tensor<4xf32>) -> tensor<4x4xf32>\n"
+    "    %t = stablehlo.transpose %b, dims = [1, 0] : (tensor<4x4xf32>) -> tensor<4x4xf32>\n"
+    "    %d = stablehlo.dot_general %t, %v, contracting_dims = [1] x [0] : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32> loc(\"jit(f)/inv/dot_general\")\n"
+    /* a sort keeps the body from being spliced into main's steps */
+    "    %o = \"stablehlo.sort\"(%d) <{dimension = 1 : i64, is_stable = false}> ({\n"
+    "    ^bb0(%a: tensor<f32>, %e: tensor<f32>):\n"
+    "      %lt = stablehlo.compare LT, %a, %e : (tensor<f32>, tensor<f32>) -> tensor<i1>\n"
+    "      stablehlo.return %lt : tensor<i1>\n"
+    "    }) : (tensor<4x4xf32>) -> tensor<4x4xf32>\n"
+    "    return %o : tensor<4x4xf32>\n"
+    "  }\n"
+    "}\n";
+
+static void test_call_breakdown(void **state) {
+  (void)state;
+  char path[] = "/tmp/anvil_test_profile_XXXXXX";
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  close(fd);
+  av_diag d;
+  av_diag_init(&d);
+  av_profiler *prof = av_profiler_new(path, &d);
+  assert_non_null(prof);
+  av_program *p = compile_text(call_text);
+  av_program_use_profiler(p, prof);
+  run(p, 3);
+  char *flat = NULL;
+  size_t flat_len = 0;
+  FILE *out = open_memstream(&flat, &flat_len);
+  av_profiler_finish(prof, out);
+  fclose(out);
+  av_program_free(p);
+  av_profiler_release(prof);
+  unlink(path);
+  const char *row = strstr(flat, "jit(f)/inv/dot_general");
+  assert_non_null(row);
+  const char *line = row;
+  while (line > flat && line[-1] != '\n') line--;
+  double share, total, mean;
+  unsigned long long calls;
+  assert_int_equal(sscanf(line, " %lf%% %lf %llu %lf", &share, &total, &calls, &mean), 4);
+  assert_int_equal(calls, 3);
+  assert_non_null(strstr(line, "inside: "));
   free(flat);
 }
 
@@ -379,6 +436,7 @@ int main(void) {
       cmocka_unit_test(test_writer_round_trip),
       cmocka_unit_test(test_trace_file_and_flat_profile),
       cmocka_unit_test(test_loop_body_breakdown),
+      cmocka_unit_test(test_call_breakdown),
       cmocka_unit_test(test_trace_written_at_exit),
       cmocka_unit_test(test_session_capture_as_xplane),
       cmocka_unit_test(test_off_profiler_gives_no_record),

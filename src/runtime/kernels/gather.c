@@ -23,10 +23,39 @@ typedef struct row_copy_ctx {
   size_t es;
 } row_copy_ctx;
 
+/* Copies of a size known here become plain loads and stores. */
+#define COPY_ROWS_OF(n)                                                                 \
+  for (int64_t b = begin; b < end; b++) memcpy(c->dst + b * (n), c->src + c->base[b] * es, (n))
+
 static void copy_rows(void *ctx, int64_t begin, int64_t end) {
   const row_copy_ctx *c = ctx;
-  for (int64_t b = begin; b < end; b++)
-    memcpy(c->dst + b * c->bytes, c->src + c->base[b] * (int64_t)c->es, (size_t)c->bytes);
+  int64_t es = (int64_t)c->es;
+  switch (c->bytes) {
+    case 1: COPY_ROWS_OF(1); break;
+    case 2: COPY_ROWS_OF(2); break;
+    case 4: COPY_ROWS_OF(4); break;
+    case 8: COPY_ROWS_OF(8); break;
+    case 16: COPY_ROWS_OF(16); break;
+    default: COPY_ROWS_OF(c->bytes); break;
+  }
+}
+
+/* n elements of `es` bytes from src + offset(j) (j = 0..n-1, offset(j) = base[j * bstride] +
+ * j * step, in elements) to dst, contiguous. */
+#define GATHER_RUN_OF(es)                                                                    \
+  for (int64_t j = 0; j < n; j++)                                                            \
+    memcpy(dst + j * (es), src + (base[j * bstride] + osum + j * step) * (es), (es))
+
+static void gather_run(char *dst, const char *src, const int64_t *base, int64_t bstride,
+                       int64_t osum, int64_t step, int64_t n, size_t es) {
+  switch (es) {
+    case 1: GATHER_RUN_OF(1); break;
+    case 2: GATHER_RUN_OF(2); break;
+    case 4: GATHER_RUN_OF(4); break;
+    case 8: GATHER_RUN_OF(8); break;
+    case 16: GATHER_RUN_OF(16); break;
+    default: GATHER_RUN_OF((int64_t)es); break;
+  }
 }
 
 av_code av_kernel_gather(const av_gather_params *p, const av_view *operand,
@@ -124,25 +153,55 @@ av_code av_kernel_gather(const av_gather_params *p, const av_view *operand,
       base[b] = v * ostr[od];
     }
   }
-  for (int64_t b = scalar_index ? nb : 0; b < nb; b++) {
-    int64_t soff = 0;
+  if (!scalar_index) {
+    /* an odometer over the batch positions: the index vector's offset in start_indices and
+     * the operand offset of the batching coordinates move by a stride per batch dim */
+    int64_t sstep[AV_KMAX_RANK], ostep[AV_KMAX_RANK];
     for (int i = 0, k = 0; i < irank; i++)
-      if (i != ivd) soff += bidx[k++] * sistr[i];
-    int64_t off = 0;
+      if (i != ivd) sstep[k++] = sistr[i];
+    for (int k = 0; k < nbatch; k++) ostep[k] = 0;
+    for (int od = 0; od < orank; od++)
+      if (bpos[od] >= 0) ostep[bpos[od]] += ostr[od];
+    int64_t hi[AV_KMAX_RANK], step[AV_KMAX_RANK];
     for (int j = 0; j < p->n_start_index_map; j++) {
       int64_t od = p->start_index_map[j];
-      int64_t v = av_kel_index_at(start_indices->dtype,
-                                    (const char *)start_indices->data + (soff + j * vstride) * (int64_t)ies);
-      int64_t hi = operand->dims[od] - p->slice_sizes[od];
-      v = v < 0 ? 0 : (v > hi ? hi : v);
-      off += v * ostr[od];
+      hi[j] = operand->dims[od] - p->slice_sizes[od];
+      step[j] = ostr[od];
     }
-    for (int od = 0; od < orank; od++)
-      if (bpos[od] >= 0) off += bidx[bpos[od]] * ostr[od];
-    base[b] = off;
-    for (int i = nbatch - 1; i >= 0; i--) {
-      if (++bidx[i] < bdims[i]) break;
-      bidx[i] = 0;
+    const char *si = start_indices->data;
+    /* the innermost batch dim as a tight loop (one s32 index per position: x[arange(n), i]) */
+    int last = nbatch - 1;
+    int64_t ninner = nbatch ? bdims[last] : 1, isstep = nbatch ? sstep[last] : 0;
+    int64_t iostep = nbatch ? ostep[last] : 0;
+    bool one_s32 = p->n_start_index_map == 1 && start_indices->dtype == AV_DT_S32;
+    int64_t soff = 0, boff = 0;
+    for (int64_t b = 0; b < nb; b += ninner) {
+      if (one_s32) {
+        const int32_t *iv = (const int32_t *)si + soff;
+        for (int64_t i = 0; i < ninner; i++) {
+          int64_t v = iv[i * isstep];
+          v = v < 0 ? 0 : (v > hi[0] ? hi[0] : v);
+          base[b + i] = boff + i * iostep + v * step[0];
+        }
+      } else {
+        for (int64_t i = 0; i < ninner; i++) {
+          int64_t off = boff + i * iostep;
+          for (int j = 0; j < p->n_start_index_map; j++) {
+            int64_t v = av_kel_index_at(start_indices->dtype, si + (soff + i * isstep + j * vstride) * (int64_t)ies);
+            v = v < 0 ? 0 : (v > hi[j] ? hi[j] : v);
+            off += v * step[j];
+          }
+          base[b + i] = off;
+        }
+      }
+      for (int k = last - 1; k >= 0; k--) {
+        soff += sstep[k];
+        boff += ostep[k];
+        if (++bidx[k] < bdims[k]) break;
+        soff -= sstep[k] * bdims[k];
+        boff -= ostep[k] * bdims[k];
+        bidx[k] = 0;
+      }
     }
   }
   size_t es = av_dtype_size(out->dtype);
@@ -184,6 +243,7 @@ av_code av_kernel_gather(const av_gather_params *p, const av_view *operand,
   int64_t ridx[AV_KMAX_RANK] = {0};
   int64_t blin = 0, osum = 0;
   int last = rrank - 1;
+  while (last > 0 && out->dims[last] == 1) last--; /* the innermost dim longer than 1 */
   int64_t inner = rrank ? out->dims[last] : 1;
   char *dst = out->data;
   const char *src = operand->data;
@@ -194,11 +254,10 @@ av_code av_kernel_gather(const av_gather_params *p, const av_view *operand,
     }
     if (is_off[last] && rstep[last] == 1) {
       memcpy(dst, src + (base[blin] + osum) * (int64_t)es, (size_t)inner * es);
-      dst += inner * (int64_t)es;
     } else {
-      for (int64_t j = 0; j < inner; j++, dst += es)
-        memcpy(dst, src + (base[blin + j * bstr[last]] + osum + j * rstep[last]) * (int64_t)es, es);
+      gather_run(dst, src, base + blin, bstr[last], osum, rstep[last], inner, es);
     }
+    dst += inner * (int64_t)es;
     for (int k = last - 1; k >= 0; k--) {
       ridx[k]++;
       blin += bstr[k];

@@ -1,5 +1,6 @@
 #include "runtime/kernels/shape.h"
 
+#include <stdbool.h>
 #include <string.h>
 
 void av_row_major_strides(int rank, const int64_t *dims, int64_t *strides) {
@@ -66,6 +67,29 @@ static void tile_plane(const char *s, int64_t ssi, char *d, int64_t dsj, int64_t
   }
 }
 
+/* A batch of small planes (axis 0 the batch, 1 contiguous in the source, 2 in the
+ * destination: a batch of 4x4 matrices transposed), one tight loop per batch element. */
+#define PLANES_COPY(T)                                                                     \
+  {                                                                                        \
+    const T *sp = (const T *)s;                                                            \
+    T *dp = (T *)d;                                                                        \
+    for (int64_t b = 0; b < nb; b++, sp += sb, dp += db)                                   \
+      for (int64_t jj = 0; jj < nj; jj++)                                                  \
+        for (int64_t ii = 0; ii < ni; ii++) dp[jj * dsj + ii] = sp[jj + ii * ssi];         \
+    return true;                                                                           \
+  }
+
+static bool small_planes(const char *s, int64_t sb, int64_t ssi, char *d, int64_t db, int64_t dsj,
+                         int64_t nb, int64_t ni, int64_t nj, size_t esize) {
+  switch (esize) {
+    case 1: PLANES_COPY(uint8_t)
+    case 2: PLANES_COPY(uint16_t)
+    case 4: PLANES_COPY(uint32_t)
+    case 8: PLANES_COPY(uint64_t)
+    default: return false;
+  }
+}
+
 void av_box_copy(const av_box *b, const void *src, void *dst, size_t esize) {
   /* Drop size-1 dimensions and merge dimensions that are contiguous on both sides. */
   int64_t dims[AV_BOX_MAX_RANK], ss[AV_BOX_MAX_RANK], ds[AV_BOX_MAX_RANK];
@@ -93,38 +117,32 @@ void av_box_copy(const av_box *b, const void *src, void *dst, size_t esize) {
   }
   int64_t idx[AV_BOX_MAX_RANK] = {0};
   int inner = r - 1;
-  /* a transpose: the destination runs along `inner`, the source along another axis */
+  /* a transpose: the destination runs along `inner`, the source along another axis (also for
+   * small planes: a batch of 4x4 matrices transposed is 4096 planes) */
   int tj = -1;
-  if (r >= 2 && ds[inner] == 1 && ss[inner] > 1 && dims[inner] >= TILE &&
-      (esize == 1 || esize == 2 || esize == 4 || esize == 8))
+  if (r >= 2 && ds[inner] == 1 && ss[inner] > 1 && (esize == 1 || esize == 2 || esize == 4 || esize == 8))
     for (int k = 0; k < inner; k++)
-      if (ss[k] == 1 && ds[k] > 1 && dims[k] >= TILE) tj = k;
-  if (tj >= 0) {
-    for (;;) {
-      int64_t so = 0, dof = 0;
-      for (int k = 0; k < inner; k++) {
-        so += idx[k] * ss[k];
-        dof += idx[k] * ds[k];
-      }
-      tile_plane(s + so * e, ss[inner], d + dof * e, ds[tj], dims[inner], dims[tj], esize);
-      int k = inner - 1;
-      while (k >= 0 && (k == tj || ++idx[k] == dims[k])) {
-        if (k != tj) idx[k] = 0;
-        k--;
-      }
-      if (k < 0) break;
-    }
+      if (ss[k] == 1 && ds[k] > 1) tj = k;
+  if (tj == 1 && r == 3 && dims[1] * dims[2] <= TILE * TILE &&
+      small_planes(s, ss[0], ss[2], d, ds[0], ds[1], dims[0], dims[2], dims[1], esize))
     return;
-  }
+  /* the other outer axes as an odometer whose offsets move by one stride per step */
+  int64_t so = 0, dof = 0;
   for (;;) {
-    int64_t so = 0, dof = 0;
-    for (int k = 0; k < inner; k++) {
-      so += idx[k] * ss[k];
-      dof += idx[k] * ds[k];
-    }
-    copy_row(s + so * e, ss[inner], d + dof * e, ds[inner], dims[inner], esize);
+    if (tj >= 0)
+      tile_plane(s + so * e, ss[inner], d + dof * e, ds[tj], dims[inner], dims[tj], esize);
+    else
+      copy_row(s + so * e, ss[inner], d + dof * e, ds[inner], dims[inner], esize);
     int k = inner - 1;
-    while (k >= 0 && ++idx[k] == dims[k]) idx[k--] = 0;
+    for (; k >= 0; k--) {
+      if (k == tj) continue;
+      so += ss[k];
+      dof += ds[k];
+      if (++idx[k] < dims[k]) break;
+      so -= ss[k] * dims[k];
+      dof -= ds[k] * dims[k];
+      idx[k] = 0;
+    }
     if (k < 0) break;
   }
 }

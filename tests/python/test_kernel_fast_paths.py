@@ -193,6 +193,37 @@ def test_gather_rows_of_3d_and_bench_case():
     np.testing.assert_allclose(np.asarray(got), np.asarray(xla), rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("idx_dtype", [np.int32, np.int64])
+@pytest.mark.parametrize("dtype", [np.float32, np.int8, np.float64])
+def test_batched_index_gather_scatter(dtype, idx_dtype):
+    """Per-row indices (batching dims: x[arange(n), i], vmapped takes and updates, what
+    jnp.linalg.inv's pivot loop does), indices out of range included, against XLA and numpy."""
+    x = np.asarray(rng.integers(-100, 100, (37, 5, 6)), dtype)
+    i = rng.integers(-2, 8, (37, 5)).astype(idx_dtype)
+    rows = np.arange(37)[:, None]
+    cols = np.arange(5)[None, :]
+    fn = lambda a, k: (a[rows, cols, k], jax.vmap(lambda r, j: r[j])(a, k),
+                       a.at[rows, cols, k].set(a[rows, cols, k] * 2, mode="drop"),
+                       a.at[rows, cols, k].add(1, mode="drop"),
+                       jax.vmap(jax.vmap(lambda r, j: r.at[j].set(0)))(a, k),
+                       jnp.swapaxes(a, 1, 2)[rows, k])
+    got, xla = both(fn, x, i)
+    for g, c in zip(got, xla):
+        np.testing.assert_array_equal(np.asarray(g), np.asarray(c))
+    # the first against numpy: clamped indices
+    k = np.clip(np.where(i < 0, i + 6, i), 0, 5)
+    np.testing.assert_array_equal(np.asarray(got[0]), x[rows, cols, k])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int16, np.float64, np.uint8])
+@pytest.mark.parametrize("shape,perm", [((4096, 4, 4), (0, 2, 1)), ((33, 3, 7), (0, 2, 1)),
+                                        ((5, 2, 17, 16), (0, 1, 3, 2)), ((64, 18, 17), (0, 2, 1))])
+def test_batched_small_transposes(dtype, shape, perm):
+    x = np.asarray(rng.integers(0, 100, shape), dtype)
+    got = on(jax.devices("anvil")[0], lambda a: jnp.transpose(a, perm), x)
+    np.testing.assert_array_equal(np.asarray(got), np.transpose(x, perm))
+
+
 # ---------------------------------------------------------------- top_k
 
 

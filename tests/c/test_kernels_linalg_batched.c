@@ -97,7 +97,7 @@ static void test_cholesky_f32_not_positive_definite_is_nan(void **state) {
  * per-matrix XLA algorithm. */
 static void test_trsm_same_bits_as_per_matrix(void **state) {
   (void)state;
-  static const int64_t sizes[] = {2, 3, 8, 31};
+  static const int64_t sizes[] = {2, 3, 8, 31, 32, 45, 128}; /* 32 up: the block inversion */
   for (size_t c = 0; c < sizeof sizes / sizeof *sizes; c++) {
     int64_t n = sizes[c], nn = n * n, m = n, nb = 3;
     for (int side = 0; side < 2; side++) {

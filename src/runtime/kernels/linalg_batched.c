@@ -19,9 +19,13 @@
 #pragma GCC diagnostic ignored "-Wpsabi"
 #endif
 
+/* XLA's block size: up to it, one diagonal block (triangular_solve_xla.c) */
+enum { kXlaTrsmBlock = 128 };
+
 bool av_trsm_batched_applies(int64_t n, int64_t batch) {
-  /* where triangular_solve_xla.c's XLA algorithm is the direct substitution */
-  return n >= 2 && n < 32 && batch > 8;
+  /* where triangular_solve_xla.c's XLA algorithm is the direct substitution (n < 32), or the
+   * inversion of the one diagonal block (n up to XLA's block size) */
+  return n >= 2 && n <= kXlaTrsmBlock && batch > 8;
 }
 
 #define DEFINE_BATCHED(SUF, T, LANES, FMA, SQRT, ABS)                                             \
@@ -150,8 +154,118 @@ bool av_trsm_batched_applies(int64_t n, int64_t batch) {
     }                                                                                          \
   }                                                                                            \
                                                                                                \
+  /* XLA's inversion of the one diagonal block, then the product (triangular_solve_xla.c's   \
+   * _inverse, the same operations per lane): on lane-major a (n x n) and b (m x nb), b       \
+   * overwritten with x. Scratch: s, o (n x n each), x (m x nb), d (n), odd (max(n, nb)). */  \
+  AV_CLONES_FMA static void trsm_inv_lanes_##SUF(const av_triangular_solve_params *p,          \
+                                                 const T *restrict a, T *restrict b,           \
+                                                 T *restrict s, T *restrict o, T *restrict x,  \
+                                                 T *restrict d, T *restrict odd, int64_t n,    \
+                                                 int64_t m, int64_t nb) {                      \
+    for (int64_t r = 0; r < n; r++) /* the triangle read, scaled to a unit diagonal */         \
+      for (int64_t c = 0; c < n; c++) {                                                        \
+        bool in = p->lower ? c <= r : c >= r;                                                  \
+        const T *src = a + (r * n + c) * LANES;                                                \
+        T *dst = s + (r * n + c) * LANES;                                                      \
+        for (int l = 0; l < LANES; l++)                                                        \
+          dst[l] = r == c ? (p->unit_diagonal ? 1 : src[l]) : in ? src[l] : 0;                 \
+      }                                                                                        \
+    for (int64_t i = 0; i < n; i++)                                                            \
+      for (int l = 0; l < LANES; l++) d[i * LANES + l] = s[(i * n + i) * LANES + l];           \
+    for (int64_t r = 0; r < n; r++)                                                            \
+      for (int64_t c = 0; c < n; c++)                                                          \
+        for (int l = 0; l < LANES; l++) s[(r * n + c) * LANES + l] /= d[c * LANES + l];        \
+    int64_t first = p->lower ? 0 : n - 1;                                                      \
+    for (int64_t r = 0; r < n; r++)                                                            \
+      for (int64_t c = 0; c < n; c++)                                                          \
+        for (int l = 0; l < LANES; l++)                                                        \
+          o[(r * n + c) * LANES + l] = r == c ? (r == first ? 1 : -1) : 0;                     \
+    /* row j <- -(s[j, :] @ o), summed in order; the terms past j's side of the triangle     \
+     * are 0 * (0 or -1) (rows of o not computed yet): adding them changes no bit */          \
+    for (int64_t i = 1; i < n; i++) {                                                          \
+      int64_t j = p->lower ? i : n - 1 - i;                                                    \
+      int64_t k0 = p->lower ? 0 : j, k1 = p->lower ? j + 1 : n;                                \
+      int64_t c = 0;                                                                           \
+      for (; c + 4 <= n; c += 4) { /* four columns' sums held in registers across k */        \
+        T acc[4][LANES];                                                                       \
+        for (int q = 0; q < 4; q++)                                                            \
+          for (int l = 0; l < LANES; l++) acc[q][l] = 0;                                       \
+        for (int64_t k = k0; k < k1; k++) {                                                    \
+          const T *w = s + (j * n + k) * LANES, *ok = o + (k * n + c) * LANES;                 \
+          for (int q = 0; q < 4; q++)                                                          \
+            for (int l = 0; l < LANES; l++) acc[q][l] = FMA(w[l], ok[q * LANES + l], acc[q][l]); \
+        }                                                                                      \
+        for (int q = 0; q < 4; q++)                                                            \
+          for (int l = 0; l < LANES; l++) o[(j * n + c + q) * LANES + l] = -acc[q][l];         \
+      }                                                                                        \
+      for (; c < n; c++) {                                                                     \
+        T acc[LANES];                                                                          \
+        for (int l = 0; l < LANES; l++) acc[l] = 0;                                            \
+        for (int64_t k = k0; k < k1; k++) {                                                    \
+          const T *w = s + (j * n + k) * LANES, *ok = o + (k * n + c) * LANES;                 \
+          for (int l = 0; l < LANES; l++) acc[l] = FMA(w[l], ok[l], acc[l]);                   \
+        }                                                                                      \
+        for (int l = 0; l < LANES; l++) o[(j * n + c) * LANES + l] = -acc[l];                  \
+      }                                                                                        \
+    }                                                                                          \
+    for (int64_t r = 0; r < n; r++)                                                            \
+      for (int64_t c = 0; c < n; c++)                                                          \
+        for (int l = 0; l < LANES; l++) o[(r * n + c) * LANES + l] /= d[r * LANES + l];        \
+    bool tr = p->transpose_a != AV_TRANSPOSE_NO_TRANSPOSE; /* s <- op(inverse) */             \
+    for (int64_t r = 0; r < n; r++)                                                            \
+      for (int64_t c = 0; c < n; c++)                                                          \
+        for (int l = 0; l < LANES; l++)                                                        \
+          s[(r * n + c) * LANES + l] = o[(tr ? c * n + r : r * n + c) * LANES + l];            \
+    /* x = op(inv) @ b (left) or b @ op(inv) (right), each element in Eigen's order: the     \
+     * first (K / 8) * 8 terms alternate between two partial sums, added before the rest */   \
+    int64_t nc = p->left_side ? nb : n, peeled = n & ~(int64_t)7;                              \
+    for (int64_t r = 0; r < m; r++) {                                                          \
+      const T *w = p->left_side ? s + r * n * LANES : b + r * nb * LANES;                      \
+      const T *rows = p->left_side ? b : s;                                                    \
+      T *out = x + r * nc * LANES;                                                             \
+      for (int64_t c = 0; c < nc * LANES; c++) out[c] = odd[c] = 0;                            \
+      for (int64_t k = 0; k < peeled; k += 2) {                                                \
+        const T *r0 = rows + k * nc * LANES, *r1 = r0 + nc * LANES;                            \
+        const T *w0 = w + k * LANES, *w1 = w0 + LANES;                                         \
+        for (int64_t c = 0; c < nc; c++)                                                       \
+          for (int l = 0; l < LANES; l++) {                                                    \
+            out[c * LANES + l] = FMA(w0[l], r0[c * LANES + l], out[c * LANES + l]);            \
+            odd[c * LANES + l] = FMA(w1[l], r1[c * LANES + l], odd[c * LANES + l]);            \
+          }                                                                                    \
+      }                                                                                        \
+      for (int64_t c = 0; c < nc * LANES; c++) out[c] += odd[c];                               \
+      for (int64_t k = peeled; k < n; k++) {                                                   \
+        const T *r0 = rows + k * nc * LANES, *w0 = w + k * LANES;                              \
+        for (int64_t c = 0; c < nc; c++)                                                       \
+          for (int l = 0; l < LANES; l++)                                                      \
+            out[c * LANES + l] = FMA(w0[l], r0[c * LANES + l], out[c * LANES + l]);            \
+      }                                                                                        \
+    }                                                                                          \
+    memcpy(b, x, sizeof(T) * (size_t)(m * nb * LANES));                                        \
+  }                                                                                            \
+                                                                                               \
+  static bool trsm_inv_batched_##SUF(const av_triangular_solve_params *p, const T *a,          \
+                                     const T *b, T *out, int64_t n, int64_t m, int64_t nb,     \
+                                     int64_t batch) {                                          \
+    int64_t nn = n * n, bn = m * nb, wide = nb > n ? nb : n;                                   \
+    T *sa = malloc(sizeof(T) * (size_t)((3 * nn + 2 * bn + n + wide) * LANES));                \
+    if (!sa) return false;                                                                     \
+    T *sb = sa + nn * LANES, *s = sb + bn * LANES, *o = s + nn * LANES, *x = o + nn * LANES;   \
+    T *d = x + bn * LANES, *odd = d + n * LANES;                                               \
+    for (int64_t g = 0; g < batch; g += LANES) {                                               \
+      int cnt = batch - g < LANES ? (int)(batch - g) : LANES;                                  \
+      gather_##SUF(sa, a, g, cnt, nn, n);                                                      \
+      gather_##SUF(sb, b, g, cnt, bn, 0);                                                      \
+      trsm_inv_lanes_##SUF(p, sa, sb, s, o, x, d, odd, n, m, nb);                              \
+      scatter_##SUF(out, sb, g, cnt, bn);                                                      \
+    }                                                                                          \
+    free(sa);                                                                                  \
+    return true;                                                                               \
+  }                                                                                            \
+                                                                                               \
   bool av_trsm_batched_##SUF(const av_triangular_solve_params *p, const T *a, const T *b,      \
                              T *out, int64_t n, int64_t m, int64_t nb, int64_t batch) {        \
+    if (n >= 32) return trsm_inv_batched_##SUF(p, a, b, out, n, m, nb, batch);                 \
     int64_t nn = n * n, bn = m * nb, wn = nb > 1 ? nb : 1;                                     \
     T *s = malloc(sizeof(T) * (size_t)((nn + bn + wn + n) * LANES));                           \
     if (!s) return false;                                                                      \

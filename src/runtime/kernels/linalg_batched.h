@@ -18,9 +18,10 @@ enum { AV_BATCHED_MAX_N = 32 };
 bool av_cholesky_batched_f32(bool lower, const float *a, float *out, int64_t n, int64_t batch);
 bool av_cholesky_batched_f64(bool lower, const double *a, double *out, int64_t n, int64_t batch);
 
-/* XLA:CPU's direct substitution (triangular_solve_xla.c), the same operations in the same
- * order per matrix, so the same bits: b is [batch, m, nb], a [batch, n, n], out like b.
- * Only for what that algorithm serves: av_trsm_batched_applies. */
+/* XLA:CPU's triangular solve (triangular_solve_xla.c): direct substitution for n < 32, the
+ * inversion of the one diagonal block up to n = 128, the same operations in the same order
+ * per matrix, so the same bits: b is [batch, m, nb], a [batch, n, n], out like b. Only for
+ * batches XLA expands that way: av_trsm_batched_applies. */
 bool av_trsm_batched_applies(int64_t n, int64_t batch);
 bool av_trsm_batched_f32(const av_triangular_solve_params *p, const float *a, const float *b,
                          float *out, int64_t n, int64_t m, int64_t nb, int64_t batch);

@@ -162,8 +162,12 @@ av_code av_step_kernel(const av_step *s, av_frame *f, av_diag *d) {
         p.u.fft.pool = f->pool;
         c = av_kernel_fft(&p.u.fft, &in[0], out, d);
         break;
-      case AV_K_CHOLESKY: c = av_kernel_cholesky(&p.u.cholesky, &in[0], out, d); break;
+      case AV_K_CHOLESKY:
+        p.u.cholesky.pool = f->pool;
+        c = av_kernel_cholesky(&p.u.cholesky, &in[0], out, d);
+        break;
       case AV_K_TRIANGULAR_SOLVE:
+        p.u.tsolve.pool = f->pool;
         c = av_kernel_triangular_solve(&p.u.tsolve, &in[0], &in[1], out, d);
         break;
       case AV_K_RNG_BIT_GENERATOR:

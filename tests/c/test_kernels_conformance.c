@@ -705,12 +705,13 @@ static int run_op(interp *it, const av_op *op, const char *file, av_diag *d) {
                                       bool_or(op, "unit_diagonal", false),
                                       !strcmp(t, "TRANSPOSE") ? AV_TRANSPOSE_TRANSPOSE
                                       : !strcmp(t, "ADJOINT") ? AV_TRANSPOSE_ADJOINT
-                                                              : AV_TRANSPOSE_NO_TRANSPOSE};
+                                                              : AV_TRANSPOSE_NO_TRANSPOSE,
+                                      NULL};
       c = av_kernel_triangular_solve(&p, &in[0], &in[1], &out[0], d);
       break;
     }
     case AV_OP_CHOLESKY: {
-      av_cholesky_params p = {bool_or(op, "lower", false)};
+      av_cholesky_params p = {bool_or(op, "lower", false), NULL};
       c = av_kernel_cholesky(&p, &in[0], &out[0], d);
       break;
     }

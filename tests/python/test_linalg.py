@@ -125,6 +125,48 @@ def test_eigh_batched_equals_unbatched():
         np.testing.assert_array_equal(w[i], wi)
 
 
+_SPLIT_SCRIPT = r"""
+import sys, numpy as np, jax, jax.numpy as jnp
+rng = np.random.default_rng(5)
+out = {}
+for dt in (np.float32, np.float64, np.complex64):
+    for b, n in ((64, 8), (40, 33), (17, 4)):
+        m = rng.standard_normal((b, n, n)).astype(dt)
+        if np.iscomplexobj(m):
+            m = m + 1j * rng.standard_normal((b, n, n)).astype(dt)
+        h = m @ np.conj(np.swapaxes(m, -1, -2)) + n * np.eye(n, dtype=dt)
+        dev = jax.devices("anvil")[0]
+        fns = {"eigh": jnp.linalg.eigh, "lu": jax.scipy.linalg.lu_factor, "qr": jnp.linalg.qr,
+               "svd": jnp.linalg.svd, "chol": jnp.linalg.cholesky, "inv": jnp.linalg.inv}
+        for name, fn in fns.items():
+            r = jax.jit(fn)(jax.device_put(h if name in ("eigh", "chol") else m, dev))
+            for k, x in enumerate(jax.tree_util.tree_leaves(r)):
+                out[f"{name}_{np.dtype(dt).name}_{b}x{n}_{k}"] = np.asarray(x)
+np.savez(sys.argv[1], **out)
+"""
+
+
+def test_batched_results_do_not_depend_on_threads(tmp_path):
+    """Batches of small matrices are split over the thread pool (whole matrices per chunk, at
+    least 8 each): every result is bit for bit what one thread computes."""
+    import subprocess
+    import sys
+    res = {}
+    for t in (1, 2, 3):
+        env = dict(os.environ, ANVIL_NUM_THREADS=str(t), JAX_PLATFORMS="anvil")
+        f = tmp_path / f"t{t}.npz"
+        p = subprocess.run([sys.executable, "-c", _SPLIT_SCRIPT, str(f)], env=env,
+                           capture_output=True, text=True, timeout=600)
+        assert p.returncode == 0, p.stderr[-3000:]
+        res[t] = np.load(f)
+    assert len(res[1].files) > 50
+    for t in (2, 3):
+        for k in res[1].files:
+            a, b = res[1][k], res[t][k]
+            assert a.dtype == b.dtype and a.shape == b.shape, k
+            assert a.tobytes() == b.tobytes(), f"{k} differs with {t} threads"
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("shape", [(16, 6, 6), (9, 32, 32), (20, 3, 3)])
 def test_eigh_jacobi_across_lanes(dtype, shape, monkeypatch):

@@ -6,6 +6,8 @@
 #include <stdio.h>
 
 #include "runtime/kernels/lapack_internal.h"
+#include "runtime/kernels/shape.h"
+#include "runtime/thread_pool.h"
 
 void *lapack_scratch(const lapack_ctx *x, int64_t n, size_t es) {
   if (n < 1) n = 1;
@@ -40,13 +42,112 @@ static int type_index(av_dtype t) {
   }
 }
 
-av_code av_lapack_run(const av_lapack_call *call, const av_lapack_fns *fns,
-                      struct av_thread_pool *pool, void *const *phys_in, void *const *phys_out,
-                      av_diag *d) {
+static av_code run_call(const av_lapack_call *call, const av_lapack_fns *fns,
+                        struct av_thread_pool *pool, void *const *phys_in, void *const *phys_out,
+                        av_diag *d) {
   int ti = type_index(call->dtype);
   lapack_ctx x = {call, ti, av_dtype_size(call->dtype), ti == 0 || ti == 2 ? 4 : 8, phys_in,
                   phys_out, d, fns, pool};
   return lapack_run_factor(&x);
+}
+
+/* ----------------------------------------------- batches split over threads
+ *
+ * A batch of small matrices runs as chunks of whole matrices on the thread pool, each chunk
+ * the same call on fewer matrices. Every matrix gets the calls of a serial run: chunks hold at
+ * least kSplitMin matrices (the SIMD-lane paths need 8, so none switches algorithm), and the
+ * matrices are small enough that OpenBLAS never threads inside a call. */
+enum { kSplitMin = 8, kSplitMaxN = 64 };
+
+/* Matrices per argument when the batch is the most major part of every argument's layout
+ * (dims 0..k-1 multiply to the batch and are the outermost, in order); false otherwise. */
+static bool batch_leads(const av_lapack_arg *a, int64_t batch, int64_t *per) {
+  int64_t prod = 1;
+  int k = 0;
+  while (k < a->rank && prod < batch) prod *= a->dims[k++];
+  if (prod != batch || batch <= 0) return false;
+  for (int j = 0; j < k; j++) /* dim j is the (j+1)-th most major */
+    if (a->minor_to_major[a->rank - 1 - j] != j) return false;
+  *per = lapack_elems(a) / batch;
+  return true;
+}
+
+static int64_t largest_dim(const av_lapack_arg *a) {
+  int64_t m = 0;
+  for (int i = a->rank >= 2 ? a->rank - 2 : 0; i < a->rank; i++) m = a->dims[i] > m ? a->dims[i] : m;
+  return m;
+}
+
+typedef struct split_ctx {
+  const av_lapack_call *call;
+  const av_lapack_fns *fns;
+  void *const *in, *const *out;
+  int64_t per_in[AV_LAPACK_MAX_ARGS], per_out[AV_LAPACK_MAX_ARGS], chunk;
+  av_code *codes; /* per chunk */
+  av_diag *diags;
+} split_ctx;
+
+/* The argument of a chunk of `count` of the `batch` matrices: its batch dims become
+ * [count, 1, ...]. */
+static void chunk_arg(av_lapack_arg *a, int64_t count, int64_t batch) {
+  int k = 0;
+  int64_t prod = 1;
+  while (k < a->rank && prod < batch) prod *= a->dims[k++];
+  for (int j = 0; j < k; j++) a->dims[j] = j == 0 ? count : 1;
+}
+
+static void run_chunks(void *ctx, int64_t c0, int64_t c1) {
+  split_ctx *sc = ctx;
+  for (int64_t c = c0; c < c1; c++) {
+    int64_t b0 = c * sc->chunk, count = sc->call->batch - b0 < sc->chunk ? sc->call->batch - b0 : sc->chunk;
+    av_lapack_call sub = *sc->call;
+    void *in[AV_LAPACK_MAX_ARGS] = {NULL}, *out[AV_LAPACK_MAX_ARGS] = {NULL};
+    for (uint32_t i = 0; i < sub.nin; i++) {
+      chunk_arg(&sub.in[i], count, sc->call->batch);
+      in[i] = lapack_at(sc->in[i], b0, sc->per_in[i], av_dtype_size(sub.in[i].dtype));
+    }
+    for (uint32_t k = 0; k < sub.nout; k++) {
+      chunk_arg(&sub.out[k], count, sc->call->batch);
+      out[k] = lapack_at(sc->out[k], b0, sc->per_out[k], av_dtype_size(sub.out[k].dtype));
+    }
+    sub.batch = count;
+    av_diag_init(&sc->diags[c]);
+    sc->codes[c] = run_call(&sub, sc->fns, NULL, in, out, &sc->diags[c]);
+  }
+}
+
+av_code av_lapack_run(const av_lapack_call *call, const av_lapack_fns *fns,
+                      struct av_thread_pool *pool, void *const *phys_in, void *const *phys_out,
+                      av_diag *d) {
+  int threads = pool ? av_thread_pool_size(pool) : 1;
+  bool split = threads >= 2 && call->batch >= 2 * kSplitMin && !call->lanes_eigh;
+  split_ctx sc = {call, fns, phys_in, phys_out, {0}, {0}, 0, NULL, NULL};
+  for (uint32_t i = 0; split && i < call->nin; i++)
+    split = batch_leads(&call->in[i], call->batch, &sc.per_in[i]) && largest_dim(&call->in[i]) <= kSplitMaxN;
+  for (uint32_t k = 0; split && k < call->nout; k++)
+    split = batch_leads(&call->out[k], call->batch, &sc.per_out[k]);
+  if (!split) return run_call(call, fns, pool, phys_in, phys_out, d);
+  int64_t nchunks = threads * 4 < call->batch / kSplitMin ? threads * 4 : call->batch / kSplitMin;
+  sc.chunk = (call->batch + nchunks - 1) / nchunks;
+  nchunks = (call->batch + sc.chunk - 1) / sc.chunk; /* the last chunk is never below kSplitMin */
+  if (call->batch - (nchunks - 1) * sc.chunk < kSplitMin) return run_call(call, fns, pool, phys_in, phys_out, d);
+  sc.codes = calloc((size_t)nchunks, sizeof *sc.codes);
+  sc.diags = malloc((size_t)nchunks * sizeof *sc.diags);
+  if (!sc.codes || !sc.diags) {
+    free(sc.codes);
+    free(sc.diags);
+    return run_call(call, fns, pool, phys_in, phys_out, d);
+  }
+  av_parallel_for(pool, nchunks, 1, 1, run_chunks, &sc);
+  av_code rc = AV_OK;
+  for (int64_t c = 0; c < nchunks && rc == AV_OK; c++) /* the first failing chunk's report */
+    if (sc.codes[c] != AV_OK) {
+      *d = sc.diags[c];
+      rc = sc.codes[c];
+    }
+  free(sc.codes);
+  free(sc.diags);
+  return rc;
 }
 
 /* ------------------------------------------------------------- layouts */
@@ -78,29 +179,8 @@ static bool is_row_major(const av_lapack_arg *a) {
   return true;
 }
 
-/* n elements of size es from src (stride ss elements) to dst (stride ds), typed moves for the
- * usual sizes: this loop is what a batch of small matrices costs, one element at a time. */
-static void strided_copy(char *dst, int64_t ds, const char *src, int64_t ss, int64_t n, size_t es) {
-#define STRIDED(T)                                                                    \
-  for (int64_t i = 0; i < n; i++) {                                                   \
-    T v;                                                                              \
-    memcpy(&v, src + (size_t)(i * ss) * sizeof(T), sizeof(T));                        \
-    memcpy(dst + (size_t)(i * ds) * sizeof(T), &v, sizeof(T));                        \
-  }
-  switch (es) {
-    case 1: STRIDED(uint8_t) break;
-    case 2: STRIDED(uint16_t) break;
-    case 4: STRIDED(uint32_t) break;
-    case 8: STRIDED(uint64_t) break;
-    default:
-      for (int64_t i = 0; i < n; i++)
-        memcpy(dst + (size_t)(i * ds) * es, src + (size_t)(i * ss) * es, es);
-  }
-#undef STRIDED
-}
-
-/* Copies between row-major `rm` and the layout's `phys` (to_phys picks the direction), one
- * strided run per row of the innermost dimension. */
+/* Copies between row-major `rm` and the layout's `phys` (to_phys picks the direction): one
+ * strided box copy, whose transposing path moves each matrix in tiles. */
 static void relayout(const av_lapack_arg *a, void *rm, void *phys, bool to_phys) {
   size_t es = av_dtype_size(a->dtype);
   int64_t total = lapack_elems(a);
@@ -108,23 +188,16 @@ static void relayout(const av_lapack_arg *a, void *rm, void *phys, bool to_phys)
     if (total) memcpy(to_phys ? phys : rm, to_phys ? rm : phys, es);
     return;
   }
-  int64_t st[AV_LAPACK_MAX_RANK] = {0}, idx[AV_LAPACK_MAX_RANK] = {0};
+  int64_t st[AV_LAPACK_MAX_RANK] = {0}, rs[AV_LAPACK_MAX_RANK] = {0};
   phys_strides(a, st);
-  int r = a->rank;
-  int64_t inner = a->dims[r - 1], ist = st[r - 1], off = 0;
-  for (int64_t i = 0; i < total; i += inner) {
-    char *rp = (char *)rm + (size_t)i * es, *pp = (char *)phys + (size_t)off * es;
-    if (to_phys)
-      strided_copy(pp, ist, rp, 1, inner, es);
-    else
-      strided_copy(rp, 1, pp, ist, inner, es);
-    for (int k = r - 2; k >= 0; k--) { /* row-major odometer over the outer dims */
-      off += st[k];
-      if (++idx[k] < a->dims[k]) break;
-      off -= st[k] * a->dims[k];
-      idx[k] = 0;
-    }
+  av_row_major_strides(a->rank, a->dims, rs);
+  av_box b = {.rank = a->rank};
+  for (int k = 0; k < a->rank; k++) {
+    b.dims[k] = a->dims[k];
+    b.sstride[k] = to_phys ? rs[k] : st[k];
+    b.dstride[k] = to_phys ? st[k] : rs[k];
   }
+  av_box_copy(&b, to_phys ? rm : phys, to_phys ? phys : rm, es);
 }
 
 av_code av_step_lapack(const av_step *s, av_frame *f, av_diag *d) {

@@ -11,10 +11,12 @@
 
 #include <cblas.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "runtime/kernels/linalg_batched.h"
+#include "runtime/thread_pool.h"
 #include "runtime/kernels/reduce_elem.h"
 #include "runtime/kernels/triangular_solve_xla.h"
 
@@ -49,6 +51,48 @@ static void set_nan(av_dtype ct, void *p) {
   }
 }
 
+/* Batches of small matrices across SIMD lanes, split over the thread pool in chunks of whole
+ * lane groups: each matrix's lane computes the same operations whatever its chunk. */
+enum { kChunkMatrices = 64 };
+
+typedef struct batched_ctx {
+  const av_cholesky_params *chol;
+  const av_triangular_solve_params *ts;
+  av_dtype ct;
+  const char *a, *b;
+  char *out;
+  int64_t n, m, nb, batch;
+  atomic_bool failed;
+} batched_ctx;
+
+static void batched_chunks(void *ctx, int64_t c0, int64_t c1) {
+  batched_ctx *x = ctx;
+  int64_t b0 = c0 * kChunkMatrices, b1 = c1 * kChunkMatrices < x->batch ? c1 * kChunkMatrices : x->batch;
+  size_t es = x->ct == AV_DT_F32 ? sizeof(float) : sizeof(double);
+  int64_t an = x->n * x->n, bn = x->m * x->nb;
+  const char *a = x->a + (size_t)(b0 * an) * es;
+  bool ok;
+  if (x->chol) {
+    char *o = x->out + (size_t)(b0 * an) * es;
+    ok = x->ct == AV_DT_F32 ? av_cholesky_batched_f32(x->chol->lower, (const float *)a, (float *)o, x->n, b1 - b0)
+                            : av_cholesky_batched_f64(x->chol->lower, (const double *)a, (double *)o, x->n, b1 - b0);
+  } else {
+    const char *b = x->b + (size_t)(b0 * bn) * es;
+    char *o = x->out + (size_t)(b0 * bn) * es;
+    ok = x->ct == AV_DT_F32
+             ? av_trsm_batched_f32(x->ts, (const float *)a, (const float *)b, (float *)o, x->n, x->m, x->nb, b1 - b0)
+             : av_trsm_batched_f64(x->ts, (const double *)a, (const double *)b, (double *)o, x->n, x->m, x->nb, b1 - b0);
+  }
+  if (!ok) atomic_store(&x->failed, true);
+}
+
+static bool run_batched(batched_ctx *x, struct av_thread_pool *pool) {
+  atomic_init(&x->failed, false);
+  int64_t chunks = (x->batch + kChunkMatrices - 1) / kChunkMatrices;
+  av_parallel_for(pool, chunks, 1, 1, batched_chunks, x);
+  return !atomic_load(&x->failed);
+}
+
 av_code av_kernel_cholesky(const av_cholesky_params *p, const av_view *a, av_view *out,
                            av_diag *d) {
   int r = a->rank;
@@ -64,9 +108,8 @@ av_code av_kernel_cholesky(const av_cholesky_params *p, const av_view *a, av_vie
   int64_t nn = n * n, batch = n ? av_view_num_elements(a) / nn : 0;
   if (nn == 0 || batch == 0) return AV_OK;
   if (n <= AV_BATCHED_MAX_N && ct == a->dtype && (ct == AV_DT_F32 || ct == AV_DT_F64)) {
-    bool ok = ct == AV_DT_F32 ? av_cholesky_batched_f32(p->lower, a->data, out->data, n, batch)
-                              : av_cholesky_batched_f64(p->lower, a->data, out->data, n, batch);
-    return ok ? AV_OK : av_diag_set(d, AV_RESOURCE_EXHAUSTED, "cholesky: out of memory");
+    batched_ctx x = {.chol = p, .ct = ct, .a = a->data, .out = out->data, .n = n, .batch = batch};
+    return run_batched(&x, p->pool) ? AV_OK : av_diag_set(d, AV_RESOURCE_EXHAUSTED, "cholesky: out of memory");
   }
   size_t ces = av_dtype_size(ct), es = av_dtype_size(a->dtype);
   char *m = malloc((size_t)nn * ces);
@@ -115,10 +158,9 @@ av_code av_kernel_triangular_solve(const av_triangular_solve_params *p, const av
   if (bn == 0) return AV_OK;
   int64_t batch = av_view_num_elements(b) / bn;
   if ((ct == AV_DT_F32 || ct == AV_DT_F64) && ct == b->dtype && av_trsm_batched_applies(n, batch)) {
-    bool ok = ct == AV_DT_F32
-                  ? av_trsm_batched_f32(p, a->data, b->data, out->data, n, M, N, batch)
-                  : av_trsm_batched_f64(p, a->data, b->data, out->data, n, M, N, batch);
-    return ok ? AV_OK : av_diag_set(d, AV_RESOURCE_EXHAUSTED, "triangular_solve: out of memory");
+    batched_ctx x = {.ts = p, .ct = ct, .a = a->data, .b = b->data, .out = out->data, .n = n,
+                     .m = M, .nb = N, .batch = batch};
+    return run_batched(&x, p->pool) ? AV_OK : av_diag_set(d, AV_RESOURCE_EXHAUSTED, "triangular_solve: out of memory");
   }
   size_t ces = av_dtype_size(ct), es = av_dtype_size(b->dtype);
   char *am = malloc((size_t)(an ? an : 1) * ces), *bm = malloc((size_t)bn * ces);

@@ -11,8 +11,11 @@
 
 #include "runtime/kernels/kernel_api.h"
 
+struct av_thread_pool;
+
 typedef struct av_cholesky_params {
   bool lower;
+  struct av_thread_pool *pool; /* set per run: batches of small matrices split over it; or NULL */
 } av_cholesky_params;
 
 typedef enum av_transpose {
@@ -26,6 +29,7 @@ typedef struct av_triangular_solve_params {
   bool lower;
   bool unit_diagonal;
   av_transpose transpose_a;
+  struct av_thread_pool *pool; /* set per run, as for cholesky */
 } av_triangular_solve_params;
 
 av_code av_kernel_cholesky(const av_cholesky_params *p, const av_view *a, av_view *out,

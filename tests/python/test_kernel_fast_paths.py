@@ -224,6 +224,19 @@ def test_batched_small_transposes(dtype, shape, perm):
     np.testing.assert_array_equal(np.asarray(got), np.transpose(x, perm))
 
 
+@pytest.mark.parametrize("m,n,k", [(16, 128, 512), (7, 130, 100), (32, 5, 640), (1, 300, 257)])
+def test_few_rows_times_transposed(m, n, k):
+    """x @ w.T with few rows (an RNN's backward): 4x4 blocks of row dot products, edges and a
+    k that is no multiple of 16 included, against an f64 reference and XLA:CPU."""
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    w = rng.standard_normal((n, k)).astype(np.float32)
+    got, xla = both(lambda x, y: x @ y.T, a, w)
+    ref = a.astype(np.float64) @ w.astype(np.float64).T
+    bound = 4 * k * np.finfo(np.float32).eps * (np.abs(a).astype(np.float64) @ np.abs(w).astype(np.float64).T)
+    assert np.all(np.abs(np.asarray(got, np.float64) - ref) <= bound)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(xla), rtol=1e-4, atol=1e-4)
+
+
 # ---------------------------------------------------------------- top_k
 
 

@@ -668,11 +668,97 @@ static av_code import_shard_maps(av_module *m, av_func *f, av_region *r, int *co
   return AV_OK;
 }
 
+/* ------------------------------ constraints and shard_as / shard_like (annotations) */
+
+/* jax.experimental.shard_alike without Shardy marks each value of the pair with an identity
+ * custom_call @Sharding {mhlo.sharding = "{unknown shard_as N}"} (or shard_like N); each call
+ * becomes Shardy's sharding group N on its operand (spmd_groups.c), and its users read the
+ * operand. The number, or -1. */
+static int64_t shard_group_id(const char *text) {
+  if (!text) return -1;
+  gs_cur c = {text, text, NULL};
+  if (!accept(&c, "{") || !accept(&c, "unknown")) return -1;
+  if (!accept(&c, "shard_as") && !accept(&c, "shard_like")) return -1;
+  skip_ws(&c);
+  int64_t id = 0;
+  int digits = 0;
+  while (isdigit((unsigned char)*c.s) && digits < 12) id = id * 10 + (*c.s++ - '0'), digits++;
+  if (!digits) return -1;
+  if (accept(&c, "metadata={"))
+    for (int depth = 1; depth && *c.s; c.s++) depth += (*c.s == '{') - (*c.s == '}');
+  return accept(&c, "}") ? id : -1;
+}
+
+/* with_sharding_constraint: custom_call @Sharding(x) {mhlo.sharding = S} (tiled or replicated;
+ * what a shard_map chain did not take) becomes sdy.sharding_constraint(x) with S's sharding on
+ * its own inline mesh, as main's arguments get theirs. Other kinds stay identities. */
+static av_code import_constraint(av_module *m, av_func *f, av_block *b, av_op *op, av_diag *d) {
+  const char *text = attr_str(av_op_attr(op, "mhlo.sharding"));
+  const av_type *t = op->results[0].type;
+  if (!text || op->noperands != 1 || op->nresults != 1 || !t || t->kind != AV_TYPE_TENSOR ||
+      !av_type_equal(op->operands[0]->type, t))
+    return AV_OK;
+  gs_sharding g;
+  av_diag ignored;
+  av_diag_init(&ignored);
+  bool ok = parse_sharding(text, &g, &ignored) && (g.kind == GS_TILED || g.kind == GS_REPLICATED) &&
+            (g.kind == GS_REPLICATED || split_dims(&g) == t->rank);
+  const av_attr *sh = ok ? value_sharding(m, &g, t->rank, "a sharding constraint", d) : NULL;
+  gs_free(&g);
+  if (!ok) return AV_OK; /* manual, maximal...: left as the identity it is on one device */
+  if (!sh) return d->code;
+  av_op *c = av_op_new(m, "sdy.sharding_constraint", 1, 1, &t, 1, 0);
+  if (!c) return av_diag_set(d, AV_RESOURCE_EXHAUSTED, "out of memory");
+  c->operands[0] = op->operands[0];
+  c->attrs[0] = (av_named_attr){"sharding", sh};
+  c->loc = op->loc;
+  av_block_insert_before(b, op, c);
+  replace_uses(&f->body, &op->results[0], &c->results[0]);
+  av_block_remove(b, op);
+  return AV_OK;
+}
+
+static av_code import_annotations(av_module *m, av_func *f, av_region *r, int depth, av_diag *d) {
+  if (depth > 64) return AV_OK;
+  for (uint32_t bi = 0; bi < r->nblocks; bi++) {
+    av_block *b = &r->blocks[bi];
+    for (av_op *op = b->first; op;) {
+      av_op *next = op->next;
+      for (uint32_t k = 0; k < op->nregions; k++) {
+        av_code c = import_annotations(m, f, &op->regions[k], depth + 1, d);
+        if (c != AV_OK) return c;
+      }
+      int64_t id = is_custom_call(op, "Sharding") && op->noperands == 1 && op->nresults == 1 &&
+                           av_type_equal(op->operands[0]->type, op->results[0].type)
+                       ? shard_group_id(attr_str(av_op_attr(op, "mhlo.sharding")))
+                       : -1;
+      if (id < 0 && is_custom_call(op, "Sharding")) {
+        av_code c = import_constraint(m, f, b, op, d);
+        if (c != AV_OK) return c;
+      } else if (id >= 0) {
+        av_op *g = av_op_new(m, "sdy.sharding_group", 1, 0, NULL, 1, 0);
+        const av_attr *a = g ? av_attr_int(m, id, NULL) : NULL;
+        if (!a) return av_diag_set(d, AV_RESOURCE_EXHAUSTED, "out of memory");
+        g->operands[0] = op->operands[0];
+        g->attrs[0] = (av_named_attr){"group_id", a};
+        g->loc = op->loc;
+        av_block_insert_before(b, op, g);
+        replace_uses(&f->body, &op->results[0], op->operands[0]);
+        av_block_remove(b, op);
+      }
+      op = next;
+    }
+  }
+  return AV_OK;
+}
+
 /* Whether anything in the module is in GSPMD form. */
 static bool region_has_gspmd(const av_region *r) {
   for (uint32_t b = 0; b < r->nblocks; b++)
     for (const av_op *op = r->blocks[b].first; op; op = op->next) {
-      if (is_custom_call(op, "SPMDFullToShardShape")) return true;
+      if (is_custom_call(op, "SPMDFullToShardShape") ||
+          (is_custom_call(op, "Sharding") && av_op_attr(op, "mhlo.sharding")))
+        return true;
       for (uint32_t k = 0; k < op->nregions; k++)
         if (region_has_gspmd(&op->regions[k])) return true;
     }
@@ -699,5 +785,7 @@ av_code av_gspmd_import(av_module *m, int num_partitions, av_diag *d) {
   int count = 0;
   for (uint32_t i = 0; c == AV_OK && body && i < m->nfuncs; i++)
     c = import_shard_maps(m, m->funcs[i], &m->funcs[i]->body, &count, d);
+  for (uint32_t i = 0; c == AV_OK && i < m->nfuncs; i++)
+    c = import_annotations(m, m->funcs[i], &m->funcs[i]->body, 0, d);
   return c;
 }

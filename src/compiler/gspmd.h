@@ -11,7 +11,10 @@
  *     an inline mesh of the sharding's own tile assignment (exact for any device order);
  *   - each such shard_map chain into an sdy.manual_computation over a mesh (an sdy.mesh op it
  *     adds) whose axes are the prime factors of the device count, in the order that expresses
- *     every sharding of the computation, all of them manual.
+ *     every sharding of the computation, all of them manual;
+ *   - the other @Sharding calls: with_sharding_constraint's (a tiled or replicated sharding)
+ *     into sdy.sharding_constraint on the sharding's own inline mesh, shard_alike's
+ *     ("{unknown shard_as N}", "shard_like N") into sdy.sharding_group N on the call's operand.
  * Anything else GSPMD-specific (maximal or partially manual shardings, tuple shardings, a chain
  * of another shape) is reported UNIMPLEMENTED with the sharding it met. Programs without
  * `mhlo.sharding` are left as they are. */

@@ -17,11 +17,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 
-def _run(ndev):
+def _run(ndev, shardy=True):
     env = dict(os.environ)
     env["ANVIL_DEVICE_COUNT"] = str(ndev)
     env["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={ndev}"
     env["JAX_PLATFORMS"] = "anvil,cpu"
+    if not shardy:  # GSPMD form (what JAX before 0.7 sends by default)
+        env["JAX_USE_SHARDY_PARTITIONER"] = "0"
     p = subprocess.run([sys.executable, os.path.join(HERE, "spmd_cases.py"), str(ndev)], env=env,
                        capture_output=True, text=True, timeout=900)
     assert p.returncode == 0, p.stderr[-3000:]
@@ -31,10 +33,10 @@ def _run(ndev):
 _cache = {}
 
 
-def results(ndev):
-    if ndev not in _cache:
-        _cache[ndev] = _run(ndev)
-    return _cache[ndev]
+def results(ndev, shardy=True):
+    if (ndev, shardy) not in _cache:
+        _cache[(ndev, shardy)] = _run(ndev, shardy)
+    return _cache[(ndev, shardy)]
 
 
 CASES = ["fsdp_matmul", "tp_mlp", "add_conflict", "sum0", "sum1", "max_all", "transpose",
@@ -55,6 +57,27 @@ def test_shardings_and_values_equal_xla_cpu(ndev, name):
     assert not isinstance(got, str), got
     assert got["out_specs"] == want["out_specs"]
     assert got["in_specs"] == want["in_specs"]
+    assert len(got["values"]) == len(want["values"])
+    for g, w in zip(got["values"], want["values"]):
+        np.testing.assert_allclose(np.array(g), np.array(w), rtol=2e-5, atol=2e-5)
+
+
+# GSPMD form: with_sharding_constraint and shard_alike's @Sharding calls are imported
+# (compiler/gspmd.c), so these shardings equal XLA:CPU's too; elsewhere GSPMD's own propagation
+# may choose other (equally valid) shardings than anvil's Shardy one, so only values compare.
+GSPMD_SAME_SHARDINGS = ["constraint", "two_meshes", "shard_alike", "shard_alike_const",
+                        "fsdp_matmul", "sum0", "transpose", "broadcast", "mlp_train_step"]
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_gspmd_form_values_equal_xla_cpu(name):
+    r = results(4, shardy=False)
+    got, want = r["anvil"][name], r["cpu"][name]
+    assert not isinstance(want, str), want
+    assert not isinstance(got, str), got
+    if name in GSPMD_SAME_SHARDINGS:
+        assert got["out_specs"] == want["out_specs"]
+        assert got["in_specs"] == want["in_specs"]
     assert len(got["values"]) == len(want["values"])
     for g, w in zip(got["values"], want["values"]):
         np.testing.assert_allclose(np.array(g), np.array(w), rtol=2e-5, atol=2e-5)

@@ -87,7 +87,8 @@ av_code av_step_lapack(const av_step *s, av_frame *f, av_diag *d);
  * bytes as the custom call's layouts place them). */
 struct av_lapack_fns;
 struct av_thread_pool;
-/* `pool` (may be NULL) runs the batched small-matrix routines (linalg_batched.h). */
+/* `pool` (may be NULL) runs batches of small matrices in chunks of whole matrices, and the
+ * batched small-matrix routines (linalg_batched.h); results do not depend on its size. */
 av_code av_lapack_run(const av_lapack_call *call, const struct av_lapack_fns *fns,
                       struct av_thread_pool *pool, void *const *phys_in, void *const *phys_out,
                       av_diag *d);

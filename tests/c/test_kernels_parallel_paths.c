@@ -13,6 +13,8 @@
 #include "runtime/kernels/dot.h"
 #include "ir/float_codec.h"
 #include "runtime/kernels/gather.h"
+#include "runtime/kernels/lapack.h"
+#include "runtime/kernels/linalg.h"
 #include "runtime/kernels/scatter.h"
 #include "runtime/kernels/sort.h"
 #include "runtime/thread_pool.h"
@@ -93,6 +95,85 @@ static void test_row_gather_on_pool(void **state) {
   free(x);
   free(o);
   free(idx);
+}
+
+/* Batches of small matrices split over a pool (cholesky and triangular_solve across SIMD
+ * lanes, LAPACK getrf / syevd in chunks of whole matrices): the same bytes as on no pool. */
+static void spd_batch(float *a, int64_t batch, int64_t n, uint64_t seed) {
+  for (int64_t b = 0; b < batch; b++)
+    for (int64_t i = 0; i < n; i++)
+      for (int64_t j = 0; j <= i; j++) {
+        float v = i == j ? (float)n + (float)(lcg(&seed) % 100) / 100.0f : (float)(lcg(&seed) % 200) / 200.0f - 0.5f;
+        a[(b * n + i) * n + j] = a[(b * n + j) * n + i] = v;
+      }
+}
+
+static void test_batched_linalg_on_pool(void **state) {
+  (void)state;
+  enum { B = 300, N = 8 };
+  float *a = malloc(sizeof(float) * B * N * N), *l0 = malloc(sizeof(float) * B * N * N),
+        *l1 = malloc(sizeof(float) * B * N * N), *x0 = malloc(sizeof(float) * B * N * 3),
+        *x1 = malloc(sizeof(float) * B * N * 3), *rhs = malloc(sizeof(float) * B * N * 3);
+  assert_non_null(a && l0 && l1 && x0 && x1 && rhs);
+  spd_batch(a, B, N, 3);
+  uint64_t seed = 11;
+  for (int i = 0; i < B * N * 3; i++) rhs[i] = (float)(lcg(&seed) % 1000) / 500.0f - 1.0f;
+  av_thread_pool *pool = av_thread_pool_create(4);
+  int64_t ad[3] = {B, N, N}, bd[3] = {B, N, 3};
+  av_view A = tk_view(a, AV_DT_F32, 3, ad), R = tk_view(rhs, AV_DT_F32, 3, bd);
+  av_diag d;
+  av_diag_init(&d);
+  for (int run = 0; run < 2; run++) {
+    av_cholesky_params cp = {true, run ? pool : NULL};
+    av_view L = tk_view(run ? l1 : l0, AV_DT_F32, 3, ad);
+    assert_int_equal(av_kernel_cholesky(&cp, &A, &L, &d), AV_OK);
+    av_triangular_solve_params tp = {true, true, false, AV_TRANSPOSE_NO_TRANSPOSE, run ? pool : NULL};
+    av_view X = tk_view(run ? x1 : x0, AV_DT_F32, 3, bd);
+    assert_int_equal(av_kernel_triangular_solve(&tp, &L, &R, &X, &d), AV_OK);
+  }
+  assert_memory_equal(l0, l1, sizeof(float) * B * N * N);
+  assert_memory_equal(x0, x1, sizeof(float) * B * N * 3);
+  /* LAPACK custom calls: getrf (lanes) and syevd (per matrix), column-major matrices */
+  av_lapack_routine routines[2] = {AV_LAPACK_GETRF, AV_LAPACK_SYEVD};
+  for (int r = 0; r < 2; r++) {
+    av_lapack_call c;
+    memset(&c, 0, sizeof c);
+    c.routine = routines[r];
+    c.dtype = AV_DT_F32;
+    c.uplo = 'L';
+    c.mode = 'V';
+    c.batch = B;
+    c.nin = 1;
+    c.nout = 3;
+    av_lapack_arg mat = {AV_DT_F32, 3, {B, N, N}, {1, 2, 0}};
+    av_lapack_arg vec = {r ? AV_DT_F32 : AV_DT_S32, 2, {B, N}, {1, 0}};
+    av_lapack_arg info = {AV_DT_S32, 1, {B}, {0}};
+    c.in[0] = c.out[0] = mat;
+    c.out[1] = vec;
+    c.out[2] = info;
+    float *m[2] = {malloc(sizeof(float) * B * N * N), malloc(sizeof(float) * B * N * N)};
+    int32_t *v[2] = {malloc(sizeof(int32_t) * B * N), malloc(sizeof(int32_t) * B * N)};
+    int32_t *inf[2] = {malloc(sizeof(int32_t) * B), malloc(sizeof(int32_t) * B)};
+    for (int run = 0; run < 2; run++) {
+      void *in[1] = {a}, *out[3] = {m[run], v[run], inf[run]};
+      assert_int_equal(av_lapack_run(&c, NULL, run ? pool : NULL, in, out, &d), AV_OK);
+    }
+    assert_memory_equal(m[0], m[1], sizeof(float) * B * N * N);
+    assert_memory_equal(v[0], v[1], sizeof(int32_t) * B * N);
+    assert_memory_equal(inf[0], inf[1], sizeof(int32_t) * B);
+    for (int k = 0; k < 2; k++) {
+      free(m[k]);
+      free(v[k]);
+      free(inf[k]);
+    }
+  }
+  av_thread_pool_release(pool);
+  free(a);
+  free(l0);
+  free(l1);
+  free(x0);
+  free(x1);
+  free(rhs);
 }
 
 /* x.at[idx].add(u) on (70000, 4) f32 (a pool-split copy), duplicate and out-of-range rows. */
@@ -230,6 +311,7 @@ int main(void) {
       cmocka_unit_test(test_scatter_run_combiners),
       cmocka_unit_test(test_scatter_into_empty_operand),
       cmocka_unit_test(test_bf16_dot_rounds_once),
+      cmocka_unit_test(test_batched_linalg_on_pool),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

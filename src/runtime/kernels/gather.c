@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "runtime/kernels/reduce_elem.h"
+#include "runtime/kernels/window_starts.h"
 #include "runtime/thread_pool.h"
 
 static av_code bad(av_diag *d, const char *what) {
@@ -135,13 +136,6 @@ av_code av_kernel_gather(const av_gather_params *p, const av_view *operand,
   if (!base) return av_diag_set(d, AV_RESOURCE_EXHAUSTED, "gather: out of memory");
   /* slice starts */
   size_t ies = av_dtype_size(start_indices->dtype);
-  int64_t sistr[AV_KMAX_RANK + 1];
-  for (int i = irank - 1, s = 1; i >= 0; i--) {
-    sistr[i] = s;
-    s *= start_indices->dims[i];
-  }
-  int64_t vstride = ivd < irank ? sistr[ivd] : 0;
-  int64_t bidx[AV_KMAX_RANK] = {0};
   /* one index per batch position, no batching dims (x[idx]): index b is element b */
   bool scalar_index = p->n_start_index_map == 1 && p->n_operand_batching_dims == 0;
   if (scalar_index) {
@@ -154,55 +148,13 @@ av_code av_kernel_gather(const av_gather_params *p, const av_view *operand,
     }
   }
   if (!scalar_index) {
-    /* an odometer over the batch positions: the index vector's offset in start_indices and
-     * the operand offset of the batching coordinates move by a stride per batch dim */
-    int64_t sstep[AV_KMAX_RANK], ostep[AV_KMAX_RANK];
-    for (int i = 0, k = 0; i < irank; i++)
-      if (i != ivd) sstep[k++] = sistr[i];
-    for (int k = 0; k < nbatch; k++) ostep[k] = 0;
-    for (int od = 0; od < orank; od++)
-      if (bpos[od] >= 0) ostep[bpos[od]] += ostr[od];
-    int64_t hi[AV_KMAX_RANK], step[AV_KMAX_RANK];
-    for (int j = 0; j < p->n_start_index_map; j++) {
-      int64_t od = p->start_index_map[j];
-      hi[j] = operand->dims[od] - p->slice_sizes[od];
-      step[j] = ostr[od];
-    }
-    const char *si = start_indices->data;
-    /* the innermost batch dim as a tight loop (one s32 index per position: x[arange(n), i]) */
-    int last = nbatch - 1;
-    int64_t ninner = nbatch ? bdims[last] : 1, isstep = nbatch ? sstep[last] : 0;
-    int64_t iostep = nbatch ? ostep[last] : 0;
-    bool one_s32 = p->n_start_index_map == 1 && start_indices->dtype == AV_DT_S32;
-    int64_t soff = 0, boff = 0;
-    for (int64_t b = 0; b < nb; b += ninner) {
-      if (one_s32) {
-        const int32_t *iv = (const int32_t *)si + soff;
-        for (int64_t i = 0; i < ninner; i++) {
-          int64_t v = iv[i * isstep];
-          v = v < 0 ? 0 : (v > hi[0] ? hi[0] : v);
-          base[b + i] = boff + i * iostep + v * step[0];
-        }
-      } else {
-        for (int64_t i = 0; i < ninner; i++) {
-          int64_t off = boff + i * iostep;
-          for (int j = 0; j < p->n_start_index_map; j++) {
-            int64_t v = av_kel_index_at(start_indices->dtype, si + (soff + i * isstep + j * vstride) * (int64_t)ies);
-            v = v < 0 ? 0 : (v > hi[j] ? hi[j] : v);
-            off += v * step[j];
-          }
-          base[b + i] = off;
-        }
-      }
-      for (int k = last - 1; k >= 0; k--) {
-        soff += sstep[k];
-        boff += ostep[k];
-        if (++bidx[k] < bdims[k]) break;
-        soff -= sstep[k] * bdims[k];
-        boff -= ostep[k] * bdims[k];
-        bidx[k] = 0;
-      }
-    }
+    int64_t hi[AV_KMAX_RANK];
+    for (int j = 0; j < p->n_start_index_map; j++)
+      hi[j] = operand->dims[p->start_index_map[j]] - p->slice_sizes[p->start_index_map[j]];
+    av_window_starts w = {start_indices->data, start_indices->dtype, irank, start_indices->dims,
+                          ivd, p->n_start_index_map, p->start_index_map, hi, orank, ostr, bpos,
+                          false};
+    av_window_starts_fill(&w, base);
   }
   size_t es = av_dtype_size(out->dtype);
   /* Common JAX form (x[idx]): the result's offset dims trail its batch dims and each slice

@@ -11,6 +11,7 @@
 
 #include "runtime/kernels/elementwise.h"
 #include "runtime/kernels/reduce_elem.h"
+#include "runtime/kernels/window_starts.h"
 #include "runtime/thread_pool.h"
 
 static av_code bad(av_diag *d, const char *what) {
@@ -186,9 +187,8 @@ av_code av_kernel_scatter(const av_scatter_params *p, const av_view *inputs,
     }
   }
   /* each index names its own operand dim (as the spec asks; the general loop below also
-   * serves programs that break it): an odometer over the scatter positions whose offsets in
-   * the indices and of the batching coordinates move by a stride per scatter-batch dim (a
-   * batching coordinate always fits: its window is one element) */
+   * serves programs that break it): window_starts.h (a batching coordinate always fits: its
+   * window is one element) */
   bool distinct = !scalar_index;
   for (int j = 0; distinct && j < p->n_scatter_dims_to_operand_dims; j++)
     for (int i = 0; i < j; i++)
@@ -196,51 +196,12 @@ av_code av_kernel_scatter(const av_scatter_params *p, const av_view *inputs,
   for (int k = 0; distinct && k < orank; k++)
     if (op0->dims[k] < wsize[k]) distinct = false; /* an empty operand dim: the general loop */
   if (distinct) {
-    int64_t sstep[AV_KMAX_RANK], ostep[AV_KMAX_RANK], hi[AV_KMAX_RANK], step[AV_KMAX_RANK];
-    int64_t bidx[AV_KMAX_RANK] = {0};
-    for (int i = 0, k = 0; i < irank; i++)
-      if (i != ivd) sstep[k++] = sistr[i];
-    for (int k = 0; k < nsb; k++) ostep[k] = 0;
-    for (int od = 0; od < orank; od++)
-      if (bpos[od] >= 0) ostep[bpos[od]] += ostr[od];
-    for (int j = 0; j < p->n_scatter_dims_to_operand_dims; j++) {
-      int64_t od = p->scatter_dims_to_operand_dims[j];
-      hi[j] = op0->dims[od] - wsize[od];
-      step[j] = ostr[od];
-    }
-    const char *sd = si->data;
-    /* the innermost scatter-batch dim as a tight loop (one s32 index per position) */
-    int last = nsb - 1;
-    int64_t ninner = nsb ? sbdims[last] : 1, isstep = nsb ? sstep[last] : 0;
-    int64_t iostep = nsb ? ostep[last] : 0;
-    bool one_s32 = p->n_scatter_dims_to_operand_dims == 1 && si->dtype == AV_DT_S32;
-    int64_t soff = 0, boff = 0;
-    for (int64_t b = 0; b < nsbt; b += ninner) {
-      if (one_s32) {
-        const int32_t *iv = (const int32_t *)sd + soff;
-        for (int64_t i = 0; i < ninner; i++) {
-          int64_t v = iv[i * isstep];
-          base[b + i] = v < 0 || v > hi[0] ? -1 : boff + i * iostep + v * step[0];
-        }
-      } else {
-        for (int64_t i = 0; i < ninner; i++) {
-          int64_t off = boff + i * iostep;
-          for (int j = 0; j < p->n_scatter_dims_to_operand_dims && off >= 0; j++) {
-            int64_t v = av_kel_index_at(si->dtype, sd + (soff + i * isstep + j * vstride) * (int64_t)ies);
-            off = v < 0 || v > hi[j] ? -1 : off + v * step[j];
-          }
-          base[b + i] = off;
-        }
-      }
-      for (int k = last - 1; k >= 0; k--) {
-        soff += sstep[k];
-        boff += ostep[k];
-        if (++bidx[k] < sbdims[k]) break;
-        soff -= sstep[k] * sbdims[k];
-        boff -= ostep[k] * sbdims[k];
-        bidx[k] = 0;
-      }
-    }
+    int64_t hi[AV_KMAX_RANK];
+    for (int j = 0; j < p->n_scatter_dims_to_operand_dims; j++)
+      hi[j] = op0->dims[p->scatter_dims_to_operand_dims[j]] - wsize[p->scatter_dims_to_operand_dims[j]];
+    av_window_starts w = {si->data, si->dtype, irank, si->dims, ivd, p->n_scatter_dims_to_operand_dims,
+                          p->scatter_dims_to_operand_dims, hi, orank, ostr, bpos, true};
+    av_window_starts_fill(&w, base);
   }
   if (!scalar_index && !distinct) {
     int64_t bidx[AV_KMAX_RANK] = {0};

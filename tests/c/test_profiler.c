@@ -223,8 +223,9 @@ static const char *loop_text =
     "  return %r#1 : tensor<4x4xf32>\n"
     "}\n";
 
-static void test_loop_body_breakdown(void **state) {
-  (void)state;
+/* Runs `text` `times` times under a profiler writing a trace file: the flat profile (caller
+ * frees), and the trace's JSON when `json` is not NULL (caller frees). */
+static char *profile_runs(const char *text, int times, char **json) {
   char path[] = "/tmp/anvil_test_profile_XXXXXX";
   int fd = mkstemp(path);
   assert_true(fd >= 0);
@@ -233,9 +234,9 @@ static void test_loop_body_breakdown(void **state) {
   av_diag_init(&d);
   av_profiler *prof = av_profiler_new(path, &d);
   assert_non_null(prof);
-  av_program *p = compile_text(loop_text);
+  av_program *p = compile_text(text);
   av_program_use_profiler(p, prof);
-  run(p, 2);
+  run(p, times);
   char *flat = NULL;
   size_t flat_len = 0;
   FILE *out = open_memstream(&flat, &flat_len);
@@ -243,24 +244,37 @@ static void test_loop_body_breakdown(void **state) {
   fclose(out);
   av_program_free(p);
   av_profiler_release(prof);
-  size_t n;
-  char *json = av_read_file(path, &n);
+  if (json) {
+    size_t n;
+    *json = av_read_file(path, &n);
+    assert_non_null(*json);
+  }
   unlink(path);
-  assert_non_null(json);
+  return flat;
+}
+
+/* The flat profile's row for step `name`: its count, and that it is an inside: row. */
+static unsigned long long inside_row_count(const char *flat, const char *name) {
+  const char *line = strstr(flat, name);
+  assert_non_null(line);
+  while (line > flat && line[-1] != '\n') line--;
+  double share, total, mean;
+  unsigned long long calls;
+  assert_int_equal(sscanf(line, " %lf%% %lf %llu %lf", &share, &total, &calls, &mean), 4);
+  assert_non_null(strstr(line, "inside: "));
+  return calls;
+}
+
+static void test_loop_body_breakdown(void **state) {
+  (void)state;
+  char *json;
+  char *flat = profile_runs(loop_text, 2, &json);
   /* every iteration's reduce, nested in the while's event */
   assert_int_equal(count(json, "jit(f)/while/body/reduce_sum\",\"cat\":\"step\""), 10);
   assert_true(count(json, "\"loop_depth\":1,") >= 10);
   assert_int_equal(count(json, "\"name\":\"jit(f)/while\",\"cat\":\"step\""), 2);
   free(json);
-  const char *row = strstr(flat, "jit(f)/while/body/reduce_sum");
-  assert_non_null(row);
-  const char *line = row;
-  while (line > flat && line[-1] != '\n') line--;
-  double share, total, mean;
-  unsigned long long calls;
-  assert_int_equal(sscanf(line, " %lf%% %lf %llu %lf", &share, &total, &calls, &mean), 4);
-  assert_int_equal(calls, 10);
-  assert_non_null(strstr(line, "inside: "));
+  assert_int_equal(inside_row_count(flat, "jit(f)/while/body/reduce_sum"), 10);
   /* the header counts the entry function's steps only: the loop's time is not counted twice */
   assert_non_null(strstr(flat, "anvil profile: 2 executions, 2 steps,"));
   free(flat);
@@ -292,34 +306,8 @@ static const char *call_text =
 
 static void test_call_breakdown(void **state) {
   (void)state;
-  char path[] = "/tmp/anvil_test_profile_XXXXXX";
-  int fd = mkstemp(path);
-  assert_true(fd >= 0);
-  close(fd);
-  av_diag d;
-  av_diag_init(&d);
-  av_profiler *prof = av_profiler_new(path, &d);
-  assert_non_null(prof);
-  av_program *p = compile_text(call_text);
-  av_program_use_profiler(p, prof);
-  run(p, 3);
-  char *flat = NULL;
-  size_t flat_len = 0;
-  FILE *out = open_memstream(&flat, &flat_len);
-  av_profiler_finish(prof, out);
-  fclose(out);
-  av_program_free(p);
-  av_profiler_release(prof);
-  unlink(path);
-  const char *row = strstr(flat, "jit(f)/inv/dot_general");
-  assert_non_null(row);
-  const char *line = row;
-  while (line > flat && line[-1] != '\n') line--;
-  double share, total, mean;
-  unsigned long long calls;
-  assert_int_equal(sscanf(line, " %lf%% %lf %llu %lf", &share, &total, &calls, &mean), 4);
-  assert_int_equal(calls, 3);
-  assert_non_null(strstr(line, "inside: "));
+  char *flat = profile_runs(call_text, 3, NULL);
+  assert_int_equal(inside_row_count(flat, "jit(f)/inv/dot_general"), 3);
   free(flat);
 }
 

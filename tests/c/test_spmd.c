@@ -755,6 +755,16 @@ static void test_unsupported_shardings(void **state) {
   av_program_free(p);
 }
 
+/* Compiling `text` fails with INVALID_ARGUMENT and a message holding `msg`. */
+static void expect_refused(const char *text, const av_compile_options *o, const char *msg) {
+  av_diag d;
+  av_diag_init(&d);
+  av_program *p = av_program_compile("mlir", 4, text, strlen(text), o, &d);
+  assert_null(p);
+  assert_int_equal(d.code, AV_INVALID_ARGUMENT);
+  assert_non_null(strstr(d.msg, msg));
+}
+
 /* sdy.sharding_group (jax.experimental.shard_alike): grouped values end with one sharding;
  * groups sharing a value merge; a group of two shapes, or across a manual computation's
  * boundary, is refused. */
@@ -795,11 +805,7 @@ static void test_sharding_groups(void **state) {
       "  }\n"
       "}\n";
   snprintf(text, sizeof text, "%s%s", head, shapes);
-  av_diag_init(&d);
-  p = av_program_compile("mlir", 4, text, strlen(text), &o, &d);
-  assert_null(p);
-  assert_int_equal(d.code, AV_INVALID_ARGUMENT);
-  assert_non_null(strstr(d.msg, "differ in shape"));
+  expect_refused(text, &o, "differ in shape");
   const char *manual =
       "  func.func public @main(%x: tensor<8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{\"i\"}]>}, %y: tensor<2xf32>) -> tensor<8xf32> {\n"
       "    %0 = sdy.manual_computation(%x) in_shardings=[<@mesh, [{\"i\"}]>] out_shardings=[<@mesh, [{\"i\"}]>] manual_axes={\"i\"} (%a: tensor<2xf32>) {\n"
@@ -812,11 +818,7 @@ static void test_sharding_groups(void **state) {
       "  }\n"
       "}\n";
   snprintf(text, sizeof text, "%s%s", head, manual);
-  av_diag_init(&d);
-  p = av_program_compile("mlir", 4, text, strlen(text), &o, &d);
-  assert_null(p);
-  assert_int_equal(d.code, AV_INVALID_ARGUMENT);
-  assert_non_null(strstr(d.msg, "manual_computation"));
+  expect_refused(text, &o, "manual_computation");
 }
 
 /* A maximal mesh (no axes, one device: what JAX puts on a host callback under a sharded jit)

@@ -288,7 +288,7 @@ static bool lower_conv(av_lower *c, const av_op *op) {
   int ns = l->rank - 2;
   if (ns < 0 || k->rank != l->rank) return AV_INVALID(c, "bad operand ranks");
   cp->nspatial = ns;
-  int n1, n2, n3;
+  int n1 = -1, n2 = -1, n3 = -1;
   if (!int_attr(c, op, "input_batch_dimension", &cp->input_batch_dimension) ||
       !int_attr(c, op, "input_feature_dimension", &cp->input_feature_dimension) ||
       !ints_any(c, op, "input_spatial_dimensions", cp->input_spatial_dimensions, &n1) ||

@@ -90,14 +90,14 @@ enum { kMulChunk = 256 };
     for (int64_t i0 = 0; i0 < n; i0 += kMulChunk) {                                          \
       int64_t m = n - i0 < kMulChunk ? n - i0 : kMulChunk;                                   \
       const T *x = a + 2 * i0, *y = b + 2 * i0;                                              \
-      bool nan = false;                                                                      \
       for (int64_t i = 0; i < m; i++) {                                                      \
-        T re = FMA(x[2 * i], y[2 * i], -(x[2 * i + 1] * y[2 * i + 1]));                     \
-        T im = FMA(x[2 * i + 1], y[2 * i], x[2 * i] * y[2 * i + 1]);                        \
-        tmp[2 * i] = re;                                                                     \
-        tmp[2 * i + 1] = im;                                                                 \
-        nan |= isnan(re) & isnan(im);                                                        \
+        tmp[2 * i] = FMA(x[2 * i], y[2 * i], -(x[2 * i + 1] * y[2 * i + 1]));               \
+        tmp[2 * i + 1] = FMA(x[2 * i + 1], y[2 * i], x[2 * i] * y[2 * i + 1]);              \
       }                                                                                      \
+      /* a separate pass with an integer flag, so that both loops vectorise */               \
+      int nan = 0;                                                                           \
+      for (int64_t i = 0; i < m; i++)                                                        \
+        nan |= (tmp[2 * i] != tmp[2 * i]) & (tmp[2 * i + 1] != tmp[2 * i + 1]);              \
       if (nan)                                                                               \
         for (int64_t i = 0; i < m; i++)                                                      \
           if (isnan(tmp[2 * i]) && isnan(tmp[2 * i + 1])) {                                  \

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "runtime/kernels/fft_internal.h"
+#include "runtime/kernels/fft_lanes.h"
 #include "runtime/kernels/simd_clones.h"
 #include "runtime/thread_pool.h"
 
@@ -24,45 +25,22 @@
 typedef float fft_vf __attribute__((vector_size(32)));
 typedef double fft_vd __attribute__((vector_size(32)));
 
-/* Transposes of a square of vectors (NL x NL) in three (f32) or two (f64) rounds of
- * two-input shuffles: in-lane unpacks, then 64-bit pairs, then 128-bit halves. */
-static inline __attribute__((always_inline)) void transpose8_f32(fft_vf *m) {
-  fft_vf a[8], b[8];
-  for (int i = 0; i < 8; i += 2) {
-    a[i] = __builtin_shufflevector(m[i], m[i + 1], 0, 8, 1, 9, 4, 12, 5, 13);
-    a[i + 1] = __builtin_shufflevector(m[i], m[i + 1], 2, 10, 3, 11, 6, 14, 7, 15);
-  }
-  for (int i = 0; i < 8; i += 4)
-    for (int j = 0; j < 2; j++) {
-      b[i + 2 * j] = __builtin_shufflevector(a[i + j], a[i + j + 2], 0, 1, 8, 9, 4, 5, 12, 13);
-      b[i + 2 * j + 1] = __builtin_shufflevector(a[i + j], a[i + j + 2], 2, 3, 10, 11, 6, 7, 14, 15);
-    }
-  for (int j = 0; j < 4; j++) {
-    m[j] = __builtin_shufflevector(b[j], b[j + 4], 0, 1, 2, 3, 8, 9, 10, 11);
-    m[j + 4] = __builtin_shufflevector(b[j], b[j + 4], 4, 5, 6, 7, 12, 13, 14, 15);
-  }
-}
+FFT_DEFINE_TRANSPOSE8(transpose8_f32, fft_vf)
+FFT_DEFINE_TRANSPOSE4(transpose4_f64, fft_vd)
 
-static inline __attribute__((always_inline)) void transpose4_f64(fft_vd *m) {
-  fft_vd a0 = __builtin_shufflevector(m[0], m[1], 0, 4, 2, 6);
-  fft_vd a1 = __builtin_shufflevector(m[0], m[1], 1, 5, 3, 7);
-  fft_vd a2 = __builtin_shufflevector(m[2], m[3], 0, 4, 2, 6);
-  fft_vd a3 = __builtin_shufflevector(m[2], m[3], 1, 5, 3, 7);
-  m[0] = __builtin_shufflevector(a0, a2, 0, 1, 4, 5);
-  m[1] = __builtin_shufflevector(a1, a3, 0, 1, 4, 5);
-  m[2] = __builtin_shufflevector(a0, a2, 2, 3, 6, 7);
-  m[3] = __builtin_shufflevector(a1, a3, 2, 3, 6, 7);
-}
+/* the engine's entry points: AVX-512 (with VL: 32 vector registers), AVX2 and baseline
+ * copies; -ffp-contract=off keeps their results bit-identical */
+#define FFT_ENTRY AV_CLONES_FMA
 
 #define FT float
 #define FV fft_vf
 #define TRANSPOSE(m) transpose8_f32(m)
 #define NL 8
 #define F(x) x##_f32
-#define DEINT_RE(lo, hi) __builtin_shufflevector(lo, hi, 0, 2, 4, 6, 8, 10, 12, 14)
-#define DEINT_IM(lo, hi) __builtin_shufflevector(lo, hi, 1, 3, 5, 7, 9, 11, 13, 15)
-#define INTERLEAVE_LO(re, im) __builtin_shufflevector(re, im, 0, 8, 1, 9, 2, 10, 3, 11)
-#define INTERLEAVE_HI(re, im) __builtin_shufflevector(re, im, 4, 12, 5, 13, 6, 14, 7, 15)
+#define DEINT_RE FFT_DEINT8_RE
+#define DEINT_IM FFT_DEINT8_IM
+#define INTERLEAVE_LO FFT_INTERLEAVE8_LO
+#define INTERLEAVE_HI FFT_INTERLEAVE8_HI
 #include "runtime/kernels/fft_engine.inc"
 #undef FT
 #undef FV
@@ -79,28 +57,20 @@ static inline __attribute__((always_inline)) void transpose4_f64(fft_vd *m) {
 #define TRANSPOSE(m) transpose4_f64(m)
 #define NL 4
 #define F(x) x##_f64
-#define DEINT_RE(lo, hi) __builtin_shufflevector(lo, hi, 0, 2, 4, 6)
-#define DEINT_IM(lo, hi) __builtin_shufflevector(lo, hi, 1, 3, 5, 7)
-#define INTERLEAVE_LO(re, im) __builtin_shufflevector(re, im, 0, 4, 1, 5)
-#define INTERLEAVE_HI(re, im) __builtin_shufflevector(re, im, 2, 6, 3, 7)
+#define DEINT_RE FFT_DEINT4_RE
+#define DEINT_IM FFT_DEINT4_IM
+#define INTERLEAVE_LO FFT_INTERLEAVE4_LO
+#define INTERLEAVE_HI FFT_INTERLEAVE4_HI
 #include "runtime/kernels/fft_engine.inc"
 #undef FT
 #undef FV
 #undef NL
 #undef F
 
-/* A pass in either precision (the two pass structs have the same fields). */
-typedef struct pass_spec {
-  const fft_axis *ax;
-  fft_pass_kind kind;
-  const void *src;
-  void *dst;
-  int64_t inner, lines, in_len, out_len;
-  bool inv;
-  double scale;
-} pass_spec;
-
-static bool run(const av_fft_plan *plan, const pass_spec *s, av_thread_pool *pool) {
+static bool run(const av_fft_plan *plan, const fft_pass_spec *s, av_thread_pool *pool) {
+  if (plan->f64 && !s->ax->per_line && av_fft_wide_available()) {
+    return av_fft_pass_f64_wide(s, pool);
+  }
   if (plan->f64) {
     pass_f64 p = {s->ax, s->kind, s->src, s->dst, s->inner, s->lines, s->in_len,
                   s->out_len, s->inv, s->scale, 0};
@@ -112,12 +82,12 @@ static bool run(const av_fft_plan *plan, const pass_spec *s, av_thread_pool *poo
 }
 
 /* The complex pass along dimension `dim` of an array of `dims` (rank r). */
-static pass_spec c2c_pass(const fft_axis *ax, const void *src, void *dst, const int64_t *dims,
+static fft_pass_spec c2c_pass(const fft_axis *ax, const void *src, void *dst, const int64_t *dims,
                           int r, int dim, bool inv, double scale) {
   int64_t inner = 1, total = 1;
   for (int i = 0; i < r; i++) total *= dims[i];
   for (int i = dim + 1; i < r; i++) inner *= dims[i];
-  pass_spec s = {ax, PASS_C2C, src, dst, inner, total / dims[dim], dims[dim], dims[dim], inv,
+  fft_pass_spec s = {ax, PASS_C2C, src, dst, inner, total / dims[dim], dims[dim], dims[dim], inv,
                  scale};
   return s;
 }
@@ -146,7 +116,7 @@ av_code av_kernel_fft(const av_fft_params *p, const av_view *operand, av_view *o
       bool inv = p->type == AV_FFT_IFFT;
       for (int i = L - 1; i >= 0 && ok; i--) {
         double scale = inv && i == 0 ? inv_scale : 1.0;
-        pass_spec s = c2c_pass(&plan->axis[i], i == L - 1 ? operand->data : out->data,
+        fft_pass_spec s = c2c_pass(&plan->axis[i], i == L - 1 ? operand->data : out->data,
                                out->data, out->dims, r, r - L + i, inv, scale);
         ok = run(plan, &s, p->pool);
       }
@@ -154,7 +124,7 @@ av_code av_kernel_fft(const av_fft_params *p, const av_view *operand, av_view *o
     }
     case AV_FFT_RFFT: {
       int64_t n = last->n;
-      pass_spec s = {last, PASS_R2C, operand->data, out->data, 1,
+      fft_pass_spec s = {last, PASS_R2C, operand->data, out->data, 1,
                      av_view_num_elements(operand) / n, n, n / 2 + 1, false, 1.0};
       ok = run(plan, &s, p->pool);
       for (int i = L - 2; i >= 0 && ok; i--) {
@@ -170,13 +140,13 @@ av_code av_kernel_fft(const av_fft_params *p, const av_view *operand, av_view *o
         work = malloc((size_t)nin * es * 2);
         if (!work) return av_diag_set(d, AV_RESOURCE_EXHAUSTED, "fft: out of memory");
         for (int i = 0; i < L - 1 && ok; i++) {
-          pass_spec s = c2c_pass(&plan->axis[i], i == 0 ? operand->data : work, work,
+          fft_pass_spec s = c2c_pass(&plan->axis[i], i == 0 ? operand->data : work, work,
                                  operand->dims, r, r - L + i, true, 1.0);
           ok = run(plan, &s, p->pool);
         }
         src = work;
       }
-      pass_spec s = {last, PASS_C2R, src, out->data, 1, on / n, n / 2 + 1, n, true, inv_scale};
+      fft_pass_spec s = {last, PASS_C2R, src, out->data, 1, on / n, n / 2 + 1, n, true, inv_scale};
       if (ok) ok = run(plan, &s, p->pool);
       break;
     }

@@ -8,7 +8,8 @@
  * The plan (factorisations, twiddles, Bluestein chirps, the split of long lines) is built once,
  * at compile time, by av_fft_plan_build into the program's arena, and only read when the
  * kernel runs, so executions may share it. How transforms are computed: fft_plan.c (plans),
- * fft_engine.inc (the SIMD transforms), fft.c (the passes over the axes). */
+ * fft_engine.inc (the SIMD transforms), fft.c (the passes over the axes), fft_wide.c (the f64
+ * engine in 64-byte vectors on AVX-512). */
 #ifndef ANVIL_RUNTIME_KERNELS_FFT_H
 #define ANVIL_RUNTIME_KERNELS_FFT_H
 

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "runtime/kernels/fft.h"
+#include "runtime/thread_pool.h"
 
 enum {
   FFT_MAX_STAGES = 64,
@@ -63,5 +64,28 @@ struct av_fft_plan {
   int naxes; /* = nlengths; axis i is dimension rank - naxes + i */
   fft_axis axis[3];
 };
+
+/* One pass over an axis, in either precision: src and dst count complex elements, except
+ * the real side of R2C/C2R (real elements). */
+typedef struct fft_pass_spec {
+  const fft_axis *ax;
+  fft_pass_kind kind;
+  const void *src;
+  void *dst;
+  int64_t inner;           /* elements between neighbouring points of a line */
+  int64_t lines;           /* lines = outer * inner */
+  int64_t in_len, out_len; /* elements of a line along the axis, in and out */
+  bool inv;
+  double scale;
+} fft_pass_spec;
+
+/* fft_wide.c: the f64 engine in 64-byte vectors (8 lanes), on CPUs with AVX-512F/VL/DQ.
+ * It runs the passes over many lines (not `per_line` axes, whose four-step twiddle tables
+ * are laid out for the 4-lane engine) with the same operations per lane as the 4-lane
+ * engine, so its results are bit-identical. */
+bool av_fft_wide_available(void);
+bool av_fft_pass_f64_wide(const fft_pass_spec *s, av_thread_pool *pool);
+/* Tests: off runs every f64 pass on the 4-lane engine (returns the previous setting). */
+bool av_fft_wide_set_enabled(bool on);
 
 #endif

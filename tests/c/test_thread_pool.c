@@ -469,8 +469,44 @@ static void test_transposes(void **state) {
   check_permute(big, t, 4);
 }
 
+/* Batches of dense square planes (shape.c's vector-block and fixed-size paths: sides 2..4,
+ * multiples of 8 for 4-byte and of 4 for 8-byte elements, and sides that take neither),
+ * each plane transposed, with planes apart by more than their size (a padded batch stride). */
+static void test_square_plane_batches(void **state) {
+  (void)state;
+  const int64_t sides[] = {2, 3, 4, 5, 8, 12, 16, 24, 32};
+  for (size_t k = 0; k < sizeof sides / sizeof *sides; k++)
+    for (size_t esize = 4; esize <= 8; esize += 4) {
+      int64_t n = sides[k], nb = 37, pad = 3, plane = n * n + pad, total = nb * plane;
+      uint64_t *in = malloc((size_t)total * 8), *out = malloc((size_t)total * 8);
+      assert_true(in && out);
+      for (int64_t i = 0; i < total; i++) {
+        in[i] = (uint64_t)(i * 2654435761u + 11) << 7;
+        out[i] = 0;
+        if (esize == 4) ((uint32_t *)(void *)in)[i] = (uint32_t)(i * 40503u + 5);
+      }
+      av_box b = {.rank = 3, .dims = {nb, n, n}, .sstride = {plane, 1, n}, .dstride = {plane, n, 1}};
+      av_box_copy(&b, in, out, esize);
+      for (int64_t p = 0; p < nb; p++)
+        for (int64_t r = 0; r < n; r++)
+          for (int64_t c = 0; c < n; c++) {
+            int64_t o = p * plane + r * n + c, i = p * plane + c * n + r;
+            if (esize == 4)
+              assert_int_equal(((uint32_t *)(void *)out)[o], ((uint32_t *)(void *)in)[i]);
+            else
+              assert_int_equal(out[o], in[i]);
+          }
+      for (int64_t p = 0; p < nb; p++) /* the padding between planes is not written */
+        for (int64_t q = n * n; q < plane; q++)
+          assert_int_equal(esize == 4 ? ((uint32_t *)(void *)out)[p * plane + q] : out[p * plane + q], 0);
+      free(in);
+      free(out);
+    }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_square_plane_batches),
       cmocka_unit_test(test_every_item_once),
       cmocka_unit_test(test_concurrent_callers),
       cmocka_unit_test(test_nested),

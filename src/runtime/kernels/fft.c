@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "runtime/kernels/fft_internal.h"
-#include "runtime/kernels/fft_lanes.h"
+#include "runtime/kernels/simd_transpose.h"
 #include "runtime/kernels/simd_clones.h"
 #include "runtime/thread_pool.h"
 
@@ -25,8 +25,8 @@
 typedef float fft_vf __attribute__((vector_size(32)));
 typedef double fft_vd __attribute__((vector_size(32)));
 
-FFT_DEFINE_TRANSPOSE8(transpose8_f32, fft_vf)
-FFT_DEFINE_TRANSPOSE4(transpose4_f64, fft_vd)
+AV_DEFINE_TRANSPOSE8(transpose8_f32, fft_vf)
+AV_DEFINE_TRANSPOSE4(transpose4_f64, fft_vd)
 
 /* the engine's entry points: AVX-512 (with VL: 32 vector registers), AVX2 and baseline
  * copies; -ffp-contract=off keeps their results bit-identical */

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "runtime/kernels/fft_internal.h"
-#include "runtime/kernels/fft_lanes.h"
+#include "runtime/kernels/simd_transpose.h"
 
 static bool g_wide_enabled = true;
 
@@ -30,7 +30,7 @@ bool av_fft_wide_set_enabled(bool on) {
 
 typedef double fft_vw __attribute__((vector_size(64)));
 
-FFT_DEFINE_TRANSPOSE8(transpose8_f64w, fft_vw)
+AV_DEFINE_TRANSPOSE8(transpose8_f64w, fft_vw)
 
 #define FFT_ENTRY
 #define FFT_LANES_ONLY 1

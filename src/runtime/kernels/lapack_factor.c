@@ -57,7 +57,7 @@ static av_code getrf(const lapack_ctx *x) {
   int *ipiv = x->out[1], *info = x->out[2];
   int64_t k = lapack_min(m, n);
   lapack_copy_in(x, 0, 0);
-  if (m == n && n <= AV_BATCHED_MAX_N && x->c->batch >= 8 && x->ti < 2) { /* across SIMD lanes */
+  if (m == n && n <= AV_BATCHED_GETRF_MAX_N && x->c->batch >= 8 && x->ti < 2) { /* lanes */
     bool ok = x->ti == 0 ? av_getrf_batched_f32(x->out[0], ipiv, info, n, x->c->batch)
                          : av_getrf_batched_f64(x->out[0], ipiv, info, n, x->c->batch);
     return ok ? AV_OK : av_diag_set(x->d, AV_RESOURCE_EXHAUSTED, "getrf: out of memory");

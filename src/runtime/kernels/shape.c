@@ -3,6 +3,9 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "runtime/kernels/simd_clones.h"
+#include "runtime/kernels/simd_transpose.h"
+
 void av_row_major_strides(int rank, const int64_t *dims, int64_t *strides) {
   int64_t s = 1;
   for (int i = rank - 1; i >= 0; i--) {
@@ -79,8 +82,64 @@ static void tile_plane(const char *s, int64_t ssi, char *d, int64_t dsj, int64_t
     return true;                                                                           \
   }
 
+/* Dense square planes whose side is a multiple of a vector's lanes (4-byte elements: 8;
+ * 8-byte: 4): L x L blocks, each L rows loaded as vectors, transposed in registers and
+ * stored as L rows (simd_transpose.h), where the loop above moves one element at a time. */
+#if defined(__GNUC__) && !defined(__clang__)
+/* 16/32-byte vectors only ever live inside always-inline functions of the SIMD clones */
+#pragma GCC diagnostic ignored "-Wpsabi"
+#endif
+typedef uint32_t av_u32x8 __attribute__((vector_size(32)));
+typedef uint64_t av_u64x4 __attribute__((vector_size(32)));
+AV_DEFINE_TRANSPOSE8(transpose_u32x8, av_u32x8)
+AV_DEFINE_TRANSPOSE4(transpose_u64x4, av_u64x4)
+
+#define BLOCKED_SQUARES(name, T, V, L, TRANSPOSE)                                          \
+  AV_CLONES static void name(const void *s, int64_t sb, void *d, int64_t db, int64_t nb,   \
+                             int64_t n) {                                                  \
+    const T *sp = s;                                                                       \
+    T *dp = d;                                                                             \
+    for (int64_t b = 0; b < nb; b++, sp += sb, dp += db)                                   \
+      for (int64_t ib = 0; ib < n; ib += L)                                                \
+        for (int64_t jb = 0; jb < n; jb += L) {                                            \
+          V m[L];                                                                          \
+          for (int t = 0; t < L; t++) memcpy(&m[t], sp + (ib + t) * n + jb, sizeof(V));    \
+          TRANSPOSE(m);                                                                    \
+          for (int t = 0; t < L; t++) memcpy(dp + (jb + t) * n + ib, &m[t], sizeof(V));    \
+        }                                                                                  \
+  }
+BLOCKED_SQUARES(squares_u32x8, uint32_t, av_u32x8, 8, transpose_u32x8)
+BLOCKED_SQUARES(squares_u64x4, uint64_t, av_u64x4, 4, transpose_u64x4)
+
+/* Planes of 2x2 .. 4x4: loops of a known trip count, which the compilers vectorise across
+ * neighbouring planes (faster than one 4x4 block of shuffles per plane). */
+#define TINY_SQUARES(name, T, N)                                                           \
+  AV_CLONES static void name(const void *s, int64_t sb, void *d, int64_t db, int64_t nb) { \
+    const T *sp = s;                                                                       \
+    T *dp = d;                                                                             \
+    for (int64_t b = 0; b < nb; b++, sp += sb, dp += db)                                   \
+      for (int jj = 0; jj < N; jj++)                                                       \
+        for (int ii = 0; ii < N; ii++) dp[jj * N + ii] = sp[jj + ii * N];                  \
+  }
+TINY_SQUARES(squares2_u32, uint32_t, 2)
+TINY_SQUARES(squares3_u32, uint32_t, 3)
+TINY_SQUARES(squares4_u32, uint32_t, 4)
+TINY_SQUARES(squares2_u64, uint64_t, 2)
+TINY_SQUARES(squares3_u64, uint64_t, 3)
+TINY_SQUARES(squares4_u64, uint64_t, 4)
+
 static bool small_planes(const char *s, int64_t sb, int64_t ssi, char *d, int64_t db, int64_t dsj,
                          int64_t nb, int64_t ni, int64_t nj, size_t esize) {
+  if (ni == nj && ssi == nj && dsj == ni) { /* dense square planes */
+    if (esize == 4 && ni % 8 == 0) return squares_u32x8(s, sb, d, db, nb, ni), true;
+    if (esize == 8 && ni % 4 == 0 && ni > 4) return squares_u64x4(s, sb, d, db, nb, ni), true;
+    if (esize == 4 && ni <= 4)
+      return (ni == 2 ? squares2_u32 : ni == 3 ? squares3_u32 : squares4_u32)(s, sb, d, db, nb),
+             true;
+    if (esize == 8 && ni <= 4)
+      return (ni == 2 ? squares2_u64 : ni == 3 ? squares3_u64 : squares4_u64)(s, sb, d, db, nb),
+             true;
+  }
   switch (esize) {
     case 1: PLANES_COPY(uint8_t)
     case 2: PLANES_COPY(uint16_t)
@@ -123,7 +182,7 @@ void av_box_copy(const av_box *b, const void *src, void *dst, size_t esize) {
   if (r >= 2 && ds[inner] == 1 && ss[inner] > 1 && (esize == 1 || esize == 2 || esize == 4 || esize == 8))
     for (int k = 0; k < inner; k++)
       if (ss[k] == 1 && ds[k] > 1) tj = k;
-  if (tj == 1 && r == 3 && dims[1] * dims[2] <= TILE * TILE &&
+  if (tj == 1 && r == 3 && (dims[1] * dims[2] <= TILE * TILE || (dims[1] == 32 && dims[2] == 32)) &&
       small_planes(s, ss[0], ss[2], d, ds[0], ds[1], dims[0], dims[2], dims[1], esize))
     return;
   /* the other outer axes as an odometer whose offsets move by one stride per step */

@@ -1,12 +1,13 @@
-/* Shuffle patterns of the FFT engine (fft_engine.inc) by lane count, shared by the 32-byte
- * engines (fft.c: 8 f32 / 4 f64 lanes) and the 64-byte one (fft_wide.c: 8 f64 lanes). The
- * patterns depend only on the number of lanes, not on the element type. */
-#ifndef ANVIL_RUNTIME_KERNELS_FFT_LANES_H
-#define ANVIL_RUNTIME_KERNELS_FFT_LANES_H
+/* Shuffle patterns by lane count, kept apart from the kernels that use them: in-register
+ * transposes (the FFT engine's lanes, fft.c / fft_wide.c; batches of small matrices, shape.c)
+ * and the FFT's (re, im) pair (de)interleaving. A pattern depends only on the number of
+ * lanes, not on the element type or the vector's width. */
+#ifndef ANVIL_RUNTIME_KERNELS_SIMD_TRANSPOSE_H
+#define ANVIL_RUNTIME_KERNELS_SIMD_TRANSPOSE_H
 
 /* Transposes of a square of vectors (NL x NL, one row per vector) in three (8 lanes) or two
  * (4 lanes) rounds of two-input shuffles: neighbour pairs, then pairs of pairs, then halves. */
-#define FFT_DEFINE_TRANSPOSE8(name, V)                                                     \
+#define AV_DEFINE_TRANSPOSE8(name, V)                                                     \
   static inline __attribute__((always_inline)) void name(V *m) {                           \
     V a[8], b[8];                                                                          \
     for (int i = 0; i < 8; i += 2) {                                                       \
@@ -25,7 +26,7 @@
     }                                                                                      \
   }
 
-#define FFT_DEFINE_TRANSPOSE4(name, V)                                 \
+#define AV_DEFINE_TRANSPOSE4(name, V)                                 \
   static inline __attribute__((always_inline)) void name(V *m) {       \
     V a0 = __builtin_shufflevector(m[0], m[1], 0, 4, 2, 6);            \
     V a1 = __builtin_shufflevector(m[0], m[1], 1, 5, 3, 7);            \

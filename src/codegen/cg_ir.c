@@ -10,7 +10,8 @@ static bool pure(const cg_node *n) { return n->op != CG_STORE && n->op != CG_ACC
 
 static bool same(const cg_node *a, const cg_node *b) {
   if (a->op != b->op || a->type != b->type || a->atype != b->atype || a->nin != b->nin ||
-      a->reg != b->reg || a->imm != b->imm || a->aux != b->aux || a->rstride != b->rstride)
+      a->reg != b->reg || a->imm != b->imm || a->aux != b->aux || a->rstride != b->rstride ||
+      a->eoff != b->eoff)
     return false;
   for (int i = 0; i < a->nin; i++)
     if (a->in[i] != b->in[i]) return false;
@@ -27,6 +28,7 @@ static uint64_t node_hash(const cg_node *n) {
   h = mix(h, n->reg);
   h = mix(h, n->imm);
   h = mix(h, (uint64_t)n->rstride);
+  h = mix(h, (uint64_t)(uint32_t)n->eoff);
   h = mix(h, (uint64_t)(uintptr_t)n->aux);
   for (int i = 0; i < n->nin; i++) h = mix(h, n->in[i]);
   return h ^ (h >> 29);
@@ -191,7 +193,16 @@ static uint32_t rotate_of(cg_region *r, cg_type t, uint32_t a, uint32_t b) {
   return cg_opi(r, CG_ROTLI, t, l->in[0], l->imm);
 }
 
+static bool is_const(const cg_region *r, uint32_t i, uint64_t bits) {
+  return i < r->n && r->v[i].op == CG_CONST && r->v[i].imm == bits;
+}
+
 uint32_t cg_op2(cg_region *r, cg_opc op, cg_type t, uint32_t a, uint32_t b) {
+  /* x * 1 (an iota's index times a unit stride): the 64-bit multiply is slow */
+  if (op == CG_MUL && !r->failed && cg_is_int(t)) {
+    if (is_const(r, b, 1) && r->v[a].type == t) return a;
+    if (is_const(r, a, 1) && r->v[b].type == t) return b;
+  }
   if (op == CG_OR && !r->failed) {
     uint32_t rot = rotate_of(r, t, a, b);
     if (rot != CG_NO_NODE) return rot;

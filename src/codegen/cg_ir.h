@@ -112,6 +112,8 @@ typedef struct cg_node {
   uint64_t imm;  /* CONST bits, shift counts, cg_cmp, cg_round, cg_cvt; XLOAD / nest STORE:
                     element offset */
   int64_t rstride; /* XLOAD: elements per step of the reduced axis */
+  int32_t eoff;    /* LOAD / STORE of an elementwise region: elements past the loop's position
+                      (the later copies of an unrolled body, cg_unroll.c) */
   const void *aux; /* CALL*: the kernel */
   uint32_t uses; /* how many node operands read it (filled by cg_finish) */
 } cg_node;
@@ -126,7 +128,8 @@ typedef struct cg_region {
    * since the last rebuild (some may name nodes a rollback dropped) */
   uint32_t *hash, hcap, hused;
   bool failed; /* out of memory or an unsupported node: nothing is generated */
-  int lanes;   /* elements per iteration (set by the back end) */
+  int lanes;   /* elements of one vector value */
+  int unroll;  /* copies of the body per loop iteration (cg_unroll.c; 0 or 1: one) */
 } cg_region;
 
 /* Appends a node (hash-consed: an identical pure node already in the region is returned

@@ -98,7 +98,9 @@ x86_mem cg_x86_elem(cg_x86 *x, uint32_t reg, int esize, int p, int w) {
     x86_mov_load(&x->b, R11, (x86_mem){R14, X86_NOREG, 1, (int32_t)(8 * reg), -1, 0});
     base = R11;
   }
-  return (x86_mem){(int8_t)base, R13, (uint8_t)esize, p * w, -1, 0};
+  /* the node being emitted (a LOAD or STORE) may be a later copy of an unrolled body */
+  int32_t eoff = x->r->v[x->pos].eoff;
+  return (x86_mem){(int8_t)base, R13, (uint8_t)esize, p * w + eoff * esize, -1, 0};
 }
 
 /* ---- register allocation */
@@ -707,7 +709,7 @@ static bool generate_pass(const cg_region *r, const cg_isa *isa, bool listing, i
       if (v > *vmax) *vmax = v;
       if (k > *kmax) *kmax = k;
     }
-    x86_alu_imm(b, 0, R13, x->lanes);
+    x86_alu_imm(b, 0, R13, x->lanes * (r->unroll > 1 ? r->unroll : 1));
     x86_cmp_rr(b, R13, R12);
     uint32_t back = x86_jump(b, 0x2); /* jb loop */
     x86_patch_jump(b, back, loop);

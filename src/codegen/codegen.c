@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "codegen/cg_lower.h"
+#include "codegen/cg_unroll.h"
 #include "codegen/cg_x86.h"
 
 typedef struct cg_kernel_obj {
@@ -133,8 +134,9 @@ static void dump_listing(const char *name, const av_fused_params *fp, const cg_r
   snprintf(path, sizeof path, "%s/codegen.%04u.txt", dir, no);
   FILE *f = fopen(path, "w");
   if (!f) return;
-  fprintf(f, "%s %s\nisa %s, %d lanes per iteration, %lld elements, %zu bytes of code\n\nIR:\n",
-          r->nest ? "nest" : "region", name ? name : "?", isa->name, r->lanes,
+  fprintf(f, "%s %s\nisa %s, %d lanes per iteration%s, %lld elements, %zu bytes of code\n\nIR:\n",
+          r->nest ? "nest" : "region", name ? name : "?", isa->name,
+          r->lanes * (r->unroll > 1 ? r->unroll : 1), r->unroll > 1 ? " (two interleaved copies)" : "",
           (long long)(fp ? fp->n : 0), b->n);
   for (uint32_t i = 0; i < r->n; i++) {
     const cg_node *n = &r->v[i];
@@ -146,7 +148,8 @@ static void dump_listing(const char *name, const av_fused_params *fp, const cg_r
       if (n->reg == CG_NEST_OUT)
         fprintf(f, " [out + %llu]", (unsigned long long)n->imm);
       else
-        fprintf(f, " [ptr %u: %s]", n->reg, fp ? (k < 5 ? kinds[k] : "?") : "input");
+        fprintf(f, " [ptr %u: %s%s]", n->reg, fp ? (k < 5 ? kinds[k] : "?") : "input",
+                n->eoff ? ", second copy" : "");
     }
     if (n->op == CG_XLOAD) {
       fprintf(f, " [input %u + %llu + r*%lld]", n->reg, (unsigned long long)n->imm, (long long)n->rstride);
@@ -191,6 +194,14 @@ static av_cg_kernel *generate(const av_cg_region_desc *d, const cg_isa *isa, boo
     if (sz > 0 && r.v[i].type != CG_PRED && sz < s) s = sz;
   }
   r.lanes = isa->vl / (s < 4 ? 4 : s);
+  const char *unroll = getenv("ANVIL_CODEGEN_UNROLL");
+  if (!(unroll && !strcmp(unroll, "0")) && cg_unroll_worth(&r, isa->nvec)) {
+    cg_region two = {0};
+    if (cg_unroll2(&r, &two)) { /* else the region stays as it was */
+      cg_region_free(&r);
+      r = two;
+    }
+  }
   const char *dir = getenv("ANVIL_DUMP_DIR");
   x86_buf b = {0};
   cg_kernel_obj *o = NULL;
@@ -200,7 +211,7 @@ static av_cg_kernel *generate(const av_cg_region_desc *d, const cg_isa *isa, boo
     if (code) {
       o->map = code;
       o->k.entry = (av_cg_entry)code;
-      o->k.lanes = r.lanes;
+      o->k.lanes = r.lanes * (r.unroll > 1 ? r.unroll : 1);
       o->k.isa = isa->name;
       dump_listing(d->name, d->p, &r, isa, &b);
       perf_map_note(code, b.n, "region", d->name);

@@ -189,15 +189,18 @@ static void test_small_real_products(void **state) {
  * in the row loop: each element is still the sequential sum over k of rounded products, so
  * with fractional operands (rounding everywhere) the bits equal that sum done here in the
  * element type, for shapes with leftover rows and columns and A transposed. */
-static void blocked_case(av_dtype dt, int64_t M, int64_t K, int64_t N, bool lhs_transposed) {
+static void blocked_case(av_dtype dt, int64_t M, int64_t K, int64_t N, bool lhs_transposed,
+                         bool rhs_transposed) {
   size_t es = av_dtype_size(dt);
   char *a = malloc((size_t)(M * K) * es), *b = malloc((size_t)(K * N) * es), *o = malloc((size_t)(M * N) * es);
   assert_true(a && b && o);
   for (int64_t i = 0; i < M * K; i++) av_kel_store_real(dt, a + i * (int64_t)es, (double)(i * 37 % 101 - 50) * 0.0131);
   for (int64_t i = 0; i < K * N; i++) av_kel_store_real(dt, b + i * (int64_t)es, (double)(i * 53 % 97 - 48) * 0.0217);
-  int64_t ad[2] = {lhs_transposed ? K : M, lhs_transposed ? M : K}, bd[2] = {K, N}, od[2] = {M, N};
+  int64_t ad[2] = {lhs_transposed ? K : M, lhs_transposed ? M : K};
+  int64_t bd[2] = {rhs_transposed ? N : K, rhs_transposed ? K : N}, od[2] = {M, N};
   av_view A = tk_view(a, dt, 2, ad), B = tk_view(b, dt, 2, bd), O = tk_view(o, dt, 2, od);
-  av_dot_params p = {.ncontract = 1, .lhs_contract = {lhs_transposed ? 0 : 1}, .rhs_contract = {0}};
+  av_dot_params p = {.ncontract = 1, .lhs_contract = {lhs_transposed ? 0 : 1},
+                     .rhs_contract = {rhs_transposed ? 1 : 0}};
   av_diag d;
   av_diag_init(&d);
   assert_int_equal(av_kernel_dot_general(&p, &A, &B, &O, &d), AV_OK);
@@ -207,7 +210,8 @@ static void blocked_case(av_dtype dt, int64_t M, int64_t K, int64_t N, bool lhs_
       if (dt == AV_DT_F32) {
         float acc = 0;
         for (int64_t k = 0; k < K; k++) {
-          float x = ((const float *)a)[lhs_transposed ? k * M + i : i * K + k], y = ((const float *)b)[k * N + j];
+          float x = ((const float *)a)[lhs_transposed ? k * M + i : i * K + k];
+          float y = ((const float *)b)[rhs_transposed ? j * K + k : k * N + j];
           float prod = x * y;
           acc = acc + prod;
         }
@@ -215,15 +219,17 @@ static void blocked_case(av_dtype dt, int64_t M, int64_t K, int64_t N, bool lhs_
       } else {
         double acc = 0;
         for (int64_t k = 0; k < K; k++) {
-          double x = ((const double *)a)[lhs_transposed ? k * M + i : i * K + k], y = ((const double *)b)[k * N + j];
+          double x = ((const double *)a)[lhs_transposed ? k * M + i : i * K + k];
+          double y = ((const double *)b)[rhs_transposed ? j * K + k : k * N + j];
           double prod = x * y;
           acc = acc + prod;
         }
         want = acc;
       }
       if (memcmp(&got, &want, sizeof got))
-        fail_msg("%s %lldx%lldx%lld%s at [%lld,%lld]: %a, want %a", av_dtype_mlir_name(dt), (long long)M,
-                 (long long)K, (long long)N, lhs_transposed ? " (A^T)" : "", (long long)i, (long long)j, got, want);
+        fail_msg("%s %lldx%lldx%lld%s%s at [%lld,%lld]: %a, want %a", av_dtype_mlir_name(dt), (long long)M,
+                 (long long)K, (long long)N, lhs_transposed ? " (A^T)" : "", rhs_transposed ? " (B^T)" : "",
+                 (long long)i, (long long)j, got, want);
     }
   free(a);
   free(b);
@@ -235,10 +241,19 @@ static void test_small_blocked_products(void **state) {
   av_dtype types[2] = {AV_DT_F32, AV_DT_F64};
   for (int t = 0; t < 2; t++)
     for (int tr = 0; tr < 2; tr++) {
-      blocked_case(types[t], 8, 64, 64, tr); /* an RNN step's h @ w: blocks only */
-      blocked_case(types[t], 9, 33, 37, tr); /* a row and columns left over */
-      blocked_case(types[t], 3, 20, 16, tr); /* fewer rows than a block */
+      blocked_case(types[t], 8, 64, 64, tr, false); /* an RNN step's h @ w: blocks only */
+      blocked_case(types[t], 9, 33, 37, tr, false); /* a row and columns left over */
+      blocked_case(types[t], 3, 20, 16, tr, false); /* fewer rows than a block */
+      /* fewer columns than a vector, or a part of one left: the padded panel */
+      blocked_case(types[t], 16, 128, 8, tr, false); /* an LSTM's read-out h @ wo */
+      blocked_case(types[t], 128, 16, 8, tr, false);  /* its weight gradient h^T @ dout */
+      blocked_case(types[t], 7, 30, 21, tr, false);
     }
+  for (int t = 0; t < 2; t++) { /* B transposed with fewer k than lanes: B flipped back */
+    blocked_case(types[t], 16, 8, 128, false, true); /* the read-out's dout @ wo^T */
+    blocked_case(types[t], 5, 15, 9, false, true);
+    blocked_case(types[t], 4, 3, 40, false, true);
+  }
 }
 
 static void test_complex_f32(void **state) {

@@ -219,41 +219,65 @@ static av_code prepare(const av_view *v, const int *perm, int nb, int g1, int g2
  * Across j, blocks of 4 rows x one 64-byte vector of columns keep their sums in registers
  * over the whole k loop (4 independent chains; the row loop below, which reloads and stores
  * its sums every k, ran 3-7x slower on an RNN's 8x64x64 and MCMC's 256 16x16 products); the
- * other rows and columns take the row loop. The operations per element are the same, so the
- * bits are too. */
+ * columns past the last whole vector use a zero-padded copy of those columns of B (the panel:
+ * an LSTM read-out's 16x128 by 128x8 went from 14 to under 2 us), and the rows past the
+ * blocks the row loop. The operations per element are the same, so the bits are too. */
 #define DOT_LANES 16
+#define SMALL_GEMM_PANEL 16384 /* bytes of each stack buffer below */
 #define DEFINE_SMALL_GEMM(name, T)                                                             \
   typedef T name##_vec __attribute__((vector_size(64), aligned(sizeof(T))));                  \
   AV_CLONES static bool name(int64_t B, int64_t M, int64_t N, int64_t K, const T *A, bool at,   \
                              const T *Bm, bool bt, T *C) {                                     \
-    bool across_j = N >= 8 && !bt, rows = !at && (bt || N == 1);                               \
+    const int64_t vl = (int64_t)(64 / sizeof(T));                                             \
+    /* B transposed with fewer k than lanes (an LSTM read-out's backward, 16x8 by 128x8): its \
+     * dot products are plain sequential sums, which is what across j computes too, from B  \
+     * transposed back into `bt_copy` */                                                      \
+    T bt_copy[SMALL_GEMM_PANEL / sizeof(T)];                                                   \
+    bool flip = bt && !at && N >= 8 && K < DOT_LANES &&                                        \
+                (size_t)(K * N) * sizeof(T) <= sizeof bt_copy;                                 \
+    bool across_j = N >= 8 && (!bt || flip), rows = !at && (bt || N == 1) && !flip;            \
     if (!across_j && !rows) return false;                                                      \
-    const int64_t vl = (int64_t)(64 / sizeof(T)), nv = N / vl * vl;                           \
+    /* columns past the last whole vector: read from `panel`, padded to a vector per k */     \
+    T panel[SMALL_GEMM_PANEL / sizeof(T)];                                                     \
+    int64_t nv = N / vl * vl, nvec = nv;                                                       \
+    if (nv < N && K * vl <= (int64_t)(sizeof panel / sizeof *panel)) nvec = nv + vl;           \
     for (int64_t bi = 0; bi < B; bi++) {                                                       \
       const T *Ab = A + bi * M * K, *Bb = Bm + bi * K * N;                                     \
       T *Cb = C + bi * M * N;                                                                  \
+      if (flip) {                                                                              \
+        for (int64_t j = 0; j < N; j++)                                                        \
+          for (int64_t k = 0; k < K; k++) bt_copy[k * N + j] = Bb[j * K + k];                  \
+        Bb = bt_copy;                                                                          \
+      }                                                                                        \
+      if (across_j && nvec > nv) {                                                             \
+        memset(panel, 0, sizeof(T) * (size_t)(K * vl));                                        \
+        for (int64_t k = 0; k < K; k++)                                                        \
+          memcpy(panel + k * vl, Bb + k * N + nv, sizeof(T) * (size_t)(N - nv));               \
+      }                                                                                        \
       if (across_j) {                                                                          \
         int64_t i0 = 0;                                                                        \
         for (; i0 + 4 <= M; i0 += 4)                                                           \
-          for (int64_t j0 = 0; j0 < nv; j0 += vl) {                                            \
+          for (int64_t j0 = 0; j0 < nvec; j0 += vl) {                                          \
             name##_vec s0 = {0}, s1 = {0}, s2 = {0}, s3 = {0}, row;                            \
             /* A's four entries of column k: adjacent (A transposed) or a row apart */         \
-            const T *ak = at ? Ab + i0 : Ab + i0 * K, *bk = Bb + j0;                           \
-            int64_t astep = at ? M : 1, arow = at ? 1 : K;                                     \
-            for (int64_t k = 0; k < K; k++, ak += astep, bk += N) {                            \
+            const T *ak = at ? Ab + i0 : Ab + i0 * K;                                          \
+            const T *bk = j0 < nv ? Bb + j0 : panel;                                           \
+            int64_t astep = at ? M : 1, arow = at ? 1 : K, bstep = j0 < nv ? N : vl;           \
+            for (int64_t k = 0; k < K; k++, ak += astep, bk += bstep) {                        \
               memcpy(&row, bk, sizeof row);                                                    \
               s0 = s0 + ak[0] * row;                                                           \
               s1 = s1 + ak[arow] * row;                                                        \
               s2 = s2 + ak[2 * arow] * row;                                                    \
               s3 = s3 + ak[3 * arow] * row;                                                    \
             }                                                                                  \
-            memcpy(Cb + i0 * N + j0, &s0, sizeof s0);                                          \
-            memcpy(Cb + (i0 + 1) * N + j0, &s1, sizeof s1);                                    \
-            memcpy(Cb + (i0 + 2) * N + j0, &s2, sizeof s2);                                    \
-            memcpy(Cb + (i0 + 3) * N + j0, &s3, sizeof s3);                                    \
+            size_t wb = sizeof(T) * (size_t)(N - j0 < vl ? N - j0 : vl);                      \
+            memcpy(Cb + i0 * N + j0, &s0, wb);                                                 \
+            memcpy(Cb + (i0 + 1) * N + j0, &s1, wb);                                           \
+            memcpy(Cb + (i0 + 2) * N + j0, &s2, wb);                                           \
+            memcpy(Cb + (i0 + 3) * N + j0, &s3, wb);                                           \
           }                                                                                    \
         for (int64_t i = 0; i < M; i++) { /* rows past the blocks; columns past the vectors */ \
-          int64_t j1 = i < i0 ? nv : 0;                                                        \
+          int64_t j1 = i < i0 ? (nvec > N ? N : nvec) : 0;                                     \
           T *cr = Cb + i * N;                                                                  \
           for (int64_t j = j1; j < N; j++) cr[j] = 0;                                          \
           for (int64_t k = 0; k < K && j1 < N; k++) {                                          \

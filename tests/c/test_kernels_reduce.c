@@ -328,6 +328,65 @@ static void test_select_and_scatter_spec_example(void **state) {
   assert_int_equal(av_kernel_select_and_scatter(&p, &X, &S, &I, &O, &d), AV_INVALID_ARGUMENT);
 }
 
+/* The compare bodies of the four directions, for the general walk (the body is called). */
+static av_code sas_cmp(void *ctx, const void *const *in, void *const *out, av_diag *d) {
+  (void)d;
+  float a, b;
+  memcpy(&a, in[0], 4);
+  memcpy(&b, in[1], 4);
+  int dir = *(const int *)ctx;
+  bool r = dir == 1 ? a >= b : dir == 2 ? a > b : dir == 3 ? a <= b : a < b;
+  *(unsigned char *)out[0] = r;
+  return AV_OK;
+}
+
+/* f32 windows wholly inside the operand take a tight loop (max pooling's backward): the same
+ * result as the general walk calling the select body, for every direction, with ties (the
+ * first kept or replaced by the rule), NaNs (compare false: replaced) and overlapping windows
+ * (a position selected twice accumulates both sources), rank 4 like NCHW pooling. */
+static void test_select_and_scatter_inside_fast_path(void **state) {
+  (void)state;
+  enum { N0 = 2, N1 = 3, N2 = 9, N3 = 10, NX = N0 * N1 * N2 * N3 };
+  static const int64_t xd[4] = {N0, N1, N2, N3};
+  static float x[NX], out_fast[NX], out_body[NX], src[NX];
+  for (int i = 0; i < NX; i++) x[i] = (float)((i * 7) % 5); /* many ties */
+  x[17] = NAN;
+  x[123] = NAN;
+  struct {
+    int64_t w[4], s[4];
+  } windows[] = {{{1, 1, 2, 2}, {1, 1, 2, 2}}, {{1, 1, 3, 3}, {1, 1, 2, 2}}, {{1, 2, 2, 1}, {1, 1, 1, 3}}};
+  for (size_t k = 0; k < sizeof windows / sizeof *windows; k++)
+    for (int dir = 1; dir <= 4; dir++) {
+      av_select_and_scatter_params p;
+      av_select_and_scatter_params_init(&p, 4);
+      int64_t sd[4];
+      int64_t sn = 1;
+      for (int i = 0; i < 4; i++) {
+        p.window_dimensions[i] = windows[k].w[i];
+        p.window_strides[i] = windows[k].s[i];
+        sd[i] = (xd[i] - windows[k].w[i]) / windows[k].s[i] + 1;
+        sn *= sd[i];
+      }
+      for (int64_t i = 0; i < sn; i++) src[i] = (float)(i % 11) + 0.25f;
+      float init = 0.5f;
+      av_view X = tk_view(x, AV_DT_F32, 4, xd), S = tk_view(src, AV_DT_F32, 4, sd),
+              I = tk_view(&init, AV_DT_F32, 0, NULL), OF = tk_view(out_fast, AV_DT_F32, 4, xd),
+              OB = tk_view(out_body, AV_DT_F32, 4, xd);
+      p.scatter = tk_fn(tk_add_f32, AV_OP_ADD);
+      p.select = tk_fn(sas_cmp, AV_OP_UNKNOWN);
+      p.select.ctx = &dir;
+      av_diag d;
+      av_diag_init(&d);
+      assert_int_equal(av_kernel_select_and_scatter(&p, &X, &S, &I, &OB, &d), AV_OK);
+      static const char *const dirs[5] = {"", "GE", "GT", "LE", "LT"};
+      p.select.simple = AV_OP_COMPARE;
+      p.select.direction = dirs[dir];
+      p.select.compare_type = "FLOAT";
+      assert_int_equal(av_kernel_select_and_scatter(&p, &X, &S, &I, &OF, &d), AV_OK);
+      assert_memory_equal(out_fast, out_body, sizeof out_fast);
+    }
+}
+
 /* Hostile attribute values are rejected before any size arithmetic can overflow. */
 static void test_hostile_window_parameters(void **state) {
   (void)state;
@@ -370,6 +429,7 @@ int main(void) {
       cmocka_unit_test(test_reduce_window_max),
       cmocka_unit_test(test_reduce_window_rows_match_element_path),
       cmocka_unit_test(test_select_and_scatter_spec_example),
+      cmocka_unit_test(test_select_and_scatter_inside_fast_path),
       cmocka_unit_test(test_hostile_window_parameters),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -6,6 +6,7 @@
 #include "runtime/kernels/select_and_scatter.h"
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -94,6 +95,60 @@ static bool fast_add(av_opcode op, av_dtype t, void *dst, const void *src) {
   return false;
 }
 
+/* The common case in one tight loop: f32, an inline compare, an add, and every window inside
+ * the operand (max pooling's backward without padding: a PyTorch CNN's 2x2 pools over
+ * 32x32x32x32 took 5.8 ms on the general walk). The window base moves by an odometer, and the
+ * selection follows the general walk's order and rule exactly. False when not applicable. */
+#define SAS_F32_LOOP(KEEP)                                                                   \
+  for (int64_t si = 0; si < sn; si++) {                                                    \
+    const float *w0 = od + base;                                                           \
+    int64_t sel = woff[0];                                                                 \
+    float best = w0[sel];                                                                  \
+    for (int64_t w = 1; w < wn; w++) {                                                     \
+      float v = w0[woff[w]];                                                               \
+      /* masks, not a branch (compilers kept one for ?:): the winner is a coin toss */     \
+      uint32_t bb, vb, m = 0u - (uint32_t)!(KEEP);                                          \
+      memcpy(&bb, &best, 4);                                                               \
+      memcpy(&vb, &v, 4);                                                                  \
+      bb ^= (bb ^ vb) & m;                                                                 \
+      memcpy(&best, &bb, 4);                                                               \
+      sel ^= (sel ^ woff[w]) & -(int64_t)(m & 1u);                                         \
+    }                                                                                      \
+    o[base + sel] += src[si];                                                              \
+    for (int i = r - 1; i >= 0; i--) {                                                     \
+      base += step[i];                                                                     \
+      if (++sidx[i] < source->dims[i]) break;                                              \
+      base -= step[i] * source->dims[i];                                                   \
+      sidx[i] = 0;                                                                         \
+    }                                                                                      \
+  }
+
+static bool sas_f32_inside(const av_select_and_scatter_params *p, int smode, const av_view *operand,
+                           const av_view *source, av_view *out, const int64_t *woff, int64_t wn,
+                           const int64_t *istr) {
+  int r = p->rank;
+  if (operand->dtype != AV_DT_F32 || out->dtype != AV_DT_F32 || p->scatter.simple != AV_OP_ADD ||
+      !woff || wn < 1)
+    return false;
+  int64_t step[AV_KMAX_RANK], sidx[AV_KMAX_RANK] = {0}, sn = 1;
+  for (int i = 0; i < r; i++) {
+    int64_t last = (source->dims[i] - 1) * p->window_strides[i] + p->window_dimensions[i] - 1;
+    if (p->padding_lo[i] != 0 || last >= operand->dims[i]) return false;
+    step[i] = p->window_strides[i] * istr[i];
+    sn *= source->dims[i];
+  }
+  const float *od = operand->data, *src = source->data;
+  float *o = out->data;
+  int64_t base = 0;
+  switch (smode) {
+    case 1: SAS_F32_LOOP(best >= v) break;
+    case 2: SAS_F32_LOOP(best > v) break;
+    case 3: SAS_F32_LOOP(best <= v) break;
+    default: SAS_F32_LOOP(best < v) break;
+  }
+  return true;
+}
+
 void av_select_and_scatter_params_init(av_select_and_scatter_params *p, int rank) {
   memset(p, 0, sizeof *p);
   p->rank = rank;
@@ -157,6 +212,10 @@ av_code av_kernel_select_and_scatter(const av_select_and_scatter_params *p,
         }
       }
     }
+  }
+  if (sn > 0 && smode && sas_f32_inside(p, smode, operand, source, out, woff, wn, istr)) {
+    free(woff);
+    return AV_OK;
   }
   int64_t sidx[AV_KMAX_RANK] = {0};
   unsigned char pred = 0, tmp[16];

@@ -17,11 +17,6 @@
 #include "runtime/kernels/simd_clones.h"
 #include "runtime/thread_pool.h"
 
-#if defined(__GNUC__) && !defined(__clang__)
-/* 32-byte vectors only ever live inside always-inline functions of the SIMD clones */
-#pragma GCC diagnostic ignored "-Wpsabi"
-#endif
-
 typedef float fft_vf __attribute__((vector_size(32)));
 typedef double fft_vd __attribute__((vector_size(32)));
 
@@ -68,27 +63,19 @@ AV_DEFINE_TRANSPOSE4(transpose4_f64, fft_vd)
 #undef F
 
 static bool run(const av_fft_plan *plan, const fft_pass_spec *s, av_thread_pool *pool) {
-  if (plan->f64 && !s->ax->per_line && av_fft_wide_available()) {
-    return av_fft_pass_f64_wide(s, pool);
-  }
-  if (plan->f64) {
-    pass_f64 p = {s->ax, s->kind, s->src, s->dst, s->inner, s->lines, s->in_len,
-                  s->out_len, s->inv, s->scale, 0};
-    return run_pass_f64(&p, pool);
-  }
-  pass_f32 p = {s->ax, s->kind, s->src, s->dst, s->inner, s->lines, s->in_len,
-                s->out_len, s->inv, (float)s->scale, 0};
-  return run_pass_f32(&p, pool);
+  if (!plan->f64) return run_pass_f32(s, pool);
+  if (!s->ax->per_line && av_fft_wide_available()) return av_fft_pass_f64_wide(s, pool);
+  return run_pass_f64(s, pool);
 }
 
 /* The complex pass along dimension `dim` of an array of `dims` (rank r). */
-static fft_pass_spec c2c_pass(const fft_axis *ax, const void *src, void *dst, const int64_t *dims,
-                          int r, int dim, bool inv, double scale) {
+static fft_pass_spec c2c_pass(const fft_axis *ax, const void *src, void *dst,
+                              const int64_t *dims, int r, int dim, bool inv, double scale) {
   int64_t inner = 1, total = 1;
   for (int i = 0; i < r; i++) total *= dims[i];
   for (int i = dim + 1; i < r; i++) inner *= dims[i];
-  fft_pass_spec s = {ax, PASS_C2C, src, dst, inner, total / dims[dim], dims[dim], dims[dim], inv,
-                 scale};
+  fft_pass_spec s = {ax, PASS_C2C, src, dst, inner, total / dims[dim], dims[dim], dims[dim],
+                     inv, scale};
   return s;
 }
 
@@ -117,7 +104,7 @@ av_code av_kernel_fft(const av_fft_params *p, const av_view *operand, av_view *o
       for (int i = L - 1; i >= 0 && ok; i--) {
         double scale = inv && i == 0 ? inv_scale : 1.0;
         fft_pass_spec s = c2c_pass(&plan->axis[i], i == L - 1 ? operand->data : out->data,
-                               out->data, out->dims, r, r - L + i, inv, scale);
+                                   out->data, out->dims, r, r - L + i, inv, scale);
         ok = run(plan, &s, p->pool);
       }
       break;
@@ -125,7 +112,7 @@ av_code av_kernel_fft(const av_fft_params *p, const av_view *operand, av_view *o
     case AV_FFT_RFFT: {
       int64_t n = last->n;
       fft_pass_spec s = {last, PASS_R2C, operand->data, out->data, 1,
-                     av_view_num_elements(operand) / n, n, n / 2 + 1, false, 1.0};
+                         av_view_num_elements(operand) / n, n, n / 2 + 1, false, 1.0};
       ok = run(plan, &s, p->pool);
       for (int i = L - 2; i >= 0 && ok; i--) {
         s = c2c_pass(&plan->axis[i], out->data, out->data, out->dims, r, r - L + i, false, 1.0);
@@ -141,7 +128,7 @@ av_code av_kernel_fft(const av_fft_params *p, const av_view *operand, av_view *o
         if (!work) return av_diag_set(d, AV_RESOURCE_EXHAUSTED, "fft: out of memory");
         for (int i = 0; i < L - 1 && ok; i++) {
           fft_pass_spec s = c2c_pass(&plan->axis[i], i == 0 ? operand->data : work, work,
-                                 operand->dims, r, r - L + i, true, 1.0);
+                                     operand->dims, r, r - L + i, true, 1.0);
           ok = run(plan, &s, p->pool);
         }
         src = work;

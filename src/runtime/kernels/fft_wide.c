@@ -46,9 +46,7 @@ AV_DEFINE_TRANSPOSE8(transpose8_f64w, fft_vw)
 #include "runtime/kernels/fft_engine.inc"
 
 bool av_fft_pass_f64_wide(const fft_pass_spec *s, av_thread_pool *pool) {
-  pass_f64w p = {s->ax, s->kind, s->src, s->dst, s->inner, s->lines, s->in_len,
-                 s->out_len, s->inv, s->scale, 0};
-  return run_pass_f64w(&p, pool);
+  return run_pass_f64w(s, pool);
 }
 
 #if defined(__clang__)

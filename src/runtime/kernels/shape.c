@@ -85,10 +85,6 @@ static void tile_plane(const char *s, int64_t ssi, char *d, int64_t dsj, int64_t
 /* Dense square planes whose side is a multiple of a vector's lanes (4-byte elements: 8;
  * 8-byte: 4): L x L blocks, each L rows loaded as vectors, transposed in registers and
  * stored as L rows (simd_transpose.h), where the loop above moves one element at a time. */
-#if defined(__GNUC__) && !defined(__clang__)
-/* 16/32-byte vectors only ever live inside always-inline functions of the SIMD clones */
-#pragma GCC diagnostic ignored "-Wpsabi"
-#endif
 typedef uint32_t av_u32x8 __attribute__((vector_size(32)));
 typedef uint64_t av_u64x4 __attribute__((vector_size(32)));
 AV_DEFINE_TRANSPOSE8(transpose_u32x8, av_u32x8)

@@ -5,6 +5,12 @@
 #ifndef ANVIL_RUNTIME_KERNELS_SIMD_TRANSPOSE_H
 #define ANVIL_RUNTIME_KERNELS_SIMD_TRANSPOSE_H
 
+#if defined(__GNUC__) && !defined(__clang__)
+/* Files that include this keep their vectors inside always-inline functions of the SIMD
+ * clones, so gcc's note that passing them would change the ABI never applies. */
+#pragma GCC diagnostic ignored "-Wpsabi"
+#endif
+
 /* Transposes of a square of vectors (NL x NL, one row per vector) in three (8 lanes) or two
  * (4 lanes) rounds of two-input shuffles: neighbour pairs, then pairs of pairs, then halves. */
 #define AV_DEFINE_TRANSPOSE8(name, V)                                                     \

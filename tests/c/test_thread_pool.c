@@ -470,11 +470,12 @@ static void test_transposes(void **state) {
 }
 
 /* Batches of dense square planes (shape.c's vector-block and fixed-size paths: sides 2..4,
- * multiples of 8 for 4-byte and of 4 for 8-byte elements, and sides that take neither),
- * each plane transposed, with planes apart by more than their size (a padded batch stride). */
+ * multiples of 8 for 4-byte and of 4 for 8-byte elements up to 64 KiB a plane, and sides
+ * that take neither, 128 x 128 of 8 bytes being a larger plane), each plane transposed, with
+ * planes apart by more than their size (a padded batch stride). */
 static void test_square_plane_batches(void **state) {
   (void)state;
-  const int64_t sides[] = {2, 3, 4, 5, 8, 12, 16, 24, 32};
+  const int64_t sides[] = {2, 3, 4, 5, 8, 12, 16, 24, 32, 64, 128};
   for (size_t k = 0; k < sizeof sides / sizeof *sides; k++)
     for (size_t esize = 4; esize <= 8; esize += 4) {
       int64_t n = sides[k], nb = 37, pad = 3, plane = n * n + pad, total = nb * plane;

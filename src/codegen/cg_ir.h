@@ -155,6 +155,10 @@ uint32_t cg_cvt(cg_region *r, cg_cvt_kind how, cg_type to, uint32_t a);
 uint32_t cg_bitcast(cg_region *r, cg_type to, uint32_t a);
 uint32_t cg_select(cg_region *r, uint32_t pred, uint32_t a, uint32_t b);
 static inline cg_type cg_type_of(const cg_region *r, uint32_t i) { return (cg_type)r->v[i].type; }
+/* Elements one iteration of the region's loop covers. */
+static inline int cg_loop_lanes(const cg_region *r) {
+  return r->lanes * (r->unroll > 1 ? r->unroll : 1);
+}
 
 const char *cg_op_name(cg_opc op);
 const char *cg_type_name(cg_type t);

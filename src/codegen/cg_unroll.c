@@ -14,8 +14,8 @@
 #include <stdlib.h>
 
 bool cg_unroll_worth(const cg_region *r, int nvec) {
-  /* twice the live values: only with AVX-512's registers (28 allocatable); calls into the interpreter's
-   * kernels are not chains worth overlapping, and reduction nests have their own loop */
+  /* twice the live values: only with AVX-512's registers (28 allocatable); calls into the
+   * interpreter's kernels are not chains worth overlapping; nests have their own loop */
   if (nvec < 24 || r->nest || r->failed || r->n > 2048) return false;
   uint32_t wide = 0; /* 8-byte values, two registers each already (an iota's index math) */
   for (uint32_t i = 0; i < r->n; i++) {

@@ -709,7 +709,7 @@ static bool generate_pass(const cg_region *r, const cg_isa *isa, bool listing, i
       if (v > *vmax) *vmax = v;
       if (k > *kmax) *kmax = k;
     }
-    x86_alu_imm(b, 0, R13, x->lanes * (r->unroll > 1 ? r->unroll : 1));
+    x86_alu_imm(b, 0, R13, cg_loop_lanes(r));
     x86_cmp_rr(b, R13, R12);
     uint32_t back = x86_jump(b, 0x2); /* jb loop */
     x86_patch_jump(b, back, loop);

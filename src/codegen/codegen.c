@@ -136,7 +136,7 @@ static void dump_listing(const char *name, const av_fused_params *fp, const cg_r
   if (!f) return;
   fprintf(f, "%s %s\nisa %s, %d lanes per iteration%s, %lld elements, %zu bytes of code\n\nIR:\n",
           r->nest ? "nest" : "region", name ? name : "?", isa->name,
-          r->lanes * (r->unroll > 1 ? r->unroll : 1), r->unroll > 1 ? " (two interleaved copies)" : "",
+          cg_loop_lanes(r), r->unroll > 1 ? " (two interleaved copies)" : "",
           (long long)(fp ? fp->n : 0), b->n);
   for (uint32_t i = 0; i < r->n; i++) {
     const cg_node *n = &r->v[i];
@@ -211,7 +211,7 @@ static av_cg_kernel *generate(const av_cg_region_desc *d, const cg_isa *isa, boo
     if (code) {
       o->map = code;
       o->k.entry = (av_cg_entry)code;
-      o->k.lanes = r.lanes * (r.unroll > 1 ? r.unroll : 1);
+      o->k.lanes = cg_loop_lanes(&r);
       o->k.isa = isa->name;
       dump_listing(d->name, d->p, &r, isa, &b);
       perf_map_note(code, b.n, "region", d->name);

@@ -197,15 +197,16 @@ uint32_t cg_math_logf(cg_region *r, uint32_t x) {
   return log_specials(r, x, u, res);
 }
 
-/* log1p(x) = log(u) + (x - (u - 1)) / u with u = 1 + x rounded: the quotient restores what
- * the rounding of u lost (and is all of the result when u rounds to 1) */
+/* log1p(x) = log(u) with u = 1 + x in f64, which is exact for an f32 x of |x| >= 2^-29 (its
+ * last bit is then at least 2^-52). Below that, log1p(x) = x (1 - x/2 + ...) rounds to x
+ * itself in f32 (x/2 < 2^-30 is far below half an ulp, 2^-25 relative), which is also the
+ * answer for +-0. */
 uint32_t cg_math_log1pf(cg_region *r, uint32_t x) {
   uint32_t xd = cg_cvt(r, CG_CVT_FLOAT, CG_F64, x), one = cg_constf(r, CG_F64, 1.0);
-  uint32_t u = bin(r, CG_FADD, one, xd), su = safe_log_arg(r, u);
-  uint32_t corr = bin(r, CG_FDIV, bin(r, CG_FSUB, xd, bin(r, CG_FSUB, su, one)), su);
-  uint32_t res = cg_cvt(r, CG_CVT_FLOAT, CG_F32, bin(r, CG_FADD, log_pos_f64(r, su), corr));
+  uint32_t u = bin(r, CG_FADD, one, xd);
+  uint32_t res = cg_cvt(r, CG_CVT_FLOAT, CG_F32, log_pos_f64(r, safe_log_arg(r, u)));
   res = log_specials(r, x, u, res);
-  return select_if(r, CG_CMP_EQ, x, cg_constf(r, CG_F32, 0.0), x, res); /* +-0 */
+  return select_if(r, CG_CMP_LT, cg_fabs(r, x), cg_constf(r, CG_F32, 0x1p-29), x, res);
 }
 
 /* expm1(x) = 2^n * (1 + q) - 1 = 2^n * q + (2^n - 1), in f64 with av_fm_exp_split's reduction

@@ -13,17 +13,58 @@
 
 #include <stdlib.h>
 
-bool cg_unroll_worth(const cg_region *r, int nvec) {
-  /* twice the live values: only with AVX-512's registers (28 allocatable); calls into the
-   * interpreter's kernels are not chains worth overlapping; nests have their own loop */
-  if (nvec < 24 || r->nest || r->failed || r->n > 2048) return false;
-  uint32_t wide = 0; /* 8-byte values, two registers each already (an iota's index math) */
-  for (uint32_t i = 0; i < r->n; i++) {
-    uint8_t op = r->v[i].op;
-    if (op == CG_CALL || op == CG_CALL_CONVERT || op == CG_CALL_IF) return false;
-    wide += cg_type_size((cg_type)r->v[i].type) == 8;
+/* The most vector registers one copy of the body holds at once: values computed in the loop
+ * (not invariants), from their definition to their last use, each as many registers as its
+ * lanes of its type take (8-byte values of a 4-byte region: two). Predicates live in mask
+ * registers and are counted apart (*masks). */
+static int peak_registers(const cg_region *r, int vl, int *masks) {
+  uint32_t *last = calloc(r->n ? r->n : 1, sizeof *last);
+  bool *inv = malloc(sizeof *inv * (r->n ? r->n : 1));
+  int peak = 0, live = 0, kpeak = 0, klive = 0;
+  if (!last || !inv) {
+    free(last);
+    free(inv);
+    *masks = 1 << 20;
+    return 1 << 20;
   }
-  return 8 * wide <= r->n;
+  cg_invariants(r, inv);
+  for (uint32_t i = 0; i < r->n; i++)
+    for (int k = 0; k < r->v[i].nin; k++) last[r->v[i].in[k]] = i;
+  int *drop = calloc(r->n + 1, sizeof *drop), *kdrop = calloc(r->n + 1, sizeof *kdrop);
+  for (uint32_t i = 0; drop && kdrop && i < r->n; i++) {
+    live -= drop[i];
+    klive -= kdrop[i];
+    const cg_node *n = &r->v[i];
+    if (inv[i] || n->type == CG_VOID || !n->uses) continue;
+    if (n->type == CG_PRED) {
+      klive++;
+      kdrop[last[i]]++;
+    } else {
+      int bytes = cg_type_size((cg_type)n->type) * r->lanes, regs = (bytes + vl - 1) / vl;
+      live += regs;
+      drop[last[i]] += regs;
+    }
+    if (live > peak) peak = live;
+    if (klive > kpeak) kpeak = klive;
+  }
+  if (!drop || !kdrop) peak = kpeak = 1 << 20;
+  free(drop);
+  free(kdrop);
+  free(last);
+  free(inv);
+  *masks = kpeak;
+  return peak;
+}
+
+bool cg_unroll_worth(const cg_region *r, int nvec, int nmask, int vl) {
+  /* twice the live values: only with AVX-512's registers (28 allocatable); nests have their
+   * own loop; a call into an interpreter's kernel on every iteration spills every register
+   * anyway (a CALL_IF, taken only for rare lanes such as a sine's huge arguments, does not) */
+  if (nvec < 24 || r->nest || r->failed || r->n > 2048) return false;
+  for (uint32_t i = 0; i < r->n; i++)
+    if (r->v[i].op == CG_CALL || r->v[i].op == CG_CALL_CONVERT) return false;
+  int masks, regs = peak_registers(r, vl, &masks);
+  return 2 * regs <= nvec && 2 * masks <= nmask + 1;
 }
 
 static cg_node remapped(const cg_node *n, const uint32_t *map) {

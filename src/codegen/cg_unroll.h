@@ -7,8 +7,9 @@
 
 #include "codegen/cg_ir.h"
 
-/* Whether unrolling `r` is expected to pay on a target with `nvec` vector registers. */
-bool cg_unroll_worth(const cg_region *r, int nvec);
+/* Whether unrolling `r` is expected to pay on a target with `nvec` vector and `nmask` mask
+ * registers of `vl` bytes: two copies' live values must fit them. */
+bool cg_unroll_worth(const cg_region *r, int nvec, int nmask, int vl);
 /* `out` (empty) becomes `r` with two copies of its body: the second reads, writes and
  * indexes `r->lanes` elements further on, and loop invariants are shared. False when out of
  * memory (out is then freed). */

@@ -195,7 +195,7 @@ static av_cg_kernel *generate(const av_cg_region_desc *d, const cg_isa *isa, boo
   }
   r.lanes = isa->vl / (s < 4 ? 4 : s);
   const char *unroll = getenv("ANVIL_CODEGEN_UNROLL");
-  if (!(unroll && !strcmp(unroll, "0")) && cg_unroll_worth(&r, isa->nvec)) {
+  if (!(unroll && !strcmp(unroll, "0")) && cg_unroll_worth(&r, isa->nvec, isa->nmask, isa->vl)) {
     cg_region two = {0};
     if (cg_unroll2(&r, &two)) { /* else the region stays as it was */
       cg_region_free(&r);

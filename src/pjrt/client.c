@@ -234,7 +234,12 @@ PJRT_Error *av_PJRT_Client_Create(PJRT_Client_Create_Args *args) {
   }
   if (dist.timeout_given) c->collective_timeout_ms = dist.timeout_s * 1000;
   const char *dump = getenv("ANVIL_DUMP_DIR");
-  if (dump && *dump) c->dump_dir = strdup(dump);
+  if (dump && *dump) {
+    c->dump_dir = strdup(dump);
+    /* now, not at the first program's dump: generated regions' listings (codegen.c) are
+     * written during compilation, before it */
+    (void)av_dump_make_dirs(dump);
+  }
   err = profiler_create(c);
   if (err) {
     client_free(c);

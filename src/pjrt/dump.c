@@ -15,8 +15,7 @@
 #include "frontend/proto_wire.h"
 #include "pjrt/pjrt_internal.h"
 
-/* mkdir -p: true when `dir` is a directory afterwards. */
-static bool make_dirs(const char *dir) {
+bool av_dump_make_dirs(const char *dir) {
   struct stat st;
   if (stat(dir, &st) == 0) return S_ISDIR(st.st_mode);
   size_t n = strlen(dir);
@@ -54,7 +53,7 @@ static void write_dump(const char *dir, const char *why, const av_exec_core *cor
      * leave a mixed file, and a reader never sees half of one */
     snprintf(tmp, cap, "%s.%ld.%lx.tmp", path, (long)getpid(), (unsigned long)pthread_self());
     errno = 0;
-    if (make_dirs(dir)) f = fopen(tmp, "wb");
+    if (av_dump_make_dirs(dir)) f = fopen(tmp, "wb");
   }
   if (f) {
     bool ok = len == 0 || fwrite(bytes, 1, len, f) == len;

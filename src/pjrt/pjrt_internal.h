@@ -407,6 +407,8 @@ const char *av_pjrt_type_name(PJRT_Buffer_Type t);
 
 /* ------------------------------------------------------------------- dump */
 
+/* mkdir -p: true when `dir` is a directory afterwards. */
+bool av_dump_make_dirs(const char *dir);
 /* Writes the compiled program as StableHLO text to dir/<name>.<fingerprint>.mlir. Failures are
  * reported on stderr only: dumping is a debugging aid and never fails a compile. */
 /* Writes the program's text into `dir` (created if missing; "-" is stdout); `why` names the

@@ -7,8 +7,11 @@ names: NAME.after_optimizations.txt (the program anvil compiles) and, with
 xla_dump_hlo_as_proto, NAME.after_optimizations.hlo.pb (an HloProto of the HLO view)."""
 
 import os
+import platform
 import subprocess
 import sys
+
+import pytest
 
 PROGRAM = r"""
 import sys
@@ -95,3 +98,27 @@ def test_xla_dump_to_writes_the_files_xla_names(tmp_path):
     assert data[0] == 0x0A and b"anvil_program" in data  # HloProto.hlo_module, the view
     txt = files(tmp_path / "anvil" / "opt", "after_optimizations.txt")[0]
     assert "stablehlo.multiply" in (tmp_path / "anvil" / "opt" / txt).read_text()
+
+
+REGION = r"""
+import sys
+import jax, jax.numpy as jnp, numpy as np
+x = np.arange(4096, dtype=np.float32)  # no program before the one with the region
+print(float(jax.jit(lambda v: jnp.sum(jnp.tanh(v * 0.001) * 3.0 + 1.0))(x)) > 0)
+"""
+
+
+def test_generated_region_listings_land_in_a_missing_dump_dir(tmp_path):
+    # the listings are written while the program compiles, before its own dump made the
+    # directory: the client makes it when it starts
+    if platform.machine() not in ("x86_64", "AMD64"):
+        pytest.skip("generated code is x86-64 only")
+    d = tmp_path / "missing" / "nested"
+    e = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "ANVIL_CODEGEN")}
+    e.update(JAX_PLATFORMS="anvil", ANVIL_DUMP_DIR=str(d))
+    r = subprocess.run([sys.executable, "-c", REGION], env=e, capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0 and r.stdout.split() == ["True"], r.stderr[-2000:]
+    listings = files(d, ".txt")
+    assert any(f.startswith("codegen.") for f in listings), os.listdir(d)
+    assert "isa " in (d / [f for f in listings if f.startswith("codegen.")][0]).read_text()

@@ -299,4 +299,5 @@ static void fold_region(av_module *m, const av_region *fn_body, av_region *rg, i
 void av_fold_module(av_module *m) {
   for (uint32_t f = 0; f < m->nfuncs; f++)
     if (m->funcs[f]) fold_region(m, &m->funcs[f]->body, &m->funcs[f]->body, 0);
+  av_fold_slices(m);
 }

@@ -1,4 +1,4 @@
-/* Rewrites before lowering that spare a materialised intermediate (fold.c). */
+/* Rewrites before lowering that spare a materialised intermediate (fold.c, fold_slices.c). */
 #ifndef ANVIL_COMPILER_FOLD_H
 #define ANVIL_COMPILER_FOLD_H
 
@@ -10,5 +10,8 @@
  * dot_general of the swapped operands. Ops it cannot read are left alone for the lowering to
  * report. */
 void av_fold_module(av_module *m);
+/* Rewrites m in place: slices moved through concatenates, scalar broadcasts and elementwise
+ * ops toward what they read (fold_slices.c). Called by av_fold_module. */
+void av_fold_slices(av_module *m);
 
 #endif

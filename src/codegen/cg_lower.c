@@ -358,6 +358,31 @@ uint32_t cg_lower_kernel(cg_region *r, const cg_target *tg, const av_ew_kernel *
   return cg_add(r, call);
 }
 
+/* In a region of fewer than 2^31 elements the element index fits 32 bits: its low half is
+ * an i32 index (one vector instead of two per 16 lanes), its high half (index >> 32 and
+ * more) is zero. JAX's PRNG counts in u64 and splits the count into two u32 words this way.
+ * Nodes are rewritten in place (their users keep their operands); the i64 index is left to
+ * cg_finish when nothing else reads it. */
+static void narrow_index(cg_region *r) {
+  bool narrowed = false;
+  for (uint32_t i = 0; i < r->n; i++) {
+    cg_node *n = &r->v[i];
+    if (n->nin != 1) continue;
+    const cg_node *a = &r->v[n->in[0]];
+    if (a->op == CG_INDEX && a->type == CG_I64 && n->op == CG_SHRLI && n->type == CG_I64 && n->imm >= 31 && n->imm < 64) {
+      *n = (cg_node){.op = CG_CONST, .type = CG_I64, .imm = 0};
+    } else if (a->op == CG_INDEX && a->type == CG_I64 && n->op == CG_CVT && n->imm == CG_CVT_TRUNC &&
+               n->type == CG_I32) {
+      if (!narrowed) *n = (cg_node){.op = CG_INDEX, .type = CG_I32}; /* (hash-consed: one) */
+      narrowed = true;
+    } else if (a->op == CG_CONST && n->op == CG_CVT && n->imm == CG_CVT_TRUNC && cg_is_int((cg_type)n->type)) {
+      int bits = 8 * cg_type_size((cg_type)n->type);
+      uint64_t v = bits >= 64 ? a->imm : a->imm & ((UINT64_C(1) << bits) - 1);
+      *n = (cg_node){.op = CG_CONST, .type = n->type, .imm = v};
+    }
+  }
+}
+
 bool cg_lower_region(const av_cg_region_desc *d, const cg_target *tg, cg_region *r) {
   const av_fused_params *p = d->p;
   uint32_t val[512];
@@ -418,6 +443,7 @@ bool cg_lower_region(const av_cg_region_desc *d, const cg_target *tg, cg_region 
       cg_add(r, (cg_node){.op = CG_STORE, .type = CG_VOID, .nin = 1, .in = {v}, .reg = op->out});
   }
   if (r->failed) return false;
+  if (p->n < ((int64_t)1 << 31)) narrow_index(r);
   cg_finish(r);
   return !r->failed;
 }

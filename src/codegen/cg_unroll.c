@@ -85,7 +85,8 @@ bool cg_unroll2(const cg_region *r, cg_region *out) {
     if (inv[i]) {
       b[i] = a[i];
     } else if (n->op == CG_INDEX) {
-      b[i] = cg_op2(out, CG_ADD, CG_I64, a[i], cg_const(out, CG_I64, (uint64_t)r->lanes));
+      cg_type t = (cg_type)n->type;
+      b[i] = cg_op2(out, CG_ADD, t, a[i], cg_const(out, t, (uint64_t)r->lanes));
     } else {
       cg_node c = remapped(n, b);
       if (n->op == CG_LOAD || n->op == CG_STORE) c.eoff = n->eoff + r->lanes;

@@ -312,7 +312,7 @@ static bool avx512_native(const cg_region *r, const cg_node *n, int lanes) {
     case CG_CALL: case CG_CALL_CONVERT:
       return true;
     case CG_CALL_IF: return true;
-    case CG_INDEX: return t == CG_I64;
+    case CG_INDEX: return t == CG_I64 || t == CG_I32;
     case CG_LANE: return t == CG_I32;
     case CG_XLOAD: return t == CG_F32 && (n->nin == 0 || r->v[n->in[0]].type == CG_I32);
     case CG_ACC: return t == CG_F64;
@@ -396,8 +396,16 @@ static void emit_scalar(cg_x86 *x, uint32_t i) {
 }
 
 static void emit_index(cg_x86 *x, uint32_t i) {
-  int w = cg_x86_width(x, CG_I64), parts = cg_x86_parts(x, CG_I64), per = w / 8;
   x86_lea(&x->b, R11, (x86_mem){R15, R13, 1, 0, -1, 0});
+  if (x->r->v[i].type == CG_I32) { /* a region of fewer than 2^31 elements (cg_lower.c) */
+    int w = cg_x86_width(x, CG_I32), d = cg_x86_dst(x, i, 0);
+    int32_t lanes[16];
+    for (int l = 0; l < 16; l++) lanes[l] = l;
+    V1(x, &VPBROADCASTD_GPR, w, d, x86_r(R11), -1);
+    V(x, &VPADDD, w, d, d, x86_pool(cg_x86_pool(x, lanes, 4, w)), -1);
+    return;
+  }
+  int w = cg_x86_width(x, CG_I64), parts = cg_x86_parts(x, CG_I64), per = w / 8;
   for (int p = 0; p < parts; p++) {
     int64_t lanes[8];
     for (int l = 0; l < 8; l++) lanes[l] = p * per + (l < per ? l : 0);

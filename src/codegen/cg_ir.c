@@ -203,6 +203,21 @@ uint32_t cg_op2(cg_region *r, cg_opc op, cg_type t, uint32_t a, uint32_t b) {
     if (is_const(r, b, 1) && r->v[a].type == t) return a;
     if (is_const(r, a, 1) && r->v[b].type == t) return b;
   }
+  /* (x + u) + v with u, v constants or scalars: x + (u + v), whose sum is computed once,
+   * before the loop (threefry adds a key word, then the round number, to a counter word;
+   * integer addition wraps, so the order does not change the result) */
+  if (op == CG_ADD && !r->failed && cg_is_int(t) && r->v[a].type == t && r->v[b].type == t) {
+    const cg_node *x = &r->v[a];
+    bool uniform_b = r->v[b].op == CG_CONST || r->v[b].op == CG_SCALAR;
+    if (uniform_b && x->op == CG_ADD && x->type == t) {
+      uint32_t u = x->in[1], rest = x->in[0];
+      if (r->v[u].op != CG_CONST && r->v[u].op != CG_SCALAR) u = x->in[0], rest = x->in[1];
+      if (r->v[u].op == CG_CONST || r->v[u].op == CG_SCALAR) {
+        uint32_t uv = cg_add(r, (cg_node){.op = CG_ADD, .type = (uint8_t)t, .nin = 2, .in = {u, b}});
+        return cg_add(r, (cg_node){.op = CG_ADD, .type = (uint8_t)t, .nin = 2, .in = {rest, uv}});
+      }
+    }
+  }
   if (op == CG_OR && !r->failed) {
     uint32_t rot = rotate_of(r, t, a, b);
     if (rot != CG_NO_NODE) return rot;

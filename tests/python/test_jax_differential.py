@@ -128,6 +128,11 @@ CASES = {
     "random_threefry": (lambda k: (jax.random.uniform(jax.random.wrap_key_data(k), (5,)),
                                    jax.random.normal(jax.random.wrap_key_data(k), (3, 2))),
                         np.array([0, 42], np.uint32)),
+    # threefry as generated code (a region of 4099 counters, two copies per loop iteration
+    # and a tail: codegen/cg_lower.c's 32-bit index, cg_ir.c's regrouped key additions)
+    "random_threefry_generated": (lambda k: (jax.random.bits(jax.random.wrap_key_data(k), (4099,)),
+                                             jax.random.uniform(jax.random.wrap_key_data(k), (4099,))),
+                                  np.array([7, 1234567], np.uint32)),
     # reduce_window / pooling
     "max_pool": (lambda x: lax.reduce_window(x, -jnp.inf, lax.max, (1, 2, 2, 1), (1, 2, 2, 1),
                                              "VALID"), f32(2, 6, 6, 3)),

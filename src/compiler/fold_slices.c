@@ -2,16 +2,16 @@
  * and no intermediate array is written whole to be read back in parts. An ODE right-hand side
  * is the usual case: it stacks its components into one array (a concatenate), and the next
  * Runge-Kutta stage adds a multiple of that array to the state and slices the components out
- * again. Rewritten in place, before lowering:
- * - slice(concatenate(x0, ..., xn)) that is exactly one operand along the concatenated
- *   dimension (and the whole of every other) is that operand: a reshape to the same type,
- *   which the lowering makes an alias;
- * - slice(broadcast_in_dim(scalar)) is the scalar's broadcast to the slice's shape;
- * - slice(e(a, b, ...)), e elementwise in the same block, every use of e a slice and the
- *   slices together no larger than e, is e(slice(a), slice(b), ...) (scalar operands stay),
- *   and e goes once its last slice has moved. Each element is then computed at most as often
- *   as before; the new slices are candidates for the next round.
- * Rounds repeat until nothing changes (at most FOLD_SLICE_ROUNDS). */
+ * again. Rewritten in place, before lowering (each rule's function says when it applies):
+ * - slice(concatenate(x0, ..., xn)) that is exactly one operand -> that operand;
+ * - slice or reshape of a scalar's broadcast -> the scalar's broadcast of the new shape;
+ * - slice(e(a, b)), e elementwise and read only by slices -> e(slice(a), slice(b));
+ * - reshape(e(a, b)), e read only there -> e(reshape(a), reshape(b));
+ *   reshape(reshape(x)) -> reshape(x);
+ * - e(concatenate(a0, a1), concatenate(b0, b1)) -> concatenate(e(a0, b0), e(a1, b1)).
+ * Each element is computed at most as often as before. Rounds repeat until nothing changes
+ * (at most FOLD_SLICE_ROUNDS); values an earlier rewrite of the round made wait for the next
+ * one, and ops left unread are removed. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -77,18 +77,15 @@ static void add_use(fold_ctx *c, const av_op *op, const av_value *v, int sign) {
   }
 }
 
-static void count_region(fold_ctx *c, const av_region *rg, int depth) {
+/* False for nesting deeper than any real program's (a hostile one): nothing is rewritten. */
+static bool count_region(fold_ctx *c, const av_region *rg, int depth) {
   for (uint32_t b = 0; b < rg->nblocks; b++)
     for (const av_op *op = rg->blocks[b].first; op; op = op->next) {
       for (uint32_t i = 0; i < op->noperands; i++) add_use(c, op, op->operands[i], 1);
-      for (uint32_t i = 0; i < op->nregions; i++) {
-        if (depth >= MAX_DEPTH) { /* hostile nesting: everything reads as used elsewhere */
-          for (uint32_t v = 0; v < c->nids; v++) c->uses[v] += 1 << 20;
-          return;
-        }
-        count_region(c, &op->regions[i], depth + 1);
-      }
+      for (uint32_t i = 0; i < op->nregions; i++)
+        if (depth >= MAX_DEPTH || !count_region(c, &op->regions[i], depth + 1)) return false;
     }
+  return true;
 }
 
 static int32_t uses_of(const fold_ctx *c, const av_value *v) { return known(c, v) ? c->uses[v->id] : 1 << 20; }
@@ -379,22 +376,21 @@ static void drop_unread(fold_ctx *c, av_region *rg, int depth) {
 }
 
 void av_fold_slices(av_module *m) {
-  fold_ctx c = {m, 0, NULL, NULL, NULL};
-  for (uint32_t f = 0; f < m->nfuncs; f++)
-    for (int round = 0; m->funcs[f] && round < FOLD_SLICE_ROUNDS; round++) {
-      c.nids = m->next_value_id;
-      c.uses = calloc(c.nids + 1, sizeof *c.uses);
-      c.slice_uses = calloc(c.nids + 1, sizeof *c.slice_uses);
-      c.slice_elems = calloc(c.nids + 1, sizeof *c.slice_elems);
-      bool changed = false;
-      if (c.uses && c.slice_uses && c.slice_elems) {
-        count_region(&c, &m->funcs[f]->body, 0);
-        changed = fold_block_ops(&c, &m->funcs[f]->body, 0);
-        if (changed) drop_unread(&c, &m->funcs[f]->body, 0);
-      }
-      free(c.uses);
-      free(c.slice_uses);
-      free(c.slice_elems);
-      if (!changed) break;
-    }
+  for (int round = 0; round < FOLD_SLICE_ROUNDS; round++) {
+    fold_ctx c = {m, m->next_value_id, NULL, NULL, NULL};
+    c.uses = calloc(c.nids + 1, sizeof *c.uses);
+    c.slice_uses = calloc(c.nids + 1, sizeof *c.slice_uses);
+    c.slice_elems = calloc(c.nids + 1, sizeof *c.slice_elems);
+    bool ok = c.uses && c.slice_uses && c.slice_elems, changed = false;
+    for (uint32_t f = 0; ok && f < m->nfuncs; f++) /* values belong to one function each */
+      if (m->funcs[f]) ok = count_region(&c, &m->funcs[f]->body, 0);
+    for (uint32_t f = 0; ok && f < m->nfuncs; f++)
+      if (m->funcs[f]) changed |= fold_block_ops(&c, &m->funcs[f]->body, 0);
+    for (uint32_t f = 0; ok && changed && f < m->nfuncs; f++)
+      if (m->funcs[f]) drop_unread(&c, &m->funcs[f]->body, 0);
+    free(c.uses);
+    free(c.slice_uses);
+    free(c.slice_elems);
+    if (!changed) return;
+  }
 }

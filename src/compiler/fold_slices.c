@@ -51,6 +51,20 @@ static bool slice_box(const av_op *s, int r, int64_t *start, int64_t *limit, int
   return true;
 }
 
+/* Whether a box of `t` (start, limit, unit strides) is one contiguous run of its elements:
+ * whole in every dimension after the first it cuts, and of extent 1 in every one before. Only
+ * such pieces move: a strided one (the gates of an LSTM, cut along the last axis) is read
+ * better from the whole array by the fused group that slices it. */
+static bool contiguous_box(const av_type *t, const int64_t *start, const int64_t *limit) {
+  int k = 0;
+  while (k < t->rank && start[k] == 0 && limit[k] == t->dims[k]) k++;
+  for (int j = 0; j < k; j++)
+    if (t->dims[j] != 1) return k == t->rank; /* whole before the cut: only if nothing is cut */
+  for (int j = k + 1; j < t->rank; j++)
+    if (start[j] != 0 || limit[j] != t->dims[j]) return false;
+  return true;
+}
+
 static bool is_slice(const av_op *op) {
   return op->code == AV_OP_SLICE && op->noperands == 1 && op->nresults == 1 && op->nregions == 0;
 }
@@ -214,12 +228,16 @@ static bool from_scalar_broadcast(fold_ctx *c, av_op *s) {
 }
 
 /* slice(e(a, b, ...)) -> e(slice(a), slice(b), ...) */
-static bool slice_through_elementwise(fold_ctx *c, av_op *s) {
+static bool slice_through_elementwise(fold_ctx *c, av_op *s, const int64_t *start, const int64_t *limit,
+                                      const int64_t *stride) {
   av_op *e = s->operands[0]->def;
   const av_value *ev = s->operands[0];
   const av_type *et = tensor_of(ev);
   if (!e || !et || !elementwise(e) || e->parent != s->parent || !known(c, ev) || !plain_operands(e))
     return false;
+  for (int k = 0; k < et->rank; k++)
+    if (stride[k] != 1) return false;
+  if (!contiguous_box(et, start, limit)) return false;
   if (c->uses[ev->id] != c->slice_uses[ev->id] || c->uses[ev->id] > MAX_PIECES ||
       c->slice_elems[ev->id] > elements(et))
     return false;
@@ -233,7 +251,7 @@ static bool fold_slice(fold_ctx *c, av_op *s) {
   int64_t start[SLICE_MAX_RANK], limit[SLICE_MAX_RANK], stride[SLICE_MAX_RANK];
   if (!st || !xt || xt->rank != st->rank || !slice_box(s, st->rank, start, limit, stride)) return false;
   return from_concat(c, s, start, limit, stride) || from_scalar_broadcast(c, s) ||
-         slice_through_elementwise(c, s);
+         slice_through_elementwise(c, s, start, limit, stride);
 }
 
 /* reshape(e(a, b, ...)), e elementwise in the same block and read only here, is
@@ -285,6 +303,8 @@ static bool concat_through_elementwise(fold_ctx *c, av_op *e) {
     }
   }
   if (!split || split->noperands < 2 || split->noperands > MAX_PIECES) return false;
+  for (int k = 0; k < d; k++) /* each piece one contiguous run of the result */
+    if (et->dims[k] != 1) return false;
   uint32_t np = split->noperands;
   for (uint32_t p = 0; p < np; p++) /* a few large pieces, not many small steps */
     if (!tensor_of(split->operands[p]) || elements(split->operands[p]->type) < MIN_PIECE) return false;

@@ -139,13 +139,20 @@ static bool same_shape(const av_type *a, const av_type *b) {
   return a->rank == b->rank && memcmp(a->dims, b->dims, sizeof *a->dims * (size_t)a->rank) == 0;
 }
 
-/* e's operands are tensors of e's shape or scalars */
+/* Whether operand x of e is a scalar that stays as it is when e changes shape: select's
+ * predicate and clamp's bounds may be scalars of an array op (no other elementwise operand
+ * may; a scalar op's operands change shape with it). */
+static bool kept_scalar(const av_op *e, const av_value *x) {
+  return x->type->rank == 0 && e->results[0].type->rank > 0;
+}
+
+/* e's operands are tensors of e's shape, or scalars it keeps */
 static bool plain_operands(const av_op *e) {
   const av_type *et = tensor_of(&e->results[0]);
   if (!et) return false;
   for (uint32_t j = 0; j < e->noperands; j++) {
     const av_type *t = tensor_of(e->operands[j]);
-    if (!t || (t->rank != 0 && !same_shape(t, et))) return false;
+    if (!t || (!kept_scalar(e, e->operands[j]) && !same_shape(t, et))) return false;
   }
   return true;
 }
@@ -172,7 +179,7 @@ static bool distribute(fold_ctx *c, av_op *s, const av_op *e) {
   if (!ops) return false;
   for (uint32_t j = 0; j < e->noperands; j++) {
     av_value *x = e->operands[j];
-    if (x->type->rank == 0) {
+    if (kept_scalar(e, x)) {
       ops[j] = x;
       continue;
     }
@@ -323,7 +330,7 @@ static bool concat_through_elementwise(fold_ctx *c, av_op *e) {
     for (uint32_t j = 0; j < e->noperands; j++) {
       av_value *x = e->operands[j];
       const av_op *cc = x->def;
-      if (x->type->rank == 0) {
+      if (kept_scalar(e, x)) {
         pe->operands[j] = x;
       } else if (cc && cc->code == AV_OP_CONCATENATE) {
         pe->operands[j] = cc->operands[p];

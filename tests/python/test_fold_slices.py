@@ -64,6 +64,12 @@ CASES = {
     # a concatenate read twice by the same op
     "concat_squared": (lambda a, b: jnp.square(jnp.concatenate([a, b])) - jnp.concatenate([a, b]) * 2,
                        (arr(2, 2048), arr(2, 2048))),
+    # a scalar op reshaped to an array: its operands are reshaped with it (PyTorch/XLA and
+    # TensorFlow write these); a select keeps its scalar predicate
+    "scalar_op_reshaped": (lambda a, b: ((a * b + 1.0).astype(jnp.int32) | 3).reshape(1, 1),
+                           (np.float32(1.5), np.float32(2.0))),
+    "scalar_predicate_select": (lambda p, a, b: lax.select(jnp.broadcast_to(p, (4, 2048)), a, b)[1:3],
+                                (np.bool_(True), arr(4, 2048), arr(4, 2048))),
     # last-axis slices (LSTM gates) of a sum of products
     "gates": (lambda x, w, h, u: [jax.nn.sigmoid(g) for g in jnp.split(x @ w + h @ u, 4, axis=1)],
               (arr(16, 32), arr(32, 256), arr(16, 64), arr(64, 256))),

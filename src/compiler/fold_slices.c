@@ -136,7 +136,10 @@ static bool elementwise(const av_op *op) {
 }
 
 static bool same_shape(const av_type *a, const av_type *b) {
-  return a->rank == b->rank && memcmp(a->dims, b->dims, sizeof *a->dims * (size_t)a->rank) == 0;
+  if (a->rank != b->rank) return false;
+  for (int k = 0; k < a->rank; k++) /* (a scalar's dims may be NULL) */
+    if (a->dims[k] != b->dims[k]) return false;
+  return true;
 }
 
 /* Whether operand x of e is a scalar that stays as it is when e changes shape: select's

@@ -335,6 +335,8 @@ uint32_t cg_lower_kernel(cg_region *r, const cg_target *tg, const av_ew_kernel *
   uint32_t mark = r->n, v = CG_NO_NODE;
   if (k->op == AV_OP_CONVERT) {
     v = convert_op(&L, &k->in_conv[0], in[0]);
+  } else if (k->op == AV_OP_BITCAST_CONVERT) {
+    v = in[0]; /* the caller reinterprets it as the result type (same width) */
   } else if (k->op == AV_OP_SELECT) {
     v = select_op(&L, in);
   } else if (k->inner && k->dtype == AV_DT_BF16 && k->cin_size == 4 && !k->in0_mask && !k->out_add) {

@@ -1,6 +1,7 @@
-/* Elementwise fusion: elementwise steps over arrays of one element count (and broadcasts of
- * smaller values feeding them) become one av_step_fused, which runs the same typed loops tile
- * by tile. Members need not be adjacent: a step joins the group of earlier members it reads
+/* Elementwise fusion: elementwise steps over arrays of one element count (converts, reshapes
+ * and same-width bitcasts among them, and broadcasts of smaller values feeding them) become
+ * one av_step_fused, which runs the same typed loops tile by tile. Members need not be
+ * adjacent: a step joins the group of earlier members it reads
  * from, shares a full-size input with (siblings: an optimizer's updates of m, v and the
  * parameter all read the gradient), or directly follows, so independent chains over one
  * parameter run as one loop (multi-output fusion). A group stays open until a step outside
@@ -35,6 +36,14 @@ static int64_t member_n(const av_lower *c, const av_step *s) {
       const av_slot_type *it = av_stype(c, s->in[i]);
       if (it->token || it->nelems != ot->nelems) return 0;
     }
+    return ot->nelems;
+  }
+  if (s->run == av_step_alias) { /* a reshape or same-width bitcast: the elements in order */
+    if (s->nin != 1 || s->nout != 1) return 0;
+    const av_slot_type *it = av_stype(c, s->in[0]), *ot = av_stype(c, s->out[0]);
+    if (it->token || ot->token || ot->nelems < 2 || it->nelems != ot->nelems ||
+        av_dtype_size(it->dtype) != av_dtype_size(ot->dtype) || it->nbytes != ot->nbytes)
+      return 0;
     return ot->nelems;
   }
   if (s->run == av_step_box) { /* a broadcast of a smaller value (scalar, rows, columns...) or
@@ -214,6 +223,15 @@ static uint32_t build_fused(av_lower *c, const av_step *v, uint32_t nv, const ui
         return 0;
       }
       av_ew_convert_kernel(s->params, ck);
+      op->k = ck;
+    } else if (s->run == av_step_alias) {
+      av_ew_kernel *ck = av_lower_alloc(c, sizeof *ck);
+      if (!ck) {
+        free(b);
+        return 0;
+      }
+      const av_slot_type *it = av_stype(c, s->in[0]);
+      av_ew_bitcast_kernel(it->dtype, av_dtype_size(it->dtype), ck);
       op->k = ck;
     } else {
       op->k = s->params;

@@ -161,6 +161,20 @@ static void ew_convert(const void *const *in, void *out, int64_t n, const void *
   av_convert_run(&k->in_conv[0], in[0], out, n);
 }
 
+static void ew_bitcast(const void *const *in, void *out, int64_t n, const void *aux) {
+  const av_ew_kernel *k = aux;
+  if (n > 0) memcpy(out, in[0], (size_t)n * k->out_size);
+}
+
+void av_ew_bitcast_kernel(av_dtype from, size_t esize, av_ew_kernel *k) {
+  memset(k, 0, sizeof *k);
+  k->fn = ew_bitcast;
+  k->nin = 1;
+  k->op = AV_OP_BITCAST_CONVERT;
+  k->dtype = from;
+  k->in_size[0] = k->cin_size = k->cout_size = k->out_size = esize;
+}
+
 void av_ew_convert_kernel(const av_convert *cv, av_ew_kernel *k) {
   memset(k, 0, sizeof *k);
   k->fn = ew_convert;

@@ -86,6 +86,11 @@ av_ew_fn av_ew_compare_fn(av_dtype t, av_cmp_dir dir, av_cmp_type ctype);
  * cv), so a convert fuses with the elementwise steps around it. */
 void av_ew_convert_kernel(const av_convert *cv, av_ew_kernel *k);
 
+/* A same-width stablehlo.bitcast_convert, or a reshape, of elements of `from` (esize bytes)
+ * as an elementwise kernel (nin 1, op AV_OP_BITCAST_CONVERT: the bits copied), so that
+ * elementwise chains on either side fuse through it (jax.random's bits -> float). */
+void av_ew_bitcast_kernel(av_dtype from, size_t esize, av_ew_kernel *k);
+
 /* select(pred, a, b) with pred of the same shape; elements of `elem_size` bytes. */
 void av_select_run(const uint8_t *pred, const void *a, const void *b, void *out, int64_t n,
                    size_t elem_size);

@@ -173,16 +173,49 @@ static bool lower_branches(av_lower *c, const av_op *op, bool is_if) {
 enum { INLINE_MAX_DEPTH = sizeof(((av_lower *)0)->inline_stack) / sizeof(void *),
        INLINE_MAX_OPS = 1 << 20 };
 
-/* A callee body whose steps can join the caller's: no effects, and no nested regions but
- * reduction bodies (which read only their own arguments). JAX's jnp.where, tril, softmax
- * and log_softmax are such calls: spliced, their elementwise steps fuse with the caller's. */
-static bool spliceable(const av_block *b, const av_op *call) {
+/* Whether call `op` of `fn`, made at inline depth `depth`, can be inlined: a one-block body
+ * that returns what the call expects, not recursive, not too deep. */
+static bool inlinable(const av_lower *c, const av_op *op, const av_func *fn, int depth) {
+  if (!fn || fn->body.nblocks != 1 || depth >= INLINE_MAX_DEPTH) return false;
+  /* recursion stays a real call: a block being lowered must not be lowered again inside
+   * itself (its values' slots and liveness are in use) */
+  if (fn == c->lowering_fn) return false;
+  for (int i = 0; i < c->inline_depth && i < depth; i++)
+    if (c->inline_stack[i] == fn) return false;
+  const av_block *b = &fn->body.blocks[0];
+  const av_op *term = b->last;
+  if (b->nargs != op->noperands || !term || term->noperands != op->nresults ||
+      (term->code != AV_OP_FUNC_RETURN && term->code != AV_OP_RETURN))
+    return false;
+  for (uint32_t i = 0; i < b->nargs; i++)
+    if (!av_type_equal(b->args[i].type, op->operands[i]->type)) return false;
+  for (uint32_t i = 0; i < op->nresults; i++)
+    if (!av_type_equal(term->operands[i]->type, op->results[i].type)) return false;
+  return true;
+}
+
+/* A callee body whose steps can join the caller's: tensors in and out, no effects, and no
+ * nested regions but reduction bodies (which read only their own arguments); calls inside it
+ * must be spliceable in turn (JAX nests jit-ed functions: jax.random.normal calls _normal,
+ * _normal_real, _uniform and threefry2x32, whose elementwise chains then fuse as one). JAX's
+ * jnp.where, tril, softmax and log_softmax are such calls too. `budget` bounds the ops looked
+ * at, so that a hostile module of calls fanning out at every level costs little. */
+static bool spliceable(const av_lower *c, const av_op *call, const av_func *fn, int depth, uint32_t *budget) {
   for (uint32_t i = 0; i < call->noperands; i++)
     if (!call->operands[i]->type || call->operands[i]->type->kind != AV_TYPE_TENSOR) return false;
   for (uint32_t i = 0; i < call->nresults; i++)
     if (!call->results[i].type || call->results[i].type->kind != AV_TYPE_TENSOR) return false;
+  const av_block *b = &fn->body.blocks[0];
   for (const av_op *op = b->first; op; op = op->next) {
     if (op == b->last) break;
+    if (*budget == 0) return false;
+    --*budget;
+    if (op->code == AV_OP_FUNC_CALL || op->code == AV_OP_CALL) {
+      const char *name = av_attr_get_str(op, "callee");
+      const av_func *inner = name ? av_module_find_func(c->m, name) : NULL;
+      if (!inlinable(c, op, inner, depth + 1) || !spliceable(c, op, inner, depth + 1, budget)) return false;
+      continue;
+    }
     if (av_op_has_side_effects(op) || (op->nregions > 0 && op->code != AV_OP_REDUCE)) return false;
   }
   return true;
@@ -266,24 +299,12 @@ static bool splice_call(av_lower *c, const av_op *op, const av_func *fn) {
 
 bool av_lower_inline_call(av_lower *c, const av_op *op, const av_func *fn, bool *inlined) {
   *inlined = false;
-  if (fn->body.nblocks != 1 || c->inline_depth >= INLINE_MAX_DEPTH) return true;
-  /* recursion stays a real call: a block being lowered must not be lowered again inside
-   * itself (its values' slots and liveness are in use) */
-  if (fn == c->lowering_fn) return true;
-  for (int i = 0; i < c->inline_depth; i++)
-    if (c->inline_stack[i] == fn) return true;
+  if (!inlinable(c, op, fn, c->inline_depth)) return true;
   const av_block *b = &fn->body.blocks[0];
-  const av_op *term = b->last;
-  if (b->nargs != op->noperands || !term || term->noperands != op->nresults ||
-      (term->code != AV_OP_FUNC_RETURN && term->code != AV_OP_RETURN))
-    return true;
-  for (uint32_t i = 0; i < b->nargs; i++)
-    if (!av_type_equal(b->args[i].type, op->operands[i]->type)) return true;
-  for (uint32_t i = 0; i < op->nresults; i++)
-    if (!av_type_equal(term->operands[i]->type, op->results[i].type)) return true;
   if (c->inlined_ops + b->nops > INLINE_MAX_OPS) return true;
   c->inlined_ops += b->nops;
-  if (spliceable(b, op)) {
+  uint32_t budget = 1u << 16;
+  if (spliceable(c, op, fn, c->inline_depth, &budget)) {
     bool ok = splice_call(c, op, fn);
     *inlined = ok;
     return ok;

@@ -110,3 +110,55 @@ def test_select_over_whole_arrays(dtype):
     got = check(f, m, a, b)
     np.testing.assert_array_equal(got[0], np.where(m, a, b))
     np.testing.assert_array_equal(got[1], np.where(~m, a, b))
+
+
+def test_random_values_match_xla():
+    # jax.random nests jit-ed functions (_normal -> _normal_real -> _uniform -> threefry2x32)
+    # and bitcasts the bits to floats between elementwise chains: all of it is spliced and
+    # fused through the bitcast now. The integer and float steps of bits and uniform are exact;
+    # normal goes through log1p, whose last bit may differ from XLA's.
+    key = jax.random.PRNGKey(11)
+    for fn, exact in ((lambda k: jax.random.bits(k, (4099,), jnp.uint32), True),
+                      (lambda k: jax.random.uniform(k, (4099,), jnp.float32), True),
+                      (lambda k: jax.random.normal(k, (4099,), jnp.float32), False)):
+        got, want = both(fn, key)
+        if exact:
+            np.testing.assert_array_equal(got, want)
+        else:
+            np.testing.assert_allclose(got, want, rtol=2e-6, atol=2e-6)
+
+
+def test_bitcast_between_elementwise_chains():
+    def f(x):
+        u = jax.lax.bitcast_convert_type(x * 2.0, jnp.uint32) ^ jnp.uint32(0x80000000)
+        v = jax.lax.bitcast_convert_type(u >> 1, jnp.float32) + 1.0
+        return v.reshape(4, -1) * 3.0, u
+
+    xs = rng.standard_normal(4096).astype(np.float32)
+    got, want = both(f, xs)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+
+
+PROFILED = r"""
+import jax, jax.numpy as jnp, numpy as np
+key = jax.random.PRNGKey(0)
+print(float(jax.jit(lambda k: jax.random.normal(k, (1 << 16,), jnp.float32).sum())(key)))
+"""
+
+
+def test_normal_is_one_fused_step(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    e = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+    e.update(JAX_PLATFORMS="anvil", ANVIL_PROFILE=str(tmp_path / "trace.json"))
+    r = subprocess.run([sys.executable, "-c", PROFILED], env=e, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    steps = [ln for ln in r.stderr.splitlines() if "%" in ln and " ms" not in ln]
+    fused = [ln for ln in steps if "fused[" in ln or "rows[" in ln]
+    # the bits, the uniform floats, erf_inv and the sum: one fused step (a row reduction), no
+    # function left as a call
+    assert len(fused) == 1, "\n".join(steps)
+    assert not [ln for ln in steps if "[call]" in ln], "\n".join(steps)

@@ -69,9 +69,9 @@ def mcmc_args():
     return _key(), _arr(256, 16), prec
 
 
-def ode_ensemble(y0, params):
+def ode_ensemble(y0, params, steps=200):
     """Lorenz-63 for 4096 ensemble members (each its own sigma, rho, beta), RK4, 200 steps of
-    dt = 0.01 in a scan that keeps the final state."""
+    dt = 0.01 in a scan that keeps the final state (tests/python/test_fold_slices.py runs 20)."""
     dt = 0.01
 
     def f(y):
@@ -86,7 +86,7 @@ def ode_ensemble(y0, params):
         k4 = f(y + dt * k3)
         return y + dt / 6.0 * (k1 + 2 * k2 + 2 * k3 + k4), None
 
-    y, _ = lax.scan(step, y0, None, length=200)
+    y, _ = lax.scan(step, y0, None, length=steps)
     return y
 
 

@@ -17,6 +17,9 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 from jax import lax  # noqa: E402
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
+from science import ode_ensemble  # noqa: E402
+
 rng = np.random.default_rng(7)
 
 
@@ -25,20 +28,8 @@ def arr(*shape):
 
 
 def rk4(y0, p):
-    dt = 0.01
-
-    def f(y):
-        x, yy, z = y[0], y[1], y[2]
-        return jnp.stack([p[0] * (yy - x), x * (p[1] - z) - yy, x * yy - p[2] * z])
-
-    def step(y, _):
-        k1 = f(y)
-        k2 = f(y + 0.5 * dt * k1)
-        k3 = f(y + 0.5 * dt * k2)
-        k4 = f(y + dt * k3)
-        return y + dt / 6.0 * (k1 + 2 * k2 + 2 * k3 + k4), None
-
-    return lax.scan(step, y0, None, length=20)[0]
+    # bench/science.py's Lorenz-63 ensemble, 20 RK4 steps in a scan
+    return ode_ensemble(y0, p, steps=20)
 
 
 CASES = {

@@ -101,3 +101,18 @@ def test_copies_through_a_reshape(name):
     want = jax.tree_util.tree_leaves(jax.jit(fn)(jax.device_put(x, jax.devices("cpu")[0])))
     for g, w in zip(got, want):
         np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+
+
+# matrix-vector products past the small loops (kernels/dot.c gemv): rows in blocks of 64 the
+# pool shares out, four rows at a time (row counts not multiples of 4 or 64), batched, f64,
+# and the vector on the left (a transposed product, oneDNN's path)
+@pytest.mark.parametrize("b,m,k,dtype", [(1, 512, 512, np.float32), (3, 301, 700, np.float32),
+                                         (1, 2051, 1027, np.float32), (2, 130, 1001, np.float64)])
+def test_matrix_vector(b, m, k, dtype):
+    a = rng.standard_normal((b, m, k)).astype(dtype)
+    v = rng.standard_normal((b, k)).astype(dtype)
+    ref = np.einsum("bmk,bk->bm", a.astype(np.float64), v.astype(np.float64))
+    rtol = 2e-5 if dtype == np.float32 else 1e-12
+    check(lambda a, v: jnp.einsum("bmk,bk->bm", a, v), ref, a, v, rtol=rtol)
+    check(lambda a, v: a[0] @ v[0], ref[0], a, v, rtol=rtol)
+    check(lambda a, v: v[0] @ a[0].T, ref[0], a, v, rtol=rtol)

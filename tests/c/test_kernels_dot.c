@@ -185,8 +185,8 @@ static void test_small_real_products(void **state) {
   }
 }
 
-/* Wide small products (across j) in blocks of 4 rows x one vector of columns with the rest
- * in the row loop: each element is still the sequential sum over k of rounded products, so
+/* Wide small products (across j) in blocks of 4 rows x four vectors of columns, then 4 rows x
+ * one vector, with the rest in the row loop: each element is still the sequential sum over k of rounded products, so
  * with fractional operands (rounding everywhere) the bits equal that sum done here in the
  * element type, for shapes with leftover rows and columns and A transposed. */
 static void blocked_case(av_dtype dt, int64_t M, int64_t K, int64_t N, bool lhs_transposed,
@@ -243,6 +243,7 @@ static void test_small_blocked_products(void **state) {
     for (int tr = 0; tr < 2; tr++) {
       blocked_case(types[t], 8, 64, 64, tr, false); /* an RNN step's h @ w: blocks only */
       blocked_case(types[t], 9, 33, 37, tr, false); /* a row and columns left over */
+      blocked_case(types[t], 10, 21, 90, tr, false); /* four vectors, one more, the panel */
       blocked_case(types[t], 3, 20, 16, tr, false); /* fewer rows than a block */
       /* fewer columns than a vector, or a part of one left: the padded panel */
       blocked_case(types[t], 16, 128, 8, tr, false); /* an LSTM's read-out h @ wo */

@@ -256,8 +256,39 @@ static av_code prepare(const av_view *v, const int *perm, int nb, int g1, int g2
       }                                                                                        \
       if (across_j) {                                                                          \
         int64_t i0 = 0;                                                                        \
-        for (; i0 + 4 <= M; i0 += 4)                                                           \
-          for (int64_t j0 = 0; j0 < nvec; j0 += vl) {                                          \
+        for (; i0 + 4 <= M; i0 += 4) {                                                         \
+          int64_t j0 = 0;                                                                      \
+          /* 4 rows x 4 vectors: sixteen chains, enough to hide an add's latency (4 chains    \
+           * waited on it: an RNN step's 8x64 by 64x64 took 4x the arithmetic's time) */       \
+          for (; j0 + 4 * vl <= nv; j0 += 4 * vl) {                                            \
+            /* named sums, not an array: gcc kept an array on the stack */                     \
+            name##_vec s00 = {0}, s01 = {0}, s02 = {0}, s03 = {0}, s10 = {0}, s11 = {0};       \
+            name##_vec s12 = {0}, s13 = {0}, s20 = {0}, s21 = {0}, s22 = {0}, s23 = {0};       \
+            name##_vec s30 = {0}, s31 = {0}, s32 = {0}, s33 = {0}, r0, r1, r2, r3;             \
+            const T *ak = at ? Ab + i0 : Ab + i0 * K, *bk = Bb + j0;                           \
+            int64_t astep = at ? M : 1, arow = at ? 1 : K;                                     \
+            for (int64_t k = 0; k < K; k++, ak += astep, bk += N) {                            \
+              memcpy(&r0, bk, sizeof r0);                                                      \
+              memcpy(&r1, bk + vl, sizeof r1);                                                 \
+              memcpy(&r2, bk + 2 * vl, sizeof r2);                                             \
+              memcpy(&r3, bk + 3 * vl, sizeof r3);                                             \
+              T a0 = ak[0], a1 = ak[arow], a2 = ak[2 * arow], a3 = ak[3 * arow];               \
+              s00 = s00 + a0 * r0; s01 = s01 + a0 * r1; s02 = s02 + a0 * r2; s03 = s03 + a0 * r3; \
+              s10 = s10 + a1 * r0; s11 = s11 + a1 * r1; s12 = s12 + a1 * r2; s13 = s13 + a1 * r3; \
+              s20 = s20 + a2 * r0; s21 = s21 + a2 * r1; s22 = s22 + a2 * r2; s23 = s23 + a2 * r3; \
+              s30 = s30 + a3 * r0; s31 = s31 + a3 * r1; s32 = s32 + a3 * r2; s33 = s33 + a3 * r3; \
+            }                                                                                  \
+            T *c0 = Cb + i0 * N + j0, *c1 = c0 + N, *c2 = c1 + N, *c3 = c2 + N;                \
+            memcpy(c0, &s00, sizeof s00); memcpy(c0 + vl, &s01, sizeof s01);                   \
+            memcpy(c0 + 2 * vl, &s02, sizeof s02); memcpy(c0 + 3 * vl, &s03, sizeof s03);     \
+            memcpy(c1, &s10, sizeof s10); memcpy(c1 + vl, &s11, sizeof s11);                   \
+            memcpy(c1 + 2 * vl, &s12, sizeof s12); memcpy(c1 + 3 * vl, &s13, sizeof s13);     \
+            memcpy(c2, &s20, sizeof s20); memcpy(c2 + vl, &s21, sizeof s21);                   \
+            memcpy(c2 + 2 * vl, &s22, sizeof s22); memcpy(c2 + 3 * vl, &s23, sizeof s23);     \
+            memcpy(c3, &s30, sizeof s30); memcpy(c3 + vl, &s31, sizeof s31);                   \
+            memcpy(c3 + 2 * vl, &s32, sizeof s32); memcpy(c3 + 3 * vl, &s33, sizeof s33);     \
+          }                                                                                    \
+          for (; j0 < nvec; j0 += vl) {                                                        \
             name##_vec s0 = {0}, s1 = {0}, s2 = {0}, s3 = {0}, row;                            \
             /* A's four entries of column k: adjacent (A transposed) or a row apart */         \
             const T *ak = at ? Ab + i0 : Ab + i0 * K;                                          \
@@ -276,6 +307,7 @@ static av_code prepare(const av_view *v, const int *perm, int nb, int g1, int g2
             memcpy(Cb + (i0 + 2) * N + j0, &s2, wb);                                           \
             memcpy(Cb + (i0 + 3) * N + j0, &s3, wb);                                           \
           }                                                                                    \
+        }                                                                                      \
         for (int64_t i = 0; i < M; i++) { /* rows past the blocks; columns past the vectors */ \
           int64_t j1 = i < i0 ? (nvec > N ? N : nvec) : 0;                                     \
           T *cr = Cb + i * N;                                                                  \

@@ -28,13 +28,20 @@ bool av_trsm_batched_applies(int64_t n, int64_t batch) {
   return n >= 2 && n <= kXlaTrsmBlock && batch > 8;
 }
 
+enum { GATHER_BLOCK = 64 }; /* elements per block of gather_ / scatter_ */
+
 #define DEFINE_BATCHED(SUF, T, LANES, FMA, SQRT, ABS)                                             \
-  /* s[e * LANES + l] = src[(g + l) * nn + e]; lanes past cnt get `fill` (identity or 0) */    \
+  /* s[e * LANES + l] = src[(g + l) * nn + e]; lanes past cnt get `fill` (identity or 0).    \
+   * In blocks of GATHER_BLOCK elements: one lane at a time over the whole matrix walked all   \
+   * of s (64 KiB for 16 32x32 f32 matrices, more than L1) once per lane. */                  \
   static void gather_##SUF(T *restrict s, const T *restrict src, int64_t g, int cnt,          \
                            int64_t nn, int64_t n_ident) {                                      \
-    for (int l = 0; l < cnt; l++) {                                                            \
-      const T *m = src + (g + l) * nn;                                                         \
-      for (int64_t e = 0; e < nn; e++) s[e * LANES + l] = m[e];                                \
+    for (int64_t e0 = 0; e0 < nn; e0 += GATHER_BLOCK) {                                        \
+      int64_t e1 = nn - e0 < GATHER_BLOCK ? nn : e0 + GATHER_BLOCK;                            \
+      for (int l = 0; l < cnt; l++) {                                                          \
+        const T *m = src + (g + l) * nn;                                                       \
+        for (int64_t e = e0; e < e1; e++) s[e * LANES + l] = m[e];                             \
+      }                                                                                        \
     }                                                                                          \
     for (int l = cnt; l < LANES; l++)                                                          \
       for (int64_t e = 0; e < nn; e++)                                                         \
@@ -42,9 +49,12 @@ bool av_trsm_batched_applies(int64_t n, int64_t batch) {
   }                                                                                            \
   static void scatter_##SUF(T *restrict dst, const T *restrict s, int64_t g, int cnt,         \
                             int64_t nn) {                                                      \
-    for (int l = 0; l < cnt; l++) {                                                            \
-      T *m = dst + (g + l) * nn;                                                               \
-      for (int64_t e = 0; e < nn; e++) m[e] = s[e * LANES + l];                                \
+    for (int64_t e0 = 0; e0 < nn; e0 += GATHER_BLOCK) {                                        \
+      int64_t e1 = nn - e0 < GATHER_BLOCK ? nn : e0 + GATHER_BLOCK;                            \
+      for (int l = 0; l < cnt; l++) {                                                          \
+        T *m = dst + (g + l) * nn;                                                             \
+        for (int64_t e = e0; e < e1; e++) m[e] = s[e * LANES + l];                             \
+      }                                                                                        \
     }                                                                                          \
   }                                                                                            \
                                                                                                \
@@ -64,7 +74,36 @@ bool av_trsm_batched_applies(int64_t n, int64_t batch) {
         d[l] = SQRT(t[l]);                                                                     \
         sjj[l] = d[l];                                                                         \
       }                                                                                        \
-      for (int64_t i = j + 1; i < n; i++) {                                                    \
+      int64_t i = j + 1;                                                                       \
+      /* four rows at a time: four independent chains of fused multiply-adds (one row's      \
+       * chain waited on the previous one's latency at every k), each row's the same */       \
+      for (; i + 4 <= n; i += 4) {                                                             \
+        T t0[LANES], t1[LANES], t2[LANES], t3[LANES];                                          \
+        T *si = s + (i * n + j) * LANES;                                                       \
+        for (int l = 0; l < LANES; l++) {                                                      \
+          t0[l] = si[l];                                                                       \
+          t1[l] = si[n * LANES + l];                                                           \
+          t2[l] = si[2 * n * LANES + l];                                                       \
+          t3[l] = si[3 * n * LANES + l];                                                       \
+        }                                                                                      \
+        for (int64_t k = 0; k < j; k++) {                                                      \
+          const T *lik = s + (i * n + k) * LANES, *ljk = s + (j * n + k) * LANES;              \
+          for (int l = 0; l < LANES; l++) {                                                    \
+            T lj = ljk[l];                                                                     \
+            t0[l] = FMA(-lik[l], lj, t0[l]);                                                   \
+            t1[l] = FMA(-lik[n * LANES + l], lj, t1[l]);                                       \
+            t2[l] = FMA(-lik[2 * n * LANES + l], lj, t2[l]);                                   \
+            t3[l] = FMA(-lik[3 * n * LANES + l], lj, t3[l]);                                   \
+          }                                                                                    \
+        }                                                                                      \
+        for (int l = 0; l < LANES; l++) {                                                      \
+          si[l] = t0[l] / d[l];                                                                \
+          si[n * LANES + l] = t1[l] / d[l];                                                    \
+          si[2 * n * LANES + l] = t2[l] / d[l];                                                \
+          si[3 * n * LANES + l] = t3[l] / d[l];                                                \
+        }                                                                                      \
+      }                                                                                        \
+      for (; i < n; i++) {                                                                     \
         T *sij = s + (i * n + j) * LANES;                                                      \
         for (int l = 0; l < LANES; l++) t[l] = sij[l];                                         \
         for (int64_t k = 0; k < j; k++) {                                                      \
@@ -89,15 +128,19 @@ bool av_trsm_batched_applies(int64_t n, int64_t batch) {
             memcpy(s + (i * n + j) * LANES, s + (j * n + i) * LANES, sizeof(T) * LANES);       \
       int bad[LANES] = {0};                                                                    \
       chol_lanes_##SUF(s, bad, n);                                                             \
-      for (int l = 0; l < cnt; l++) {                                                          \
-        T *m = out + (g + l) * nn;                                                             \
-        for (int64_t i = 0; i < n; i++)                                                        \
-          for (int64_t j = 0; j < n; j++) {                                                    \
-            bool in = lower ? j <= i : j >= i;                                                 \
-            T v = lower ? s[(i * n + j) * LANES + l] : s[(j * n + i) * LANES + l];             \
-            m[i * n + j] = bad[l] ? (T)NAN : in ? v : 0;                                       \
+      /* the result triangle (upper: the transpose back), the other zero, NaN where bad */     \
+      for (int64_t i = 0; i < n; i++)                                                          \
+        for (int64_t j = 0; j < i; j++) {                                                      \
+          T *lo = s + (i * n + j) * LANES, *up = s + (j * n + i) * LANES;                      \
+          for (int l = 0; l < LANES; l++) {                                                    \
+            up[l] = lower ? 0 : lo[l];                                                         \
+            lo[l] = lower ? lo[l] : 0;                                                         \
           }                                                                                    \
-      }                                                                                        \
+        }                                                                                      \
+      for (int64_t e = 0; e < nn; e++)                                                         \
+        for (int l = 0; l < LANES; l++)                                                        \
+          if (bad[l]) s[e * LANES + l] = (T)NAN;                                               \
+      scatter_##SUF(out, s, g, cnt, nn);                                                       \
     }                                                                                          \
     free(s);                                                                                   \
     return true;                                                                               \

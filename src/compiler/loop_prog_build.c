@@ -398,9 +398,24 @@ static bool writes_between(const ilist *l, uint32_t from, uint32_t to, uint16_t 
   return false;
 }
 
+/* The inline pair class (AV_LPAIR_*) of an inline scalar op and its index there, or -1 */
+static int pair_class(uint8_t kind, uint8_t *op) {
+  if (kind < AV_LI_FAST_BASE || kind >= AV_LI_PAIR_BASE) return -1;
+  int f = kind - AV_LI_FAST_BASE;
+  static const struct { int first, last, cls; } forms[] = {
+      {AV_SF_ADD_F32, AV_SF_DIV_F32, AV_LPAIR_F32}, {AV_SF_ADD_F64, AV_SF_DIV_F64, AV_LPAIR_F64},
+      {AV_SF_ADD_I32, AV_SF_MUL_I32, AV_LPAIR_I32}, {AV_SF_ADD_I64, AV_SF_MUL_I64, AV_LPAIR_I64}};
+  for (unsigned q = 0; q < sizeof forms / sizeof *forms; q++)
+    if (f >= forms[q].first && f <= forms[q].last) {
+      *op = (uint8_t)(f - forms[q].first);
+      return forms[q].cls;
+    }
+  return -1;
+}
+
 /* Fuses a binary +, -, *, / of the body whose result only one other such op of the same
  * type reads into that op (runtime/kernels/elementwise_pair.c): one loop instead of two, the
- * intermediate never stored. `keep` lists registers read after the iteration (results, the
+ * intermediate never stored; two inline scalar ops become one AV_LI_PAIR_BASE instruction. `keep` lists registers read after the iteration (results, the
  * condition). (Invariant ops run once; their registers are read by every list.) */
 static bool fuse_pairs(lbuild *b, ilist *l, const uint16_t *keep, uint32_t nkeep) {
   for (uint32_t i = 0; i < l->n;) {
@@ -415,6 +430,17 @@ static bool fuse_pairs(lbuild *b, ilist *l, const uint16_t *keep, uint32_t nkeep
       }
     av_linstr *t = nreaders == 1 ? &l->v[reader] : NULL;
     bool left = t && t->in[0] == s->out;
+    uint8_t op1 = 0, op2 = 0;
+    int cls = t && !kept && t->in[0] != t->in[1] ? pair_class(s->kind, &op1) : -1;
+    if (cls >= 0 && pair_class(t->kind, &op2) == cls && !writes_between(l, i + 1, (uint32_t)reader, s->in[0]) &&
+        !writes_between(l, i + 1, (uint32_t)reader, s->in[1])) { /* two inline scalar ops */
+      uint16_t other = left ? t->in[1] : t->in[0];
+      *t = (av_linstr){.kind = (uint8_t)(AV_LI_PAIR_BASE + cls), .op1 = op1, .op2 = op2, .pair_left = left,
+                       .in = {s->in[0], s->in[1], other}, .out = t->out, .n = 1};
+      memmove(&l->v[i], &l->v[i + 1], (l->n - i - 1) * sizeof *s);
+      l->n--;
+      continue;
+    }
     av_ew_fn fn = t && !kept && s->kind == AV_LI_EW && t->kind == AV_LI_EW && t->n == s->n &&
                           t->in[0] != t->in[1]
                       ? av_ew_pair_fn(s->ew, t->ew, left) : NULL;

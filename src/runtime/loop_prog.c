@@ -15,6 +15,20 @@ static int64_t slice_offset(const av_linstr *s, void *const *r) {
   return av_dyn_slice_offset(s->ds, starts);
 }
 
+/* x op y for an inline pair's op (add, sub, mul, div; integers wrap, as their kernels) */
+#define PAIR_OP(T, op, x, y) ((op) == 0 ? (T)((x) + (y)) : (op) == 1 ? (T)((x) - (y)) : (op) == 2 ? (T)((x) * (y)) : (T)((x) / (y)))
+#define PAIR_CASE(cls, T)                                                                      \
+  case AV_LI_PAIR_BASE + (cls): {                                                              \
+    T x, y, z;                                                                                 \
+    memcpy(&x, a, sizeof x);                                                                   \
+    memcpy(&y, b, sizeof y);                                                                   \
+    memcpy(&z, r[s->in[2]], sizeof z);                                                         \
+    T m = PAIR_OP(T, s->op1, x, y);                                                            \
+    T res = s->pair_left ? PAIR_OP(T, s->op2, m, z) : PAIR_OP(T, s->op2, z, m);                \
+    memcpy(out, &res, sizeof res);                                                             \
+    break;                                                                                     \
+  }
+
 static inline __attribute__((always_inline)) av_code exec(const av_linstr *ins, uint32_t n,
                                                              void *const *r, av_diag *d) {
   for (uint32_t i = 0; i < n; i++) {
@@ -24,6 +38,10 @@ static inline __attribute__((always_inline)) av_code exec(const av_linstr *ins, 
     uint8_t dir = s->cmp_dir;
     switch (s->kind) {
       AV_SFAST_OPS(AV_SFAST_CASE, AV_LI_FAST_BASE)
+      PAIR_CASE(AV_LPAIR_F32, float)
+      PAIR_CASE(AV_LPAIR_F64, double)
+      PAIR_CASE(AV_LPAIR_I32, uint32_t)
+      PAIR_CASE(AV_LPAIR_I64, uint64_t)
       case AV_LI_EW: {
         const void *ops[AV_EW_MAX_IN] = {r[s->in[0]], r[s->in[1]], r[s->in[2]]};
         av_ew_run(s->ew, ops, r[s->out], s->n);

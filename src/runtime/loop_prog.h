@@ -59,7 +59,16 @@ typedef enum av_linstr_kind {
   AV_LI_DOT,     /* dot_general of in[0] and in[1] (the kernel, through `dot`) */
   AV_LI_FAST_BASE, /* AV_LI_FAST_BASE + f: the inline scalar op f (an av_sfast), decoded by
                       the interpreter's one dispatch */
+  /* AV_LI_PAIR_BASE + c: two inline arithmetic ops of class c (AV_LPAIR_*), the second
+   * reading the first's result: out = (in[0] op1 in[1]) op2 in[2] (pair_left) or
+   * in[2] op2 (in[0] op1 in[1]). The intermediate stays in a machine register: a scalar
+   * loop's chain s * c + x no longer waits on a store and a load between the two. */
+  AV_LI_PAIR_BASE = AV_LI_FAST_BASE + 32,
 } av_linstr_kind;
+
+/* Classes of inline pairs; op1 / op2 index add, sub, mul (and div for floats), in the order
+ * of av_sfast's ops of that type. */
+enum { AV_LPAIR_F32, AV_LPAIR_F64, AV_LPAIR_I32, AV_LPAIR_I64 };
 
 /* A dot's parameters and the shapes of its operands and result. */
 typedef struct av_ldot {
@@ -72,6 +81,8 @@ typedef struct av_ldot {
 typedef struct av_linstr {
   uint8_t kind;
   uint8_t cmp_dir;       /* comparisons among the inline ops */
+  uint8_t op1, op2;      /* AV_LI_PAIR_BASE: the two ops (see AV_LPAIR_*) */
+  bool pair_left;        /* AV_LI_PAIR_BASE: the intermediate is op2's left operand */
   bool pred_scalar;      /* AV_LI_SELECT */
   uint16_t in[3], out;
   uint32_t esize; /* SELECT / FILL: bytes per element */

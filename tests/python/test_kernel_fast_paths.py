@@ -313,6 +313,38 @@ def test_loop_program_transcendental_and_captures():
     np.testing.assert_allclose(np.asarray(got), np.asarray(xla), rtol=1e-5, atol=1e-6)
 
 
+def test_loop_program_scalar_pairs():
+    # two inline scalar ops in a row run as one instruction (loop_prog.c's pairs): operand
+    # order (the intermediate on either side of -, /), f32, wrapping i32 and i64, and an
+    # intermediate read twice (not paired), against the same arithmetic in numpy's types
+    def f(x, k):
+        def body(c):
+            i, s, u, k, j, q, w = c
+            m = w * np.float32(1.5)
+            return (i + 1, x - s * np.float32(0.75), (u - np.float32(0.5)) / np.float32(1.25),
+                    np.int32(7) - k * np.int32(3), (j + np.int32(11)) * np.int32(5),
+                    q * np.int64(3) - np.int64(1), m - m * np.float32(0.25))
+        init = (0, x, x, k, k, k.astype(jnp.int64) * 1000003, x)
+        return lax.while_loop(lambda c: c[0] < 100, body, init)[1:]
+    x, k = np.float32(0.3), np.int32(12345)
+    got, xla = both(f, x, k)
+
+    def wrap(v, bits):
+        return (v + 2 ** (bits - 1)) % 2 ** bits - 2 ** (bits - 1)
+    s = u = w = x
+    kk = jj = int(k)
+    q = int(k) * 1000003
+    for _ in range(100):
+        m = np.float32(w * np.float32(1.5))
+        s, u, w = np.float32(x - np.float32(s * np.float32(0.75))), np.float32(np.float32(u - np.float32(0.5)) / np.float32(1.25)), np.float32(m - np.float32(m * np.float32(0.25)))
+        kk, jj, q = wrap(7 - wrap(kk * 3, 32), 32), wrap(wrap(jj + 11, 32) * 5, 32), wrap(wrap(q * 3, 64) - 1, 64)
+    want = [s, u, kk, jj, q, w]
+    # bit for bit the per-op arithmetic; XLA:CPU may contract a multiply and an add
+    for g, e, ref in zip(got, xla, want):
+        assert np.asarray(g).item() == ref, (g, ref)
+        np.testing.assert_allclose(np.asarray(g), np.asarray(e), rtol=1e-6)
+
+
 def test_loop_program_f64_scalars():
     # f64 (conftest.py turns jax_enable_x64 on for every test)
     def f(x):

@@ -145,14 +145,34 @@ static bool broadcast(lbuild *b, const av_op *op) {
   }
   int64_t dims[AV_BOX_MAX_RANK];
   size_t nd = 0;
-  if (ie != re || !av_attr_get_ints(op, "broadcast_dimensions", dims, AV_BOX_MAX_RANK, &nd) ||
-      nd != (size_t)t->rank)
+  if (!av_attr_get_ints(op, "broadcast_dimensions", dims, AV_BOX_MAX_RANK, &nd) || nd != (size_t)t->rank ||
+      u->rank > AV_BOX_MAX_RANK)
     return false;
-  for (int i = 0; i < t->rank; i++)
+  bool in_order = ie == re;
+  for (int i = 0; i < t->rank; i++) {
     if (dims[i] < 0 || dims[i] >= u->rank || (i && dims[i] <= dims[i - 1]) ||
-        t->dims[i] != u->dims[dims[i]])
+        (t->dims[i] != 1 && t->dims[i] != u->dims[dims[i]]))
       return false;
-  return bind(b, &op->results[0], in);
+    in_order = in_order && t->dims[i] == u->dims[dims[i]];
+  }
+  if (in_order) return bind(b, &op->results[0], in); /* the same elements in the same order */
+  /* a vector or matrix repeated along other axes (an RNN's bias over the batch): a box copy,
+   * once before the loop when the operand is invariant */
+  av_box *box = av_arena_alloc(b->c->a, sizeof *box);
+  if (!box) return false;
+  int64_t istr[AV_BOX_MAX_RANK];
+  av_row_major_strides(t->rank, t->dims, istr);
+  box->rank = u->rank;
+  for (int k = 0; k < u->rank; k++) {
+    box->dims[k] = u->dims[k];
+    box->sstride[k] = 0;
+  }
+  av_row_major_strides(u->rank, u->dims, box->dstride);
+  for (int i = 0; i < t->rank; i++)
+    if (t->dims[i] != 1) box->sstride[dims[i]] = istr[i];
+  av_linstr ins = {.kind = AV_LI_BOX, .in = {(uint16_t)in}, .n = re, .esize = (uint32_t)av_dtype_size(rt),
+                   .box = box};
+  return emit(b, ins, 1, &op->results[0], (size_t)re * av_dtype_size(rt));
 }
 
 /* dynamic_slice, or dynamic_update_slice (in place when its operand is a carried value that

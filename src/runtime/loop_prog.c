@@ -60,6 +60,9 @@ static inline __attribute__((always_inline)) av_code exec(const av_linstr *ins, 
       case AV_LI_FILL:
         av_fill(r[s->out], s->n, r[s->in[0]], s->esize);
         break;
+      case AV_LI_BOX:
+        av_box_copy(s->box, r[s->in[0]], r[s->out], s->esize);
+        break;
       case AV_LI_SLICE:
         av_dyn_slice_copy(s->ds, (char *)r[s->in[0]] + slice_offset(s, r) * (int64_t)s->ds->esize,
                           r[s->out], false);

@@ -53,6 +53,7 @@ typedef enum av_linstr_kind {
   AV_LI_SELECT,  /* select; pred_scalar: one predicate for all n elements */
   AV_LI_CONVERT, /* convert over n elements */
   AV_LI_FILL,    /* broadcast of a scalar to n elements */
+  AV_LI_BOX,     /* broadcast of an array to n elements: `box` from in[0] */
   AV_LI_SLICE,   /* dynamic_slice: in[0] the operand, idx the start scalars */
   AV_LI_UPDATE,  /* dynamic_update_slice: in[0] operand, in[1] update, idx the starts; out is
                     in[0] itself when updated in place, else a copy is made first */
@@ -91,6 +92,7 @@ typedef struct av_linstr {
   const av_convert *cv;
   const struct av_dyn_slice_params *ds; /* SLICE / UPDATE (runtime/steps.h) */
   const av_ldot *dot;                   /* DOT */
+  const struct av_box *box;             /* BOX */
   uint16_t idx[AV_LOOP_MAX_INDICES];     /* SLICE / UPDATE: registers of the start indices */
 } av_linstr;
 

@@ -454,6 +454,28 @@ def test_loop_program_rnn_with_dots():
     np.testing.assert_array_equal(np.asarray(got), np.asarray(xla))
 
 
+def test_loop_program_broadcast_rows_and_columns():
+    # broadcasts of arrays inside a loop program (an RNN's bias over the batch): an invariant
+    # row (run once before the loop), an invariant column (a size-1 axis), and a carried row
+    # (run every iteration); integers, so exact against numpy and XLA
+    def f(x, r, b, c):
+        def body(i, vr):
+            v, r = vr
+            return (v * 3 + i) % 1001 + b + c - r, (r * 5 + 1) % 97
+        return lax.fori_loop(0, 9, body, (x, r))
+    x = rng.integers(-50, 50, (4, 16)).astype(np.int32)
+    r = rng.integers(-50, 50, 16).astype(np.int32)
+    b = rng.integers(-50, 50, 16).astype(np.int32)
+    c = rng.integers(-50, 50, (4, 1)).astype(np.int32)
+    got, xla = both(f, x, r, b, c)
+    v, w = x.copy(), r.copy()
+    for i in range(9):
+        v, w = (v * 3 + i) % 1001 + b + c - w, (w * 5 + 1) % 97
+    for g, e, want in zip(got, xla, (v, w)):
+        np.testing.assert_array_equal(np.asarray(g), want)
+        np.testing.assert_array_equal(np.asarray(e), want)
+
+
 def test_loop_program_column_slices():
     """Dynamic slices and updates of columns (strided, not one run of memory) in a loop."""
     def f(t0):

@@ -435,8 +435,9 @@ static int pair_class(uint8_t kind, uint8_t *op) {
 
 /* Fuses a binary +, -, *, / of the body whose result only one other such op of the same
  * type reads into that op (runtime/kernels/elementwise_pair.c): one loop instead of two, the
- * intermediate never stored; two inline scalar ops become one AV_LI_PAIR_BASE instruction. `keep` lists registers read after the iteration (results, the
- * condition). (Invariant ops run once; their registers are read by every list.) */
+ * intermediate never stored; two inline scalar ops become one AV_LI_PAIR_BASE instruction.
+ * `keep` lists registers read after the iteration (results, the condition). (Invariant ops
+ * run once; their registers are read by every list.) */
 static bool fuse_pairs(lbuild *b, ilist *l, const uint16_t *keep, uint32_t nkeep) {
   for (uint32_t i = 0; i < l->n;) {
     const av_linstr *s = &l->v[i];

@@ -15,9 +15,14 @@ static int64_t slice_offset(const av_linstr *s, void *const *r) {
   return av_dyn_slice_offset(s->ds, starts);
 }
 
-/* x op y for an inline pair's op (add, sub, mul, div; integers wrap, as their kernels) */
-#define PAIR_OP(T, op, x, y) ((op) == 0 ? (T)((x) + (y)) : (op) == 1 ? (T)((x) - (y)) : (op) == 2 ? (T)((x) * (y)) : (T)((x) / (y)))
-#define PAIR_CASE(cls, T)                                                                      \
+_Static_assert(AV_SF_CMP_F64 < AV_LI_PAIR_BASE - AV_LI_FAST_BASE, "inline ops overlap the pairs");
+
+/* x op y for an inline pair's op: add, sub, mul, and div for floats (integers have no div
+ * and wrap, as their kernels) */
+#define PAIR_OP_F(T, op, x, y) \
+  ((op) == 0 ? (T)((x) + (y)) : (op) == 1 ? (T)((x) - (y)) : (op) == 2 ? (T)((x) * (y)) : (T)((x) / (y)))
+#define PAIR_OP_I(T, op, x, y) ((op) == 0 ? (T)((x) + (y)) : (op) == 1 ? (T)((x) - (y)) : (T)((x) * (y)))
+#define PAIR_CASE(cls, T, PAIR_OP)                                                             \
   case AV_LI_PAIR_BASE + (cls): {                                                              \
     T x, y, z;                                                                                 \
     memcpy(&x, a, sizeof x);                                                                   \
@@ -38,10 +43,10 @@ static inline __attribute__((always_inline)) av_code exec(const av_linstr *ins, 
     uint8_t dir = s->cmp_dir;
     switch (s->kind) {
       AV_SFAST_OPS(AV_SFAST_CASE, AV_LI_FAST_BASE)
-      PAIR_CASE(AV_LPAIR_F32, float)
-      PAIR_CASE(AV_LPAIR_F64, double)
-      PAIR_CASE(AV_LPAIR_I32, uint32_t)
-      PAIR_CASE(AV_LPAIR_I64, uint64_t)
+      PAIR_CASE(AV_LPAIR_F32, float, PAIR_OP_F)
+      PAIR_CASE(AV_LPAIR_F64, double, PAIR_OP_F)
+      PAIR_CASE(AV_LPAIR_I32, uint32_t, PAIR_OP_I)
+      PAIR_CASE(AV_LPAIR_I64, uint64_t, PAIR_OP_I)
       case AV_LI_EW: {
         const void *ops[AV_EW_MAX_IN] = {r[s->in[0]], r[s->in[1]], r[s->in[2]]};
         av_ew_run(s->ew, ops, r[s->out], s->n);

@@ -216,22 +216,15 @@ static uint32_t build_fused(av_lower *c, const av_step *v, uint32_t nv, const ui
       continue;
     }
     av_fused_op *op = &ops[nops];
-    if (s->run == av_step_convert) {
+    if (s->run == av_step_convert || s->run == av_step_alias) { /* as elementwise kernels */
       av_ew_kernel *ck = av_lower_alloc(c, sizeof *ck);
       if (!ck) {
         free(b);
         return 0;
       }
-      av_ew_convert_kernel(s->params, ck);
-      op->k = ck;
-    } else if (s->run == av_step_alias) {
-      av_ew_kernel *ck = av_lower_alloc(c, sizeof *ck);
-      if (!ck) {
-        free(b);
-        return 0;
-      }
-      const av_slot_type *it = av_stype(c, s->in[0]);
-      av_ew_bitcast_kernel(it->dtype, av_dtype_size(it->dtype), ck);
+      av_dtype it = av_stype(c, s->in[0])->dtype;
+      if (s->run == av_step_convert) av_ew_convert_kernel(s->params, ck);
+      else av_ew_bitcast_kernel(it, av_dtype_size(it), ck);
       op->k = ck;
     } else {
       op->k = s->params;

@@ -198,8 +198,9 @@ static bool inlinable(const av_lower *c, const av_op *op, const av_func *fn, int
  * nested regions but reduction bodies (which read only their own arguments); calls inside it
  * must be spliceable in turn (JAX nests jit-ed functions: jax.random.normal calls _normal,
  * _normal_real, _uniform and threefry2x32, whose elementwise chains then fuse as one). JAX's
- * jnp.where, tril, softmax and log_softmax are such calls too. `budget` bounds the ops looked
- * at, so that a hostile module of calls fanning out at every level costs little. */
+ * jnp.where, tril, softmax and log_softmax are such calls too. The ops of nested callees
+ * looked at count against `budget` (the program's inlining budget), so that a hostile module
+ * of calls fanning out at every level costs little. */
 static bool spliceable(const av_lower *c, const av_op *call, const av_func *fn, int depth, uint32_t *budget) {
   for (uint32_t i = 0; i < call->noperands; i++)
     if (!call->operands[i]->type || call->operands[i]->type->kind != AV_TYPE_TENSOR) return false;
@@ -208,8 +209,10 @@ static bool spliceable(const av_lower *c, const av_op *call, const av_func *fn, 
   const av_block *b = &fn->body.blocks[0];
   for (const av_op *op = b->first; op; op = op->next) {
     if (op == b->last) break;
-    if (*budget == 0) return false;
-    --*budget;
+    if (depth > c->inline_depth) {
+      if (*budget == 0) return false;
+      --*budget;
+    }
     if (op->code == AV_OP_FUNC_CALL || op->code == AV_OP_CALL) {
       const char *name = av_attr_get_str(op, "callee");
       const av_func *inner = name ? av_module_find_func(c->m, name) : NULL;
@@ -303,8 +306,10 @@ bool av_lower_inline_call(av_lower *c, const av_op *op, const av_func *fn, bool 
   const av_block *b = &fn->body.blocks[0];
   if (c->inlined_ops + b->nops > INLINE_MAX_OPS) return true;
   c->inlined_ops += b->nops;
-  uint32_t budget = 1u << 16;
-  if (spliceable(c, op, fn, c->inline_depth, &budget)) {
+  uint32_t budget = (uint32_t)(INLINE_MAX_OPS - c->inlined_ops), before = budget;
+  bool splice = spliceable(c, op, fn, c->inline_depth, &budget);
+  c->inlined_ops += before - budget;
+  if (splice) {
     bool ok = splice_call(c, op, fn);
     *inlined = ok;
     return ok;

@@ -198,9 +198,12 @@ static uint32_t safe_log_arg(cg_region *r, uint32_t u) {
   return cg_select(r, bad, cg_constf(r, CG_F64, 1.0), u);
 }
 
+/* log and log1p run log_pos_f64 on every lane, special ones included (0, negative, inf, NaN:
+ * the bit arithmetic and the polynomial make a finite or NaN value without trapping), and
+ * log_specials then replaces those lanes: no safe argument is needed first. */
 uint32_t cg_math_logf(cg_region *r, uint32_t x) {
   uint32_t u = cg_cvt(r, CG_CVT_FLOAT, CG_F64, x);
-  uint32_t res = cg_cvt(r, CG_CVT_FLOAT, CG_F32, log_pos_f64(r, safe_log_arg(r, u)));
+  uint32_t res = cg_cvt(r, CG_CVT_FLOAT, CG_F32, log_pos_f64(r, u));
   return log_specials(r, x, u, res);
 }
 
@@ -211,7 +214,7 @@ uint32_t cg_math_logf(cg_region *r, uint32_t x) {
 uint32_t cg_math_log1pf(cg_region *r, uint32_t x) {
   uint32_t xd = cg_cvt(r, CG_CVT_FLOAT, CG_F64, x), one = cg_constf(r, CG_F64, 1.0);
   uint32_t u = bin(r, CG_FADD, one, xd);
-  uint32_t res = cg_cvt(r, CG_CVT_FLOAT, CG_F32, log_pos_f64(r, safe_log_arg(r, u)));
+  uint32_t res = cg_cvt(r, CG_CVT_FLOAT, CG_F32, log_pos_f64(r, u));
   res = log_specials(r, x, u, res);
   return select_if(r, CG_CMP_LT, cg_fabs(r, x), cg_constf(r, CG_F32, 0x1p-29), x, res);
 }

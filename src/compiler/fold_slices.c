@@ -32,12 +32,6 @@ static const av_type *tensor_of(const av_value *v) {
   return t && t->kind == AV_TYPE_TENSOR && !t->quant && t->rank <= SLICE_MAX_RANK ? t : NULL;
 }
 
-static int64_t elements(const av_type *t) {
-  int64_t n = 1;
-  for (int i = 0; i < t->rank; i++) n *= t->dims[i];
-  return n;
-}
-
 /* The slice's box; false when its attributes are not what the verifier guarantees. */
 static bool slice_box(const av_op *s, int r, int64_t *start, int64_t *limit, int64_t *stride) {
   size_t n;
@@ -86,8 +80,9 @@ static void add_use(fold_ctx *c, const av_op *op, const av_value *v, int sign) {
   c->uses[v->id] += sign;
   const av_type *t = op->nresults ? tensor_of(&op->results[0]) : NULL;
   if (op->code == AV_OP_SLICE && op->noperands == 1 && t) {
+    int64_t n = av_type_num_elements(t); /* unknown (dynamic, overflowing): more than any array */
     c->slice_uses[v->id] += sign;
-    c->slice_elems[v->id] += sign * elements(t);
+    c->slice_elems[v->id] += sign * (n < 0 ? (int64_t)1 << 40 : n);
   }
 }
 
@@ -248,8 +243,9 @@ static bool slice_through_elementwise(fold_ctx *c, av_op *s, const int64_t *star
   for (int k = 0; k < et->rank; k++)
     if (stride[k] != 1) return false;
   if (!contiguous_box(et, start, limit)) return false;
-  if (c->uses[ev->id] != c->slice_uses[ev->id] || c->uses[ev->id] > MAX_PIECES ||
-      c->slice_elems[ev->id] > elements(et))
+  int64_t ne = av_type_num_elements(et);
+  if (c->uses[ev->id] != c->slice_uses[ev->id] || c->uses[ev->id] > MAX_PIECES || ne < 0 ||
+      c->slice_elems[ev->id] > ne)
     return false;
   if (!distribute(c, s, e)) return false;
   if (c->uses[ev->id] == 0) drop(c, e);
@@ -317,7 +313,8 @@ static bool concat_through_elementwise(fold_ctx *c, av_op *e) {
     if (et->dims[k] != 1) return false;
   uint32_t np = split->noperands;
   for (uint32_t p = 0; p < np; p++) /* a few large pieces, not many small steps */
-    if (!tensor_of(split->operands[p]) || elements(split->operands[p]->type) < MIN_PIECE) return false;
+    if (!tensor_of(split->operands[p]) || av_type_num_elements(split->operands[p]->type) < MIN_PIECE)
+      return false;
   av_value **pieces = av_arena_calloc(&c->m->arena, np, sizeof *pieces);
   if (!pieces) return false;
   int64_t off = 0;

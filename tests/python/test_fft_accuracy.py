@@ -99,6 +99,20 @@ def test_error_no_worse_than_xla(name, shape, axes, kind, real_dt):
     assert e["anvil"] <= max(1.25 * e["cpu"], 4 * eps), e
 
 
+# The issue's multi-dimensional sizes, held strictly: anvil's error at most XLA:CPU's. Their
+# ratios hardly move with the input (0.98-0.99 over eight seeds, 2026-11-29); without the fused
+# multiply-adds of fft_engine.inc's butterflies and untangling they were 1.02-1.04.
+STRICT_CASES = [c for c in ISSUE_CASES if c[0] in ("2d_512", "3d_64")]
+
+
+@pytest.mark.parametrize("real_dt", [np.float32, np.float64], ids=["f32", "f64"])
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("name,shape,axes", STRICT_CASES, ids=[c[0] for c in STRICT_CASES])
+def test_issue_sizes_strictly_no_worse_than_xla(name, shape, axes, kind, real_dt):
+    e = errors(kind, shape, axes, real_dt)
+    assert e["anvil"] <= e["cpu"], e
+
+
 def main():
     print(f"{'case':10} {'kind':6} {'dtype':5} {'anvil err':>10} {'xla err':>10} {'ratio':>6}")
     for name, shape, axes in ISSUE_CASES:

@@ -23,11 +23,12 @@ typedef double fft_vd __attribute__((vector_size(32)));
 AV_DEFINE_TRANSPOSE8(transpose8_f32, fft_vf)
 AV_DEFINE_TRANSPOSE4(transpose4_f64, fft_vd)
 
-/* the engine's entry points: AVX-512 (with VL: 32 vector registers), AVX2 and baseline
- * copies; -ffp-contract=off keeps their results bit-identical */
+/* the engine's entry points: AVX-512 (with VL: 32 vector registers), AVX2+FMA and baseline
+ * copies; -ffp-contract=off and explicit fma() keep their results bit-identical */
 #define FFT_ENTRY AV_CLONES_FMA
 
 #define FT float
+#define FMA_FT __builtin_fmaf
 #define FV fft_vf
 #define TRANSPOSE(m) transpose8_f32(m)
 #define NL 8
@@ -38,6 +39,7 @@ AV_DEFINE_TRANSPOSE4(transpose4_f64, fft_vd)
 #define INTERLEAVE_HI FFT_INTERLEAVE8_HI
 #include "runtime/kernels/fft_engine.inc"
 #undef FT
+#undef FMA_FT
 #undef FV
 #undef NL
 #undef F
@@ -48,6 +50,7 @@ AV_DEFINE_TRANSPOSE4(transpose4_f64, fft_vd)
 #undef TRANSPOSE
 
 #define FT double
+#define FMA_FT __builtin_fma
 #define FV fft_vd
 #define TRANSPOSE(m) transpose4_f64(m)
 #define NL 4

@@ -54,7 +54,9 @@ typedef struct fft_axis {
   bool half;    /* RFFT/IRFFT axis of even length: a complex transform of n / 2 points */
   bool per_line;
   const fft_cplan *c;
-  const void *rtw; /* half: w_n^k for k = 0..n/2 */
+  /* half: w_n^k for k = 0..n/2, in double for either precision: the untangling of one long
+   * line runs in double (fft_engine.inc), SIMD blocks round the twiddles to FT */
+  const double *rtw;
 } fft_axis;
 
 typedef enum fft_pass_kind { PASS_C2C, PASS_R2C, PASS_C2R } fft_pass_kind;

@@ -343,14 +343,17 @@ av_code av_fft_plan_build(const av_fft_params *p, const av_view *operand, const 
       ax->c = cplan_build(&b, ax->npts, true, false);
     }
     if (ax->half) {
-      void *rtw = table(&b, n / 2 + 1);
+      double *rtw = av_arena_calloc(b.a, (size_t)(n / 2 + 1), 2 * sizeof(double));
       ld *w = malloc(sizeof(ld) * 2 * (size_t)(n / 2 + 1));
       if (!rtw || !w) {
         free(w);
         goto oom;
       }
       roots(n, n / 2 + 1, w, w + n / 2 + 1);
-      for (int64_t k = 0; k <= n / 2; k++) put(&b, rtw, k, w[k], w[n / 2 + 1 + k]);
+      for (int64_t k = 0; k <= n / 2; k++) {
+        rtw[2 * k] = (double)w[k];
+        rtw[2 * k + 1] = (double)w[n / 2 + 1 + k];
+      }
       free(w);
       ax->rtw = rtw;
     }

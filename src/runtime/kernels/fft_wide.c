@@ -21,11 +21,11 @@ bool av_fft_wide_set_enabled(bool on) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 
 #if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx512f,avx512vl,avx512dq"))), \
+#pragma clang attribute push(__attribute__((target("avx512f,avx512vl,avx512dq,fma"))), \
                              apply_to = function)
 #else
 #pragma GCC push_options
-#pragma GCC target("avx512f,avx512vl,avx512dq")
+#pragma GCC target("avx512f,avx512vl,avx512dq,fma")
 #endif
 
 typedef double fft_vw __attribute__((vector_size(64)));
@@ -35,6 +35,7 @@ AV_DEFINE_TRANSPOSE8(transpose8_f64w, fft_vw)
 #define FFT_ENTRY
 #define FFT_LANES_ONLY 1
 #define FT double
+#define FMA_FT __builtin_fma
 #define FV fft_vw
 #define TRANSPOSE(m) transpose8_f64w(m)
 #define NL 8

@@ -132,6 +132,17 @@ void cg_finish(cg_region *r) {
     r->failed = true;
     return;
   }
+  /* A bitcast between types of one size (not predicates) is the same bits in the same
+   * registers: its readers read its operand instead, and the node goes (the register
+   * allocator gave it a register of its own and a copy). Readers take the operand types that
+   * change their meaning (CMP, CVT) from the node's atype, never from the operand. */
+  for (uint32_t i = 0; i < r->n; i++) {
+    cg_node *n = &r->v[i];
+    for (int k = 0; k < n->nin; k++) n->in[k] = remap[n->in[k]];
+    bool alias = n->op == CG_BITCAST && n->type != CG_PRED && n->atype != CG_PRED &&
+                 cg_type_size((cg_type)n->type) == cg_type_size((cg_type)n->atype);
+    remap[i] = alias ? n->in[0] : i;
+  }
   for (uint32_t i = r->n; i-- > 0;) {
     if (r->v[i].op == CG_STORE) live[i] = true;
     if (!live[i]) continue;

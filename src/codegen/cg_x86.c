@@ -354,6 +354,44 @@ static bool build_uses(cg_x86 *x) {
   return true;
 }
 
+/* A two-register result of an op that computes part p from the operands' parts p alone
+ * (element-wise arithmetic; not conversions, which read across parts) may take the registers
+ * of an operand of the same shape that dies here, part for part: writing part 0 then clobbers
+ * only the operand's part 0, already read. Returns that operand, or -1. (f64 values of 16
+ * lanes: without this every f64 FMA of a Horner chain copied its operand first.) */
+static int32_t partwise_heir(cg_x86 *x, uint32_t i) {
+  const cg_node *n = &x->r->v[i];
+  const cg_val *res = &x->val[i];
+  int first = 0;
+  switch (n->op) {
+    case CG_FADD: case CG_FSUB: case CG_FMUL: case CG_FDIV: case CG_FMA: case CG_FSQRT:
+    case CG_AND: case CG_OR: case CG_XOR: case CG_ANDN:
+      break;
+    case CG_SELECT: first = 1; break; /* not the predicate */
+    default: return -1;
+  }
+  if (res->cls != CLS_VEC || res->parts != 2) return -1;
+  for (int k = first; k < n->nin; k++) {
+    uint32_t v = n->in[k];
+    const cg_val *g = &x->val[v];
+    if (g->last == i && g->cls == CLS_VEC && g->parts == 2 && g->width == res->width && !g->inv &&
+        !g->splat && g->reg[0] >= 0 && g->reg[1] >= 0 && g->reg[0] != g->reg[1])
+      return (int32_t)v;
+  }
+  return -1;
+}
+
+/* Gives value v the registers of operand `from`, part for part (from keeps naming them for
+ * the emitter; its free after the node leaves them to v). */
+static void inherit(cg_x86 *x, uint32_t v, uint32_t from) {
+  for (int p = 0; p < 2; p++) {
+    int r = x->val[from].reg[p];
+    x->val[v].reg[p] = (int8_t)r;
+    x->vown[r] = (int32_t)v;
+    x->vpart[r] = (uint8_t)p;
+  }
+}
+
 /* Emits node i: operands into registers, dying operands' registers freed, the result's
  * assigned, then the ISA's instructions. */
 static void emit_node(cg_x86 *x, uint32_t i) {
@@ -371,9 +409,13 @@ static void emit_node(cg_x86 *x, uint32_t i) {
   if (!calls && one)
     for (int k = 0; k < n->nin; k++)
       if (x->val[n->in[k]].last == i) release_regs(x, n->in[k]);
+  int32_t heir = one ? -1 : partwise_heir(x, i);
   if (x->val[i].cls != CLS_NONE) {
     x->lock[i] = i;
-    assign(x, i);
+    if (heir >= 0)
+      inherit(x, i, (uint32_t)heir);
+    else
+      assign(x, i);
     x->val[i].in_mem = false;
   }
   x86_note(&x->b, "%%%u = %s.%s", i, cg_op_name((cg_opc)n->op), cg_type_name((cg_type)n->type));

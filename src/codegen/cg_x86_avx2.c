@@ -94,6 +94,8 @@ INSN(VFMADD213PS, "vfmadd213ps", 2, 1, 0xA8, 0, 0)
 INSN(VFMADD213PD, "vfmadd213pd", 2, 1, 0xA8, 1, 1)
 INSN(VFMADD231PS, "vfmadd231ps", 2, 1, 0xB8, 0, 0)
 INSN(VFMADD231PD, "vfmadd231pd", 2, 1, 0xB8, 1, 1)
+INSN(VFMADD132PS, "vfmadd132ps", 2, 1, 0x98, 0, 0)
+INSN(VFMADD132PD, "vfmadd132pd", 2, 1, 0x98, 1, 1)
 INSN(VROUNDPS, "vroundps", 3, 1, 0x08, 0, 0)
 INSN(VROUNDPD, "vroundpd", 3, 1, 0x09, 0, 0)
 INSN(VCMPPS, "vcmpps", 1, 0, 0xC2, 0, 0)
@@ -299,7 +301,9 @@ static bool trunc_native(int fs, int ts) {
 }
 
 static bool avx2_native(const cg_region *r, const cg_node *n, int lanes) {
-  cg_type t = (cg_type)n->type, a = n->nin ? (cg_type)r->v[n->in[0]].type : CG_VOID;
+  /* a: the operand type of a CMP or CVT, from the node (cg_finish lets the operand be a
+   * same-size value of another type, a bitcast's source) */
+  cg_type t = (cg_type)n->type, a = (cg_type)n->atype;
   if (lanes > 8) return false;
   switch (n->op) {
     case CG_LOAD: case CG_SCALAR: case CG_CONST: case CG_STORE: case CG_BITCAST: case CG_CALL:
@@ -457,14 +461,15 @@ static void emit_fma(cg_x86 *x, uint32_t i) {
       V(x, d ? &VFMADD231PD : &VFMADD231PS, w, dst, cg_x86_opnd_reg(x, i, 0, p, 0), b, -1);
     } else if (!b.mem && b.reg == dst) {
       V(x, d ? &VFMADD213PD : &VFMADD213PS, w, dst, cg_x86_opnd_reg(x, i, 0, p, 0), c, -1);
-    } else {
-      if (a.mem || a.reg != dst) {
-        if (a.mem)
-          cg_avx2_move(x, CLS_VEC, w, false, dst, a.m);
-        else
-          vmov_rr(x, w, dst, a.reg);
-      }
-      V(x, d ? &VFMADD213PD : &VFMADD213PS, w, dst, cg_x86_opnd_reg(x, i, 1, p, 1), c, -1);
+    } else { /* dst = a, then dst * b + c (132: b may be memory) or b * dst + c (213: c may) */
+      if (a.mem)
+        cg_avx2_move(x, CLS_VEC, w, false, dst, a.m);
+      else if (a.reg != dst)
+        vmov_rr(x, w, dst, a.reg);
+      if (!c.mem)
+        V(x, d ? &VFMADD132PD : &VFMADD132PS, w, dst, c.reg, b, -1);
+      else
+        V(x, d ? &VFMADD213PD : &VFMADD213PS, w, dst, cg_x86_opnd_reg(x, i, 1, p, 1), c, -1);
     }
   }
 }

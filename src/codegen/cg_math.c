@@ -160,22 +160,23 @@ static uint32_t horner64(cg_region *r, uint32_t w, const double *c, int n) {
  * f * P(f) with f = m - 1 (exact), P a degree-12 least-squares fit of log1p(f) / f on that
  * range (relative error 1.9e-11, 1/3000 of an f32 ulp; tools/fit_log_erfinv.py makes it). It
  * takes no division (the atanh form before it took one; the same speed on a Xeon, Emerald
- * Rapids, and the divider is the slowest unit on many cores). k comes from the exponent bits as a double (the 2^52
- * trick), so no 64-bit integer conversion is needed. */
+ * Rapids, and the divider is the slowest unit on many cores). The split takes no compare or
+ * select: t = bits(u) - bits(sqrt(1/2)) + 1023 * 2^52 carries into the exponent field exactly
+ * when m >= sqrt(1/2), so t's exponent field is k + 1023 and its mantissa field plus
+ * bits(sqrt(1/2)) is m (for every u >= 2^-1022, which covers f32's denormals). k becomes a
+ * double by the 2^52 trick, so no 64-bit integer conversion is needed. */
 static uint32_t log_pos_f64(cg_region *r, uint32_t u) {
   static const double p[] = {0.05226071514591663,  -0.09797081026590859, 0.10048371912590764, -0.09947773531690522,
                              0.11006093720240598,  -0.12495276157760463, 0.14290799612311333, -0.1666703095884444,
                              0.19999888635203167,  -0.24999992620506478, 0.3333333424320005,  -0.5000000003648191,
                              0.9999999999875707};
-  uint32_t bits = cg_bitcast(r, CG_I64, u);
-  uint32_t m = cg_bitcast(r, CG_F64, cg_op2(r, CG_OR, CG_I64, cg_op2(r, CG_AND, CG_I64, bits, cg_const(r, CG_I64, UINT64_C(0x000fffffffffffff))),
-                                            cg_const(r, CG_I64, UINT64_C(0x3ff0000000000000))));
-  uint32_t e = cg_opi(r, CG_SHRLI, CG_I64, bits, 52); /* u > 0: the sign bit is clear */
+  const uint64_t sqrt_half = UINT64_C(0x3fe6a09e667f3bcd), one = UINT64_C(0x3ff0000000000000);
+  uint32_t t = cg_op2(r, CG_ADD, CG_I64, cg_bitcast(r, CG_I64, u), cg_const(r, CG_I64, one - sqrt_half));
+  uint32_t m = cg_bitcast(r, CG_F64, cg_op2(r, CG_ADD, CG_I64, cg_op2(r, CG_AND, CG_I64, t, cg_const(r, CG_I64, UINT64_C(0x000fffffffffffff))),
+                                            cg_const(r, CG_I64, sqrt_half)));
+  uint32_t e = cg_opi(r, CG_SHRLI, CG_I64, t, 52); /* k + 1023 */
   uint32_t ed = bin(r, CG_FSUB, cg_bitcast(r, CG_F64, cg_op2(r, CG_OR, CG_I64, e, cg_const(r, CG_I64, UINT64_C(0x4330000000000000)))),
                     cg_constf(r, CG_F64, 4503599627370496.0 + 1023.0));
-  uint32_t big = cg_cmp(r, CG_CMP_GT, m, cg_constf(r, CG_F64, 1.4142135623730951));
-  m = cg_select(r, big, bin(r, CG_FMUL, m, cg_constf(r, CG_F64, 0.5)), m);
-  ed = cg_select(r, big, bin(r, CG_FADD, ed, cg_constf(r, CG_F64, 1.0)), ed);
   uint32_t f = bin(r, CG_FSUB, m, cg_constf(r, CG_F64, 1.0));
   uint32_t lm = bin(r, CG_FMUL, f, horner64(r, f, p, (int)(sizeof p / sizeof *p)));
   return fma3(r, ed, cg_constf(r, CG_F64, 0.6931471805599453094), lm);

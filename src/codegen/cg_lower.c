@@ -47,12 +47,16 @@ static uint32_t K(lower *L, cg_type t, uint64_t bits) { return cg_const(L->r, t,
  * (min). */
 static uint32_t fminmax(cg_region *r, uint32_t a, uint32_t b, bool max) {
   cg_type t = cg_type_of(r, a);
-  uint32_t pick = cg_select(r, cg_cmp(r, max ? CG_CMP_GT : CG_CMP_LT, a, b), a, b);
-  uint32_t same = cg_op2(r, max ? CG_AND : CG_OR, t, a, b);
-  uint32_t res = cg_select(r, cg_cmp(r, CG_CMP_EQ, a, b), same, pick);
-  uint32_t nan = cg_select(r, cg_cmp(r, CG_CMP_UNORD, a, a), cg_op2(r, CG_FADD, t, a, a),
-                           cg_op2(r, CG_FADD, t, b, b));
-  return cg_select(r, cg_cmp(r, CG_CMP_UNORD, a, b), nan, res);
+  /* the kernels' fmax_ / fmin_ (elementwise_float.c): a > b ? a : b, equal operands the AND
+   * (max) or OR (min) of their bits, so max(-0, +0) = +0; a NaN operand quieted, a's first.
+   * Without NaNs that is pick(a, b) & pick(b, a) (| for min): the larger operand twice, or
+   * both when equal. The quieted NaN is a + b (a's if a is one: x86 returns the first
+   * operand's; FADD commutes only a non-NaN constant). Compares and selects, not maxps, whose
+   * result under DAZ is a flushed zero where the kernel keeps a denormal's bits. */
+  cg_cmp_kind gt = max ? CG_CMP_GT : CG_CMP_LT;
+  uint32_t ab = cg_select(r, cg_cmp(r, gt, a, b), a, b), ba = cg_select(r, cg_cmp(r, gt, b, a), b, a);
+  uint32_t res = cg_op2(r, max ? CG_AND : CG_OR, t, ab, ba);
+  return cg_select(r, cg_cmp(r, CG_CMP_UNORD, a, b), cg_op2(r, CG_FADD, t, a, b), res);
 }
 
 /* roundf / round: half away from zero */

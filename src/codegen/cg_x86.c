@@ -198,6 +198,30 @@ x86_rm cg_x86_opnd(cg_x86 *x, uint32_t i, int k, int p) {
   return (x86_rm){true, 0, home(x, v, p)};
 }
 
+void cg_x86_emit_fma(cg_x86 *x, uint32_t i, cg_x86_v3 v, const x86_insn *const fma[2][3]) {
+  cg_type t = (cg_type)x->r->v[i].type;
+  const x86_insn *const *f = fma[t == CG_F64];
+  int w = cg_x86_width(x, t), parts = cg_x86_parts(x, t);
+  for (int p = 0; p < parts; p++) {
+    int dst = cg_x86_dst(x, i, p);
+    x86_rm a = cg_x86_opnd(x, i, 0, p), b = cg_x86_opnd(x, i, 1, p), c = cg_x86_opnd(x, i, 2, p);
+    if (!c.mem && c.reg == dst) { /* 231: dst = a * b + dst */
+      v(x, f[2], w, dst, cg_x86_opnd_reg(x, i, 0, p, 0), b, -1);
+    } else if (!b.mem && b.reg == dst) { /* 213: dst = a * dst + c */
+      v(x, f[1], w, dst, cg_x86_opnd_reg(x, i, 0, p, 0), c, -1);
+    } else { /* dst = a, then dst * b + c (132: b may be memory) or b * dst + c (213: c may) */
+      if (a.mem)
+        move(x, CLS_VEC, w, false, dst, a.m);
+      else if (a.reg != dst)
+        x->isa->vmov(x, w, dst, a.reg);
+      if (!c.mem)
+        v(x, f[0], w, dst, c.reg, b, -1);
+      else
+        v(x, f[1], w, dst, cg_x86_opnd_reg(x, i, 1, p, 1), c, -1);
+    }
+  }
+}
+
 bool cg_x86_commute(cg_x86 *x, uint32_t i) {
   const cg_node *n = &x->r->v[i];
   switch (n->op) {

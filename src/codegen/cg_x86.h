@@ -99,6 +99,12 @@ int cg_x86_opnd_mask(cg_x86 *x, uint32_t i, int k, int scratch);
  * memory). Float operations commute except in which NaN they return when both are NaN: they
  * swap only when the first operand is a constant that is not NaN. */
 bool cg_x86_commute(cg_x86 *x, uint32_t i);
+/* An ISA's three-operand vector instruction: dst = op(src1, src2), src2 a register or memory. */
+typedef void (*cg_x86_v3)(cg_x86 *x, const x86_insn *in, int w, int dst, int src1, x86_rm src2, int imm);
+/* FMA node i (in[0] * in[1] + in[2], part by part) with the ISA's encoder and its forms
+ * fma[d][f] (d: f64; f: 0 = 132, 1 = 213, 2 = 231), the form picked so that no move is
+ * needed when the result's register is an operand's, and a pool constant stays in memory. */
+void cg_x86_emit_fma(cg_x86 *x, uint32_t i, cg_x86_v3 v, const x86_insn *const fma[2][3]);
 /* The result registers of node i. */
 static inline int cg_x86_dst(const cg_x86 *x, uint32_t i, int p) { return x->val[i].reg[p]; }
 /* Scratch vector register s (0-3). */

@@ -450,28 +450,9 @@ static void emit_binary(cg_x86 *x, uint32_t i, const x86_insn *in) {
 }
 
 static void emit_fma(cg_x86 *x, uint32_t i) {
-  const cg_node *n = &x->r->v[i];
-  cg_type t = (cg_type)n->type;
-  bool d = t == CG_F64;
-  int w = cg_x86_width(x, t), parts = cg_x86_parts(x, t);
-  for (int p = 0; p < parts; p++) {
-    int dst = cg_x86_dst(x, i, p);
-    x86_rm a = cg_x86_opnd(x, i, 0, p), b = cg_x86_opnd(x, i, 1, p), c = cg_x86_opnd(x, i, 2, p);
-    if (!c.mem && c.reg == dst) {
-      V(x, d ? &VFMADD231PD : &VFMADD231PS, w, dst, cg_x86_opnd_reg(x, i, 0, p, 0), b, -1);
-    } else if (!b.mem && b.reg == dst) {
-      V(x, d ? &VFMADD213PD : &VFMADD213PS, w, dst, cg_x86_opnd_reg(x, i, 0, p, 0), c, -1);
-    } else { /* dst = a, then dst * b + c (132: b may be memory) or b * dst + c (213: c may) */
-      if (a.mem)
-        cg_avx2_move(x, CLS_VEC, w, false, dst, a.m);
-      else if (a.reg != dst)
-        vmov_rr(x, w, dst, a.reg);
-      if (!c.mem)
-        V(x, d ? &VFMADD132PD : &VFMADD132PS, w, dst, c.reg, b, -1);
-      else
-        V(x, d ? &VFMADD213PD : &VFMADD213PS, w, dst, cg_x86_opnd_reg(x, i, 1, p, 1), c, -1);
-    }
-  }
+  static const x86_insn *const forms[2][3] = {{&VFMADD132PS, &VFMADD213PS, &VFMADD231PS},
+                                              {&VFMADD132PD, &VFMADD213PD, &VFMADD231PD}};
+  cg_x86_emit_fma(x, i, V, forms);
 }
 
 /* integer compare of one part into element mask register d (scratch 0-1 used) */

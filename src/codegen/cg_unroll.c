@@ -1,17 +1,22 @@
-/* Two copies of a region's body per loop iteration, node by node interleaved.
+/* Two or four copies of a region's body per loop iteration, node by node interleaved.
  *
  * A long chain of dependent operations (threefry's twenty rounds of add, rotate, xor) runs at
  * one operation per latency when each iteration is one chain: the out-of-order core cannot
  * look far enough ahead into the next iteration to overlap it. With the copies interleaved
  * (node i of copy A, then node i of copy B), every step has two independent operations, and
- * the chain's latency is paid once per two vectors. Each copy does exactly the operations of
- * the original on its own elements, so results do not change; the second copy's loads and
- * stores sit `lanes` elements further on (cg_node.eoff), its index is the first's plus
- * `lanes`, and loop invariants (constants, scalars and what is computed from them) are the
- * same nodes for both. */
+ * the chain's latency is paid once per two vectors (four copies: see cg_unroll_copies). Each
+ * copy does exactly the operations of the original on its own elements, so results do not
+ * change; copy c's loads and stores sit c * `lanes` elements further on (cg_node.eoff), its
+ * index is the first's plus c * `lanes`, and loop invariants (constants, scalars and what is
+ * computed from them) are the same nodes for all. */
 #include "codegen/cg_unroll.h"
 
 #include <stdlib.h>
+
+/* non-invariant nodes from which a body takes four copies */
+#define CG_LONG_BODY 64
+/* and elements from which it does */
+#define CG_LONG_ELEMENTS 65536
 
 /* The most vector registers one copy of the body holds at once: values computed in the loop
  * (not invariants), from their definition to their last use, each as many registers as its
@@ -56,15 +61,30 @@ static int peak_registers(const cg_region *r, int vl, int *masks) {
   return peak;
 }
 
-bool cg_unroll_worth(const cg_region *r, int nvec, int nmask, int vl) {
-  /* twice the live values: only with AVX-512's registers (28 allocatable); nests have their
-   * own loop; a call into an interpreter's kernel on every iteration spills every register
-   * anyway (a CALL_IF, taken only for rare lanes such as a sine's huge arguments, does not) */
-  if (nvec < 24 || r->nest || r->failed || r->n > 2048) return false;
+int cg_unroll_copies(const cg_region *r, int64_t elements, int nvec, int nmask, int vl) {
+  /* more live values: only with AVX-512's registers (28 allocatable); nests have their own
+   * loop; a call into an interpreter's kernel on every iteration spills every register anyway
+   * (a CALL_IF, taken only for rare lanes such as a sine's huge arguments, does not) */
+  if (nvec < 24 || r->nest || r->failed || r->n > 2048) return 1;
   for (uint32_t i = 0; i < r->n; i++)
-    if (r->v[i].op == CG_CALL || r->v[i].op == CG_CALL_CONVERT) return false;
+    if (r->v[i].op == CG_CALL || r->v[i].op == CG_CALL_CONVERT) return 1;
   int masks, regs = peak_registers(r, vl, &masks);
-  return 2 * regs <= nvec && 2 * masks <= nmask + 1;
+  if (2 * regs > nvec || 2 * masks > nmask + 1) return 1;
+  /* A body of many dependent steps (threefry's rounds, a chain of transcendentals) is longer
+   * than the core's reorder window, so even two copies leave it waiting on latencies; four
+   * copies pay for the spills they cause (measured: jax.random.normal 0.89x, the sine-to-
+   * sigmoid chain 0.85x of two copies' time). Short bodies gain nothing from four; small
+   * arrays (a sampler's per-step draws of a few thousand) lose 3% to the doubled code and
+   * the longer tail. */
+  if (elements < CG_LONG_ELEMENTS) return 2;
+  bool *inv = malloc(sizeof *inv * r->n);
+  uint32_t body = 0;
+  if (inv) {
+    cg_invariants(r, inv);
+    for (uint32_t i = 0; i < r->n; i++) body += !inv[i];
+  }
+  free(inv);
+  return body >= CG_LONG_BODY ? 4 : 2;
 }
 
 static cg_node remapped(const cg_node *n, const uint32_t *map) {
@@ -74,28 +94,32 @@ static cg_node remapped(const cg_node *n, const uint32_t *map) {
   return c;
 }
 
-bool cg_unroll2(const cg_region *r, cg_region *out) {
-  uint32_t *a = malloc(sizeof *a * (r->n ? r->n : 1)), *b = malloc(sizeof *b * (r->n ? r->n : 1));
-  bool *inv = malloc(sizeof *inv * (r->n ? r->n : 1));
-  bool ok = a && b && inv;
+bool cg_unroll(const cg_region *r, cg_region *out, int k) {
+  size_t n1 = r->n ? r->n : 1;
+  uint32_t *m = malloc(sizeof *m * n1 * (size_t)k);
+  bool *inv = malloc(sizeof *inv * n1);
+  bool ok = m && inv;
   if (ok) cg_invariants(r, inv);
   for (uint32_t i = 0; ok && i < r->n; i++) {
     const cg_node *n = &r->v[i];
+    uint32_t *a = m;
     a[i] = cg_add(out, remapped(n, a));
-    if (inv[i]) {
-      b[i] = a[i];
-    } else if (n->op == CG_INDEX) {
-      cg_type t = (cg_type)n->type;
-      b[i] = cg_op2(out, CG_ADD, t, a[i], cg_const(out, t, (uint64_t)r->lanes));
-    } else {
-      cg_node c = remapped(n, b);
-      if (n->op == CG_LOAD || n->op == CG_STORE) c.eoff = n->eoff + r->lanes;
-      b[i] = cg_add(out, c);
+    for (int c = 1; c < k; c++) {
+      uint32_t *b = m + (size_t)c * n1;
+      if (inv[i]) {
+        b[i] = a[i];
+      } else if (n->op == CG_INDEX) {
+        cg_type t = (cg_type)n->type;
+        b[i] = cg_op2(out, CG_ADD, t, a[i], cg_const(out, t, (uint64_t)r->lanes * (uint64_t)c));
+      } else {
+        cg_node cn = remapped(n, b);
+        if (n->op == CG_LOAD || n->op == CG_STORE) cn.eoff = n->eoff + r->lanes * c;
+        b[i] = cg_add(out, cn);
+      }
     }
     ok = !out->failed;
   }
-  free(a);
-  free(b);
+  free(m);
   free(inv);
   if (ok) cg_finish(out);
   if (!ok || out->failed) {
@@ -104,6 +128,6 @@ bool cg_unroll2(const cg_region *r, cg_region *out) {
   }
   out->nest = r->nest;
   out->lanes = r->lanes;
-  out->unroll = 2;
+  out->unroll = k;
   return true;
 }

@@ -136,7 +136,7 @@ static void dump_listing(const char *name, const av_fused_params *fp, const cg_r
   if (!f) return;
   fprintf(f, "%s %s\nisa %s, %d lanes per iteration%s, %lld elements, %zu bytes of code\n\nIR:\n",
           r->nest ? "nest" : "region", name ? name : "?", isa->name,
-          cg_loop_lanes(r), r->unroll > 1 ? " (two interleaved copies)" : "",
+          cg_loop_lanes(r), r->unroll == 4 ? " (four interleaved copies)" : r->unroll > 1 ? " (two interleaved copies)" : "",
           (long long)(fp ? fp->n : 0), b->n);
   for (uint32_t i = 0; i < r->n; i++) {
     const cg_node *n = &r->v[i];
@@ -149,7 +149,7 @@ static void dump_listing(const char *name, const av_fused_params *fp, const cg_r
         fprintf(f, " [out + %llu]", (unsigned long long)n->imm);
       else
         fprintf(f, " [ptr %u: %s%s]", n->reg, fp ? (k < 5 ? kinds[k] : "?") : "input",
-                n->eoff ? ", second copy" : "");
+                n->eoff ? ", a later copy" : "");
     }
     if (n->op == CG_XLOAD) {
       fprintf(f, " [input %u + %llu + r*%lld]", n->reg, (unsigned long long)n->imm, (long long)n->rstride);
@@ -194,12 +194,15 @@ static av_cg_kernel *generate(const av_cg_region_desc *d, const cg_isa *isa, boo
     if (sz > 0 && r.v[i].type != CG_PRED && sz < s) s = sz;
   }
   r.lanes = isa->vl / (s < 4 ? 4 : s);
+  /* ANVIL_CODEGEN_UNROLL: 0 or 1 none; 2 or 4 that many copies wherever unrolling pays */
   const char *unroll = getenv("ANVIL_CODEGEN_UNROLL");
-  if (!(unroll && !strcmp(unroll, "0")) && cg_unroll_worth(&r, isa->nvec, isa->nmask, isa->vl)) {
-    cg_region two = {0};
-    if (cg_unroll2(&r, &two)) { /* else the region stays as it was */
+  int copies = cg_unroll_copies(&r, d->p->n, isa->nvec, isa->nmask, isa->vl);
+  if (unroll && *unroll && copies > 1) copies = atoi(unroll) >= 4 ? 4 : atoi(unroll) >= 2 ? 2 : 1;
+  if (copies > 1) {
+    cg_region more = {0};
+    if (cg_unroll(&r, &more, copies)) { /* else the region stays as it was */
       cg_region_free(&r);
-      r = two;
+      r = more;
     }
   }
   const char *dir = getenv("ANVIL_DUMP_DIR");

@@ -116,3 +116,16 @@ def test_matrix_vector(b, m, k, dtype):
     check(lambda a, v: jnp.einsum("bmk,bk->bm", a, v), ref, a, v, rtol=rtol)
     check(lambda a, v: a[0] @ v[0], ref[0], a, v, rtol=rtol)
     check(lambda a, v: v[0] @ a[0].T, ref[0], a, v, rtol=rtol)
+
+
+# a few rows times a transposed matrix, past the small loops (kernels/dot.c rows_times_bt_f32:
+# 4 x 4 blocks of lane sums, reduced 16 at a time by shuffles, columns shared over the pool):
+# an LSTM's dg @ W.T, edges in both block directions with K not a multiple of 16, and batches
+@pytest.mark.parametrize("b,m,n,k", [(None, 16, 128, 512), (None, 7, 61, 200), (3, 13, 70, 96), (None, 32, 257, 80)])
+def test_rows_times_transposed(b, m, n, k):
+    lead = () if b is None else (b,)
+    a = rng.standard_normal(lead + (m, k)).astype(np.float32)
+    w = rng.standard_normal(lead + (n, k)).astype(np.float32)
+    ref = np.einsum("...mk,...nk->...mn", a.astype(np.float64), w.astype(np.float64))
+    check(lambda a, w: jnp.einsum("...mk,...nk->...mn", a, w), ref, a, w)
+    check(lambda a, w: a @ jnp.swapaxes(w, -1, -2), ref, a, w)

@@ -379,12 +379,27 @@ DEFINE_SMALL_GEMM(small_gemm_f64, double)
  * function only (the rest of anvil builds with -ffp-contract=off): a multiply then an add
  * took twice the time, and every copy of it (AVX-512, AVX2 with FMA) fuses the same ones. */
 typedef float rows4_vec __attribute__((vector_size(64), aligned(sizeof(float))));
-static inline float rows4_reduce(const rows4_vec *v) {
-  float lane[DOT_LANES];
-  memcpy(lane, v, sizeof lane);
-  for (int w = DOT_LANES / 2; w > 0; w /= 2)
-    for (int q = 0; q < w; q++) lane[q] = lane[q] + lane[q + w];
-  return lane[0];
+
+/* out[i] = the lanes of v[i] added pairwise (lane q + lane q + w, for w = 8, 4, 2, 1), for 16
+ * vectors at once: each round adds the two halves of every source's partial sums, two
+ * sources' halves gathered into one vector by a shuffle, so 15 vector adds do the work of
+ * 240 scalar ones, in the same order. (Scalar lane sums cost more than the whole k loop of
+ * a 4 x 4 block over K = 512.) */
+static inline __attribute__((always_inline)) void rows4_reduce16(const rows4_vec *v, float *out) {
+  rows4_vec t[8], u[4], x[2];
+  for (int i = 0; i < 8; i++) /* w = 8: sources 2i, 2i+1, 8 partials each */
+    t[i] = __builtin_shufflevector(v[2 * i], v[2 * i + 1], 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23) +
+           __builtin_shufflevector(v[2 * i], v[2 * i + 1], 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31);
+  for (int i = 0; i < 4; i++) /* w = 4: four sources, 4 partials each */
+    u[i] = __builtin_shufflevector(t[2 * i], t[2 * i + 1], 0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27) +
+           __builtin_shufflevector(t[2 * i], t[2 * i + 1], 4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31);
+  for (int i = 0; i < 2; i++) /* w = 2: eight sources, 2 partials each */
+    x[i] = __builtin_shufflevector(u[2 * i], u[2 * i + 1], 0, 1, 4, 5, 8, 9, 12, 13, 16, 17, 20, 21, 24, 25, 28, 29) +
+           __builtin_shufflevector(u[2 * i], u[2 * i + 1], 2, 3, 6, 7, 10, 11, 14, 15, 18, 19, 22, 23, 26, 27, 30, 31);
+  rows4_vec y = /* w = 1: the sixteen sums, in source order */
+      __builtin_shufflevector(x[0], x[1], 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30) +
+      __builtin_shufflevector(x[0], x[1], 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+  memcpy(out, &y, sizeof y);
 }
 
 #if defined(__clang__)
@@ -393,41 +408,61 @@ static inline float rows4_reduce(const rows4_vec *v) {
 #define ROWS_CONTRACT __attribute__((optimize("fp-contract=fast")))
 #endif
 
-AV_CLONES_FMA ROWS_CONTRACT static void rows_times_bt_f32(int64_t B, int64_t M, int64_t N, int64_t K,
-                                                          const float *A, const float *Bt, float *C) {
+/* columns [j0, j1) of one batch's product (j0 a multiple of 4) */
+AV_CLONES_FMA ROWS_CONTRACT static void rows_times_bt_f32(int64_t M, int64_t N, int64_t K, const float *Ab,
+                                                          const float *Bb, float *Cb, int64_t j_begin,
+                                                          int64_t j_end) {
 #if defined(__clang__)
 #pragma STDC FP_CONTRACT ON
 #endif
   int64_t kv = K / DOT_LANES * DOT_LANES;
-  for (int64_t bi = 0; bi < B; bi++) {
-    const float *Ab = A + bi * M * K, *Bb = Bt + bi * N * K;
-    float *Cb = C + bi * M * N;
-    for (int64_t i0 = 0; i0 < M; i0 += 4)
-      for (int64_t j0 = 0; j0 < N; j0 += 4) {
-        int mi = M - i0 < 4 ? (int)(M - i0) : 4, nj = N - j0 < 4 ? (int)(N - j0) : 4;
-        rows4_vec s[4][4];
-        memset(s, 0, sizeof s);
-        const float *ar[4], *br[4];
-        for (int q = 0; q < 4; q++) { /* rows past the edge repeat the last one, unstored */
-          ar[q] = Ab + (i0 + (q < mi ? q : mi - 1)) * K;
-          br[q] = Bb + (j0 + (q < nj ? q : nj - 1)) * K;
-        }
-        for (int64_t k = 0; k < kv; k += DOT_LANES) {
-          rows4_vec a[4], b[4];
-          for (int q = 0; q < 4; q++) {
-            memcpy(&a[q], ar[q] + k, sizeof a[q]);
-            memcpy(&b[q], br[q] + k, sizeof b[q]);
-          }
-          for (int q = 0; q < 4; q++)
-            for (int r = 0; r < 4; r++) s[q][r] = a[q] * b[r] + s[q][r];
-        }
-        for (int q = 0; q < mi; q++)
-          for (int r = 0; r < nj; r++) {
-            float acc = rows4_reduce(&s[q][r]);
-            for (int64_t k = kv; k < K; k++) acc = fmaf(ar[q][k], br[r][k], acc);
-            Cb[(i0 + q) * N + j0 + r] = acc;
-          }
+  for (int64_t i0 = 0; i0 < M; i0 += 4)
+    for (int64_t j0 = j_begin; j0 < j_end; j0 += 4) {
+      int mi = M - i0 < 4 ? (int)(M - i0) : 4, nj = j_end - j0 < 4 ? (int)(j_end - j0) : 4;
+      rows4_vec s[4][4];
+      memset(s, 0, sizeof s);
+      const float *ar[4], *br[4];
+      for (int q = 0; q < 4; q++) { /* rows past the edge repeat the last one, unstored */
+        ar[q] = Ab + (i0 + (q < mi ? q : mi - 1)) * K;
+        br[q] = Bb + (j0 + (q < nj ? q : nj - 1)) * K;
       }
+      for (int64_t k = 0; k < kv; k += DOT_LANES) {
+        rows4_vec a[4], b[4];
+        for (int q = 0; q < 4; q++) {
+          memcpy(&a[q], ar[q] + k, sizeof a[q]);
+          memcpy(&b[q], br[q] + k, sizeof b[q]);
+        }
+        for (int q = 0; q < 4; q++)
+          for (int r = 0; r < 4; r++) s[q][r] = a[q] * b[r] + s[q][r];
+      }
+      float sums[16];
+      rows4_reduce16(&s[0][0], sums);
+      for (int q = 0; q < mi; q++)
+        for (int r = 0; r < nj; r++) {
+          float acc = sums[4 * q + r];
+          for (int64_t k = kv; k < K; k++) acc = fmaf(ar[q][k], br[r][k], acc);
+          Cb[(i0 + q) * N + j0 + r] = acc;
+        }
+    }
+}
+
+/* The pool shares out blocks of ROWS_BT_COLS columns per batch: every element is the same
+ * computation wherever it runs, so the bits do not depend on the thread count. */
+enum { ROWS_BT_COLS = 32 };
+
+typedef struct rows_bt {
+  int64_t M, N, K, blocks; /* blocks of columns per batch */
+  const float *A, *Bt;
+  float *C;
+} rows_bt;
+
+static void rows_bt_range(void *ctx, int64_t begin, int64_t end) {
+  const rows_bt *g = ctx;
+  for (int64_t t = begin; t < end; t++) {
+    int64_t bi = t / g->blocks, j0 = (t % g->blocks) * ROWS_BT_COLS;
+    int64_t j1 = g->N - j0 < ROWS_BT_COLS ? g->N : j0 + ROWS_BT_COLS;
+    rows_times_bt_f32(g->M, g->N, g->K, g->A + bi * g->M * g->K, g->Bt + bi * g->N * g->K,
+                      g->C + bi * g->M * g->N, j0, j1);
   }
 }
 
@@ -511,6 +546,11 @@ static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 static bool gemm_dnnl(const dot_plan *pl, const operand_src *a, const operand_src *b, float *c,
                       struct av_thread_pool *pool) {
   gemm_tiles g = {.pl = pl, .a = a, .b = b, .c = c, .tm = GEMM_TILE, .tn = GEMM_TILE};
+  /* first the smallest tile side that still covers a short dimension in one, so that halving
+   * below can split it (an LSTM's 16x512 by 512x128 gradient product ran as one 16x256 tile
+   * on one thread: 47 us, against XLA:CPU's 33) */
+  while (g.tm > GEMM_TILE_MIN && pl->M <= g.tm / 2) g.tm /= 2;
+  while (g.tn > GEMM_TILE_MIN && pl->N <= g.tn / 2) g.tn /= 2;
   for (;;) {
     g.mt = ceil_div(pl->M, g.tm);
     g.nt = ceil_div(pl->N, g.tn);
@@ -587,7 +627,9 @@ static void gemm_blas(av_dtype ct, const dot_plan *pl, const operand_src *a, con
     return;
   }
   if (ct == AV_DT_F32 && b->trans && !a->trans && pl->M <= 32 && pl->K >= 4 * DOT_LANES) {
-    rows_times_bt_f32(pl->B, pl->M, pl->N, pl->K, a->data, b->data, c);
+    rows_bt g = {pl->M, pl->N, pl->K, ceil_div(pl->N, ROWS_BT_COLS), a->data, b->data, c};
+    double block_macs = (double)pl->M * ROWS_BT_COLS * (double)pl->K;
+    av_parallel_for(pool, pl->B * g.blocks, 1, (int64_t)(GEMM_SHARE_MACS / block_macs) + 1, rows_bt_range, &g);
     return;
   }
   if (ct == AV_DT_F32 && dnnl && gemm_dnnl(pl, a, b, c, pool)) return;

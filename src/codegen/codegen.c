@@ -134,9 +134,10 @@ static void dump_listing(const char *name, const av_fused_params *fp, const cg_r
   snprintf(path, sizeof path, "%s/codegen.%04u.txt", dir, no);
   FILE *f = fopen(path, "w");
   if (!f) return;
+  char copies[48] = "";
+  if (r->unroll > 1) snprintf(copies, sizeof copies, " (%d interleaved copies)", r->unroll);
   fprintf(f, "%s %s\nisa %s, %d lanes per iteration%s, %lld elements, %zu bytes of code\n\nIR:\n",
-          r->nest ? "nest" : "region", name ? name : "?", isa->name,
-          cg_loop_lanes(r), r->unroll == 4 ? " (four interleaved copies)" : r->unroll > 1 ? " (two interleaved copies)" : "",
+          r->nest ? "nest" : "region", name ? name : "?", isa->name, cg_loop_lanes(r), copies,
           (long long)(fp ? fp->n : 0), b->n);
   for (uint32_t i = 0; i < r->n; i++) {
     const cg_node *n = &r->v[i];

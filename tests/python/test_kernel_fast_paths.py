@@ -366,7 +366,8 @@ def test_loop_program_f64_scalars():
 # invariants runs all its iterations in registers (kernels/elementwise_pair.c, iterated
 # pairs): the carried array as each of the three operands, both nestings, f32 and f64, sizes
 # of whole blocks, a partial block and less than one, a pass-through carried value; numpy
-# doing the same IEEE ops one at a time gives the bits
+# doing the same IEEE ops one at a time gives the bits. n = 0: scalars, whose inline pair
+# (loop_prog.c, iterate_scalar_pair) keeps the carried value in a machine register
 PAIR_BODIES = {
     "x*a+b": (lambda v, a, b: v * a + b),
     "a*x-b": (lambda v, a, b: a * v - b),
@@ -379,12 +380,13 @@ PAIR_BODIES = {
 
 @pytest.mark.parametrize("body", list(PAIR_BODIES))
 @pytest.mark.parametrize("dtype,n", [(np.float32, 64), (np.float32, 70), (np.float32, 5),
-                                     (np.float64, 96)])
+                                     (np.float64, 96), (np.float32, 0), (np.float64, 0)])
 def test_loop_program_iterated_pair(body, dtype, n):
     fn = PAIR_BODIES[body]
-    x = rng.standard_normal(n).astype(dtype)
-    a = (0.9 + 0.1 * rng.random(n)).astype(dtype)
-    b = (rng.standard_normal(n) * 1e-2).astype(dtype)
+    shape = (n,) if n else ()
+    x = np.asarray(rng.standard_normal(shape), dtype)
+    a = np.asarray(0.9 + 0.1 * rng.random(shape), dtype)
+    b = np.asarray(rng.standard_normal(shape) * 1e-2, dtype)
 
     def f(x, a, b):
         def step(i, c):
@@ -398,6 +400,20 @@ def test_loop_program_iterated_pair(body, dtype, n):
             v = fn(v, a, b).astype(dtype)
     np.testing.assert_array_equal(bits(got[0]), bits(v))
     np.testing.assert_array_equal(bits(got[1]), bits(b))
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.uint32])
+@pytest.mark.parametrize("form", ["x*a+b", "b-x*a"])
+def test_loop_program_iterated_integer_scalar_pair(dtype, form):
+    # on integer scalars the pair wraps, as the kernels do
+    step = {"x*a+b": lambda v, a, b: v * a + b, "b-x*a": lambda v, a, b: b - v * a}[form]
+    x, a, b = (np.asarray(v, dtype) for v in (12345, 1103515245, 12345))
+    got = on(jax.devices("anvil")[0], lambda x, a, b: lax.fori_loop(0, 1000, lambda i, v: step(v, a, b), x), x, a, b)
+    mod = 2 ** (8 * np.dtype(dtype).itemsize)
+    v = int(x)
+    for _ in range(1000):
+        v = step(v, int(a), int(b)) % mod
+    assert int(np.asarray(got).astype(np.uint64)) % mod == v
 
 
 @pytest.mark.parametrize("reverse", [False, True])

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "codegen/cg_guard.h"
 #include "runtime/codegen_abi.h"
 #include "runtime/kernels/convert.h"
 #include "runtime/kernels/elementwise.h"
@@ -189,6 +190,13 @@ static void ensure(cg_x86 *x, uint32_t v) {
   if (g->inv || g->reg[0] >= 0) return;
   assign(x, v);
   for (int p = 0; p < g->parts && p < 2; p++) move(x, g->cls, g->width, false, g->reg[p], home(x, v, p));
+}
+
+int cg_x86_mask_of(cg_x86 *x, uint32_t v, int scratch) {
+  const cg_val *g = &x->val[v];
+  if (g->reg[0] >= 0) return g->reg[0];
+  move(x, CLS_MASK, 2, false, 6 + scratch, home(x, v, 0));
+  return 6 + scratch;
 }
 
 x86_rm cg_x86_opnd(cg_x86 *x, uint32_t i, int k, int p) {
@@ -447,6 +455,93 @@ static void emit_node(cg_x86 *x, uint32_t i) {
   for (int k = 0; k < n->nin; k++)
     if (x->val[n->in[k]].last == i) free_regs(x, n->in[k]);
   if (x->val[i].cls != CLS_NONE && n->uses == 0) free_regs(x, i);
+}
+
+/* ---- guarded tails (cg_guard.h) */
+
+/* Node i, a select whose condition the fast tail assumes true: a copy of its true arm. */
+static void emit_copy(cg_x86 *x, uint32_t i) {
+  uint32_t a = x->r->v[i].in[1];
+  cg_val *g = &x->val[i], *ga = &x->val[a];
+  x->pos = i;
+  x->lock[a] = i;
+  ensure(x, a);
+  if (ga->parts <= 1 && g->parts <= 1 && ga->last == i) release_regs(x, a); /* may be reused */
+  x->lock[i] = i;
+  assign(x, i);
+  g->in_mem = false;
+  x86_note(&x->b, "%%%u = its true arm", i);
+  for (int p = 0; p < g->parts && p < 2; p++) {
+    if (ga->reg[0] < 0)
+      move(x, g->cls, g->width, false, g->reg[p], home(x, a, p));
+    else if (ga->reg[p < ga->parts ? p : 0] != g->reg[p])
+      x->isa->vmov(x, g->width, g->reg[p], ga->reg[p < ga->parts ? p : 0]);
+  }
+  if (ga->last == i) free_regs(x, a);
+  if (x->r->v[i].uses == 0) free_regs(x, i);
+}
+
+/* The allocator's state, to start the ordinary tail from where the fast one started. */
+typedef struct alloc_state {
+  cg_val *val;
+  uint32_t *lock;
+  int32_t vown[32], kown[8];
+  uint8_t vpart[32];
+} alloc_state;
+
+static bool save_state(const cg_x86 *x, alloc_state *s) {
+  uint32_t n = x->r->n + 1;
+  s->val = malloc(n * sizeof *s->val);
+  s->lock = malloc(n * sizeof *s->lock);
+  if (!s->val || !s->lock) return false;
+  memcpy(s->val, x->val, n * sizeof *s->val);
+  memcpy(s->lock, x->lock, n * sizeof *s->lock);
+  memcpy(s->vown, x->vown, sizeof s->vown);
+  memcpy(s->kown, x->kown, sizeof s->kown);
+  memcpy(s->vpart, x->vpart, sizeof s->vpart);
+  return true;
+}
+
+static void restore_state(cg_x86 *x, const alloc_state *s) {
+  uint32_t n = x->r->n + 1;
+  memcpy(x->val, s->val, n * sizeof *s->val);
+  memcpy(x->lock, s->lock, n * sizeof *s->lock);
+  memcpy(x->vown, s->vown, sizeof s->vown);
+  memcpy(x->kown, s->kown, sizeof s->kown);
+  memcpy(x->vpart, s->vpart, sizeof s->vpart);
+}
+
+/* At node g->at of the loop body: the branch, the fast tail (ending in a jump to the loop's
+ * latch, returned in *to_latch), and the allocator put back for the ordinary tail, which the
+ * caller emits next. Both tails end the iteration: only pinned invariants live across it. */
+static void emit_fast_tail(cg_x86 *x, const cg_guard *g, uint32_t *to_latch) {
+  const cg_region *r = x->r;
+  alloc_state s = {0};
+  if (!save_state(x, &s)) {
+    x->failed = true;
+  } else {
+    uint32_t to_slow = x->isa->jump_unless_all(x, g->conds, (int)g->nconds);
+    x86_note(&x->b, "fast tail: every lane of the guard's %u conditions set", g->nconds);
+    for (uint32_t v = 0; v < r->n; v++) {
+      cg_val *gv = &x->val[v];
+      if (gv->inv || gv->cls == CLS_NONE) continue;
+      gv->last = g->fast_last[v];
+      if (gv->last < g->at) free_regs(x, v); /* read on the ordinary path only */
+    }
+    for (uint32_t i = g->at; i < r->n && !x->failed; i++) {
+      if (!g->fast_live[i]) continue;
+      if (g->alias[i])
+        emit_copy(x, i);
+      else
+        emit_node(x, i);
+    }
+    *to_latch = x86_jump(&x->b, -1);
+    restore_state(x, &s);
+    x86_patch_jump(&x->b, to_slow, (uint32_t)x->b.n);
+    x86_note(&x->b, "ordinary tail");
+  }
+  free(s.val);
+  free(s.lock);
 }
 
 /* Loads the loop-invariant values with the most uses into registers for the whole loop, as
@@ -764,16 +859,27 @@ static bool generate_pass(const cg_region *r, const cg_isa *isa, bool listing, i
       x->ptr_gpr[n->reg] = (int8_t)cached_gprs[ngpr++];
       x86_mov_load(b, cached_gprs[ngpr - 1], (x86_mem){R14, X86_NOREG, 1, (int32_t)(8 * n->reg), -1, 0});
     }
+    /* a guarded tail (AVX-512, 16 lanes: the conditions fill a 16-bit mask) */
+    const char *guard_env = getenv("ANVIL_CODEGEN_GUARD");
+    cg_guard guard = {0};
+    bool guarded = isa->jump_unless_all && x->lanes == 16 && !x->has_calls &&
+                   !(guard_env && !strcmp(guard_env, "0")) && cg_guard_plan(r, inv, &guard);
+    uint32_t to_latch = 0;
     x86_xor32(b, R13, R13);
     x86_align(b, 16);
     uint32_t loop = (uint32_t)b->n;
     x86_note(b, "loop:");
     for (uint32_t i = 0; i < r->n && !x->failed; i++) {
+      if (guarded && i == guard.at) emit_fast_tail(x, &guard, &to_latch);
       if (x->val[i].inv) continue;
       emit_node(x, i);
       int v = count_owned(x->vown, 0, isa->nvec), k = count_owned(x->kown, 1, isa->nmask + 1);
       if (v > *vmax) *vmax = v;
       if (k > *kmax) *kmax = k;
+    }
+    if (guarded) {
+      if (to_latch) x86_patch_jump(b, to_latch, (uint32_t)b->n);
+      cg_guard_free(&guard);
     }
     x86_alu_imm(b, 0, R13, cg_loop_lanes(r));
     x86_cmp_rr(b, R13, R12);

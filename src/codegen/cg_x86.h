@@ -47,6 +47,9 @@ struct cg_isa {
   bool (*native)(const cg_region *r, const cg_node *n, int lanes);
   /* emits node i (operands in registers or memory, result registers assigned) */
   void (*emit)(cg_x86 *x, uint32_t i);
+  /* guarded tails (cg_guard.h): emits a jump, returned for x86_patch_jump, taken unless
+   * every lane of every PRED value conds[0..n) is set; NULL where the ISA has none */
+  uint32_t (*jump_unless_all)(cg_x86 *x, const uint32_t *conds, int n);
   /* register moves and in-place f64 adds (nests' accumulators), `width` bytes */
   void (*vmov)(cg_x86 *x, int width, int dst, int src);
   void (*fadd64)(cg_x86 *x, int width, int dst, x86_rm src);
@@ -105,6 +108,8 @@ typedef void (*cg_x86_v3)(cg_x86 *x, const x86_insn *in, int w, int dst, int src
  * fma[d][f] (d: f64; f: 0 = 132, 1 = 213, 2 = 231), the form picked so that no move is
  * needed when the result's register is an operand's, and a pool constant stays in memory. */
 void cg_x86_emit_fma(cg_x86 *x, uint32_t i, cg_x86_v3 v, const x86_insn *const fma[2][3]);
+/* The mask register of PRED value v (loaded into scratch mask k6 + scratch when in memory). */
+int cg_x86_mask_of(cg_x86 *x, uint32_t v, int scratch);
 /* The result registers of node i. */
 static inline int cg_x86_dst(const cg_x86 *x, uint32_t i, int p) { return x->val[i].reg[p]; }
 /* Scratch vector register s (0-3). */

@@ -698,6 +698,19 @@ static void avx512_emit(cg_x86 *x, uint32_t i) {
   }
 }
 
+/* k6 = the AND of the conditions; kortest sets CF when all 16 lanes are */
+static uint32_t avx512_jump_unless_all(cg_x86 *x, const uint32_t *conds, int n) {
+  for (int q = 0; q < n; q++) {
+    int k = cg_x86_mask_of(x, conds[q], 1);
+    if (q == 0)
+      K(x, &KMOVW_LD, 0, 6, -1, x86_r(k), -1);
+    else
+      K(x, &KANDW, 1, 6, 6, x86_r(k), -1);
+  }
+  K(x, &KORTESTW, 0, 6, -1, x86_r(6), -1);
+  return x86_jump(&x->b, 0x3); /* jae: CF clear */
+}
+
 const cg_isa cg_isa_avx512 = {
     .name = "avx512",
     .vl = 64,
@@ -709,4 +722,5 @@ const cg_isa cg_isa_avx512 = {
     .emit = avx512_emit,
     .vmov = avx512_vmov,
     .fadd64 = avx512_fadd64,
+    .jump_unless_all = avx512_jump_unless_all,
 };

@@ -323,6 +323,39 @@ static void test_register_pressure(void **state) {
   free(t);
 }
 
+/* JAX's erf_inv shape (cg_guard.h): a sqrt only the rare arm reads and coefficient selects,
+ * all on one condition that is false in about 1 lane of 200 (an i32 input's random bits
+ * compared with a threshold), so that some iterations take the guard's fast tail and others
+ * the ordinary one */
+static const char *guard_text =
+    "func.func public @main(%x: tensor<1037xf32>, %k: tensor<1037xi32>) -> tensor<1037xf32> {\n"
+    "  %t = stablehlo.constant dense<-2125958848> : tensor<i32>\n"
+    "  %tb = stablehlo.broadcast_in_dim %t, dims = [] : (tensor<i32>) -> tensor<1037xi32>\n"
+    "  %c = stablehlo.compare GT, %k, %tb, SIGNED : (tensor<1037xi32>, tensor<1037xi32>) -> tensor<1037xi1>\n"
+    "  %h = stablehlo.constant dense<2.5> : tensor<f32>\n"
+    "  %hb = stablehlo.broadcast_in_dim %h, dims = [] : (tensor<f32>) -> tensor<1037xf32>\n"
+    "  %e = stablehlo.constant dense<3.0> : tensor<f32>\n"
+    "  %eb = stablehlo.broadcast_in_dim %e, dims = [] : (tensor<f32>) -> tensor<1037xf32>\n"
+    "  %w = stablehlo.multiply %x, %x : tensor<1037xf32>\n"
+    "  %a = stablehlo.subtract %w, %hb : tensor<1037xf32>\n"
+    "  %s = stablehlo.sqrt %w : tensor<1037xf32>\n"
+    "  %b = stablehlo.subtract %s, %eb : tensor<1037xf32>\n"
+    "  %v = stablehlo.select %c, %a, %b : tensor<1037xi1>, tensor<1037xf32>\n"
+    "  %p0 = stablehlo.select %c, %hb, %eb : tensor<1037xi1>, tensor<1037xf32>\n"
+    "  %m0 = stablehlo.multiply %p0, %v : tensor<1037xf32>\n"
+    "  %p1 = stablehlo.select %c, %eb, %hb : tensor<1037xi1>, tensor<1037xf32>\n"
+    "  %q1 = stablehlo.add %p1, %m0 : tensor<1037xf32>\n"
+    "  %m1 = stablehlo.multiply %q1, %v : tensor<1037xf32>\n"
+    "  %p2 = stablehlo.select %c, %w, %x : tensor<1037xi1>, tensor<1037xf32>\n"
+    "  %q2 = stablehlo.add %p2, %m1 : tensor<1037xf32>\n"
+    "  return %q2 : tensor<1037xf32>\n"
+    "}\n";
+
+static void test_guarded_tail(void **state) {
+  (void)state;
+  check_program(guard_text, 0);
+}
+
 static const char *box_text =
     "func.func public @main(%x: tensor<61x33xf32>, %r: tensor<33xf32>, %c: tensor<61xf32>) -> tensor<61x33xf32> {\n"
     "  %rb = stablehlo.broadcast_in_dim %r, dims = [1] : (tensor<33xf32>) -> tensor<61x33xf32>\n"
@@ -459,6 +492,7 @@ int main(void) {
       cmocka_unit_test(test_bf16),
       cmocka_unit_test(test_register_pressure), cmocka_unit_test(test_broadcasts),
       cmocka_unit_test(test_loop_body),         cmocka_unit_test(test_nbody_nest),
+      cmocka_unit_test(test_guarded_tail),
       cmocka_unit_test(test_exec_memory_refused),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -425,22 +425,25 @@ static void inherit(cg_x86 *x, uint32_t v, uint32_t from) {
 }
 
 /* Emits node i: operands into registers, dying operands' registers freed, the result's
- * assigned, then the ISA's instructions. */
-static void emit_node(cg_x86 *x, uint32_t i) {
+ * assigned, then the ISA's instructions. copy: i is a select that a guard's fast tail
+ * (cg_guard.h) takes as its true arm, in[1]: that is its only operand, and a move its code. */
+static void emit_node_as(cg_x86 *x, uint32_t i, bool copy) {
   const cg_node *n = &x->r->v[i];
+  const uint32_t *in = copy ? &n->in[1] : n->in;
+  int nin = copy ? 1 : n->nin;
   x->pos = i;
-  for (int k = 0; k < n->nin; k++) x->lock[n->in[k]] = i;
-  for (int k = 0; k < n->nin; k++) ensure(x, n->in[k]);
+  for (int k = 0; k < nin; k++) x->lock[in[k]] = i;
+  for (int k = 0; k < nin; k++) ensure(x, in[k]);
   bool calls = n->op == CG_CALL || n->op == CG_CALL_CONVERT || n->op == CG_CALL_IF;
   /* A one-register result may take the register of an operand that dies here: emitters read
    * every operand before writing the result. (Not across parts: writing part 0 could clobber
    * a part 1 still to be read; nor for calls, whose operands are read after other
    * instructions.) The operand keeps naming its register for the emitter. */
   bool one = x->val[i].parts <= 1;
-  for (int k = 0; k < n->nin; k++) one = one && x->val[n->in[k]].parts <= 1;
+  for (int k = 0; k < nin; k++) one = one && x->val[in[k]].parts <= 1;
   if (!calls && one)
-    for (int k = 0; k < n->nin; k++)
-      if (x->val[n->in[k]].last == i) release_regs(x, n->in[k]);
+    for (int k = 0; k < nin; k++)
+      if (x->val[in[k]].last == i) release_regs(x, in[k]);
   int32_t heir = one ? -1 : partwise_heir(x, i);
   if (x->val[i].cls != CLS_NONE) {
     x->lock[i] = i;
@@ -450,36 +453,28 @@ static void emit_node(cg_x86 *x, uint32_t i) {
       assign(x, i);
     x->val[i].in_mem = false;
   }
-  x86_note(&x->b, "%%%u = %s.%s", i, cg_op_name((cg_opc)n->op), cg_type_name((cg_type)n->type));
-  x->isa->emit(x, i);
-  for (int k = 0; k < n->nin; k++)
-    if (x->val[n->in[k]].last == i) free_regs(x, n->in[k]);
+  if (copy) {
+    x86_note(&x->b, "%%%u = its true arm", i);
+    const cg_val *g = &x->val[i], *ga = &x->val[in[0]];
+    for (int p = 0; p < g->parts && p < 2; p++) {
+      int src = ga->reg[p < ga->parts ? p : 0];
+      if (src < 0)
+        move(x, g->cls, g->width, false, g->reg[p], home(x, in[0], p));
+      else if (src != g->reg[p])
+        x->isa->vmov(x, g->width, g->reg[p], src);
+    }
+  } else {
+    x86_note(&x->b, "%%%u = %s.%s", i, cg_op_name((cg_opc)n->op), cg_type_name((cg_type)n->type));
+    x->isa->emit(x, i);
+  }
+  for (int k = 0; k < nin; k++)
+    if (x->val[in[k]].last == i) free_regs(x, in[k]);
   if (x->val[i].cls != CLS_NONE && n->uses == 0) free_regs(x, i);
 }
 
-/* ---- guarded tails (cg_guard.h) */
+static void emit_node(cg_x86 *x, uint32_t i) { emit_node_as(x, i, false); }
 
-/* Node i, a select whose condition the fast tail assumes true: a copy of its true arm. */
-static void emit_copy(cg_x86 *x, uint32_t i) {
-  uint32_t a = x->r->v[i].in[1];
-  cg_val *g = &x->val[i], *ga = &x->val[a];
-  x->pos = i;
-  x->lock[a] = i;
-  ensure(x, a);
-  if (ga->parts <= 1 && g->parts <= 1 && ga->last == i) release_regs(x, a); /* may be reused */
-  x->lock[i] = i;
-  assign(x, i);
-  g->in_mem = false;
-  x86_note(&x->b, "%%%u = its true arm", i);
-  for (int p = 0; p < g->parts && p < 2; p++) {
-    if (ga->reg[0] < 0)
-      move(x, g->cls, g->width, false, g->reg[p], home(x, a, p));
-    else if (ga->reg[p < ga->parts ? p : 0] != g->reg[p])
-      x->isa->vmov(x, g->width, g->reg[p], ga->reg[p < ga->parts ? p : 0]);
-  }
-  if (ga->last == i) free_regs(x, a);
-  if (x->r->v[i].uses == 0) free_regs(x, i);
-}
+/* ---- guarded tails (cg_guard.h) */
 
 /* The allocator's state, to start the ordinary tail from where the fast one started. */
 typedef struct alloc_state {
@@ -530,10 +525,7 @@ static void emit_fast_tail(cg_x86 *x, const cg_guard *g, uint32_t *to_latch) {
     }
     for (uint32_t i = g->at; i < r->n && !x->failed; i++) {
       if (!g->fast_live[i]) continue;
-      if (g->alias[i])
-        emit_copy(x, i);
-      else
-        emit_node(x, i);
+      emit_node_as(x, i, g->alias[i]);
     }
     *to_latch = x86_jump(&x->b, -1);
     restore_state(x, &s);

@@ -21,11 +21,12 @@
 /* The most vector registers one copy of the body holds at once: values computed in the loop
  * (not invariants), from their definition to their last use, each as many registers as its
  * lanes of its type take (8-byte values of a 4-byte region: two). Predicates live in mask
- * registers and are counted apart (*masks). */
-static int peak_registers(const cg_region *r, int vl, int *masks) {
+ * registers and are counted apart (*masks); *body is the number of non-invariant nodes. */
+static int peak_registers(const cg_region *r, int vl, int *masks, uint32_t *body) {
   uint32_t *last = calloc(r->n ? r->n : 1, sizeof *last);
   bool *inv = malloc(sizeof *inv * (r->n ? r->n : 1));
   int peak = 0, live = 0, kpeak = 0, klive = 0;
+  *body = 0;
   if (!last || !inv) {
     free(last);
     free(inv);
@@ -33,6 +34,7 @@ static int peak_registers(const cg_region *r, int vl, int *masks) {
     return 1 << 20;
   }
   cg_invariants(r, inv);
+  for (uint32_t i = 0; i < r->n; i++) *body += !inv[i];
   for (uint32_t i = 0; i < r->n; i++)
     for (int k = 0; k < r->v[i].nin; k++) last[r->v[i].in[k]] = i;
   int *drop = calloc(r->n + 1, sizeof *drop), *kdrop = calloc(r->n + 1, sizeof *kdrop);
@@ -68,7 +70,9 @@ int cg_unroll_copies(const cg_region *r, int64_t elements, int nvec, int nmask, 
   if (nvec < 24 || r->nest || r->failed || r->n > 2048) return 1;
   for (uint32_t i = 0; i < r->n; i++)
     if (r->v[i].op == CG_CALL || r->v[i].op == CG_CALL_CONVERT) return 1;
-  int masks, regs = peak_registers(r, vl, &masks);
+  int masks;
+  uint32_t body;
+  int regs = peak_registers(r, vl, &masks, &body);
   if (2 * regs > nvec || 2 * masks > nmask + 1) return 1;
   /* A body of many dependent steps (threefry's rounds, a chain of transcendentals) is longer
    * than the core's reorder window, so even two copies leave it waiting on latencies; four
@@ -76,15 +80,7 @@ int cg_unroll_copies(const cg_region *r, int64_t elements, int nvec, int nmask, 
    * sigmoid chain 0.85x of two copies' time). Short bodies gain nothing from four; small
    * arrays (a sampler's per-step draws of a few thousand) lose 3% to the doubled code and
    * the longer tail. */
-  if (elements < CG_LONG_ELEMENTS) return 2;
-  bool *inv = malloc(sizeof *inv * r->n);
-  uint32_t body = 0;
-  if (inv) {
-    cg_invariants(r, inv);
-    for (uint32_t i = 0; i < r->n; i++) body += !inv[i];
-  }
-  free(inv);
-  return body >= CG_LONG_BODY ? 4 : 2;
+  return elements >= CG_LONG_ELEMENTS && body >= CG_LONG_BODY ? 4 : 2;
 }
 
 static cg_node remapped(const cg_node *n, const uint32_t *map) {

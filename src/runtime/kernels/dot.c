@@ -15,6 +15,7 @@
 #include "ir/float_codec.h"
 #include "runtime/kernels/reduce_elem.h"
 #include "runtime/kernels/simd_clones.h"
+#include "runtime/kernels/simd_transpose.h"
 #include "runtime/thread_pool.h"
 
 /* libgomp, which oneDNN links: its sgemm takes the calling thread's OpenMP thread count */
@@ -380,27 +381,8 @@ DEFINE_SMALL_GEMM(small_gemm_f64, double)
  * took twice the time, and every copy of it (AVX-512, AVX2 with FMA) fuses the same ones. */
 typedef float rows4_vec __attribute__((vector_size(64), aligned(sizeof(float))));
 
-/* out[i] = the lanes of v[i] added pairwise (lane q + lane q + w, for w = 8, 4, 2, 1), for 16
- * vectors at once: each round adds the two halves of every source's partial sums, two
- * sources' halves gathered into one vector by a shuffle, so 15 vector adds do the work of
- * 240 scalar ones, in the same order. (Scalar lane sums cost more than the whole k loop of
- * a 4 x 4 block over K = 512.) */
-static inline __attribute__((always_inline)) void rows4_reduce16(const rows4_vec *v, float *out) {
-  rows4_vec t[8], u[4], x[2];
-  for (int i = 0; i < 8; i++) /* w = 8: sources 2i, 2i+1, 8 partials each */
-    t[i] = __builtin_shufflevector(v[2 * i], v[2 * i + 1], 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23) +
-           __builtin_shufflevector(v[2 * i], v[2 * i + 1], 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31);
-  for (int i = 0; i < 4; i++) /* w = 4: four sources, 4 partials each */
-    u[i] = __builtin_shufflevector(t[2 * i], t[2 * i + 1], 0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27) +
-           __builtin_shufflevector(t[2 * i], t[2 * i + 1], 4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31);
-  for (int i = 0; i < 2; i++) /* w = 2: eight sources, 2 partials each */
-    x[i] = __builtin_shufflevector(u[2 * i], u[2 * i + 1], 0, 1, 4, 5, 8, 9, 12, 13, 16, 17, 20, 21, 24, 25, 28, 29) +
-           __builtin_shufflevector(u[2 * i], u[2 * i + 1], 2, 3, 6, 7, 10, 11, 14, 15, 18, 19, 22, 23, 26, 27, 30, 31);
-  rows4_vec y = /* w = 1: the sixteen sums, in source order */
-      __builtin_shufflevector(x[0], x[1], 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30) +
-      __builtin_shufflevector(x[0], x[1], 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
-  memcpy(out, &y, sizeof y);
-}
+/* lane sums of 16 blocks at once, in the scalar pairwise order (simd_transpose.h) */
+AV_DEFINE_PAIRWISE_SUMS16(rows4_reduce16, rows4_vec)
 
 #if defined(__clang__)
 #define ROWS_CONTRACT

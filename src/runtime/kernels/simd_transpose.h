@@ -1,7 +1,7 @@
 /* Shuffle patterns by lane count, kept apart from the kernels that use them: in-register
- * transposes (the FFT engine's lanes, fft.c / fft_wide.c; batches of small matrices, shape.c)
- * and the FFT's (re, im) pair (de)interleaving. A pattern depends only on the number of
- * lanes, not on the element type or the vector's width. */
+ * transposes (the FFT engine's lanes, fft.c / fft_wide.c; batches of small matrices, shape.c),
+ * the FFT's (re, im) pair (de)interleaving, and pairwise lane sums (dot.c). A pattern depends
+ * only on the number of lanes, not on the element type or the vector's width. */
 #ifndef ANVIL_RUNTIME_KERNELS_SIMD_TRANSPOSE_H
 #define ANVIL_RUNTIME_KERNELS_SIMD_TRANSPOSE_H
 
@@ -42,6 +42,36 @@
     m[1] = __builtin_shufflevector(a1, a3, 0, 1, 4, 5);                \
     m[2] = __builtin_shufflevector(a0, a2, 2, 3, 6, 7);                \
     m[3] = __builtin_shufflevector(a1, a3, 2, 3, 6, 7);                \
+  }
+
+/* out[i] = the 16 lanes of v[i] added pairwise (lane q + lane q + w, for w = 8, 4, 2, 1, as a
+ * scalar loop adds them), for 16 vectors at once: each round adds the two halves of every
+ * source's partial sums, two sources' halves gathered into one vector by a shuffle, so 15
+ * vector adds do the work of 240 scalar ones, in the same order. `out`: 16 elements. */
+#define AV_DEFINE_PAIRWISE_SUMS16(name, V)                                                     \
+  static inline __attribute__((always_inline)) void name(const V *v, void *out) {              \
+    V t[8], u[4], x[2];                                                                        \
+    for (int i = 0; i < 8; i++) /* w = 8: sources 2i, 2i+1, 8 partials each */                \
+      t[i] = __builtin_shufflevector(v[2 * i], v[2 * i + 1], 0, 1, 2, 3, 4, 5, 6, 7, 16, 17,   \
+                                     18, 19, 20, 21, 22, 23) +                                 \
+             __builtin_shufflevector(v[2 * i], v[2 * i + 1], 8, 9, 10, 11, 12, 13, 14, 15, 24, \
+                                     25, 26, 27, 28, 29, 30, 31);                              \
+    for (int i = 0; i < 4; i++) /* w = 4: four sources, 4 partials each */                     \
+      u[i] = __builtin_shufflevector(t[2 * i], t[2 * i + 1], 0, 1, 2, 3, 8, 9, 10, 11, 16, 17, \
+                                     18, 19, 24, 25, 26, 27) +                                 \
+             __builtin_shufflevector(t[2 * i], t[2 * i + 1], 4, 5, 6, 7, 12, 13, 14, 15, 20,   \
+                                     21, 22, 23, 28, 29, 30, 31);                              \
+    for (int i = 0; i < 2; i++) /* w = 2: eight sources, 2 partials each */                    \
+      x[i] = __builtin_shufflevector(u[2 * i], u[2 * i + 1], 0, 1, 4, 5, 8, 9, 12, 13, 16, 17, \
+                                     20, 21, 24, 25, 28, 29) +                                 \
+             __builtin_shufflevector(u[2 * i], u[2 * i + 1], 2, 3, 6, 7, 10, 11, 14, 15, 18,   \
+                                     19, 22, 23, 26, 27, 30, 31);                              \
+    V y = /* w = 1: the sixteen sums, in source order */                                       \
+        __builtin_shufflevector(x[0], x[1], 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, \
+                                28, 30) +                                                      \
+        __builtin_shufflevector(x[0], x[1], 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, \
+                                29, 31);                                                       \
+    memcpy(out, &y, sizeof y);                                                                 \
   }
 
 /* (re, im) pairs <-> a vector of real parts and one of imaginary parts */

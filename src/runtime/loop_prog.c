@@ -250,7 +250,7 @@ static bool iterate_one_pair(const av_loop_prog *p, uint32_t nbody, uint32_t nco
   const av_lcount *k = p->count;
   if (nbody != 1 || ncopy != 0 || !k->drop_increment) return false;
   const av_linstr *s = &p->body[0];
-  bool inline_pair = s->kind >= AV_LI_PAIR_BASE && s->kind < AV_LI_PAIR_BASE + 4;
+  bool inline_pair = s->kind >= AV_LI_PAIR_BASE; /* the last kinds (iterate_scalar_pair) */
   av_ew_iter_fn iter = s->kind == AV_LI_EW && s->ew->nin == 3 ? av_ew_pair_iter_fn(s->ew->fn) : NULL;
   if (!iter && !inline_pair) return false;
   int updated = -1;

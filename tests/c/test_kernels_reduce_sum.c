@@ -124,6 +124,41 @@ static void test_zeros_and_non_finite(void **state) {
   assert_true(isnan(out));
 }
 
+/* Rows of every length around the lane and block sizes, through the kernel and through the
+ * rows groups' av_reduce_rows: both against a double loop, and bit-equal to each other (a row
+ * group runs each member as it runs alone). A lost or doubled tail element fails the bound. */
+static void test_short_and_odd_rows(void **state) {
+  (void)state;
+  static const int64_t lens[] = {1, 2, 15, 16, 17, 31, 32, 100, 128, 200, 255, 256, 257, 300, 529};
+  enum { ROWS = 6 };
+  for (size_t t = 0; t < sizeof lens / sizeof lens[0]; t++) {
+    int64_t len = lens[t];
+    float *x = malloc(sizeof(float) * (size_t)(ROWS * len));
+    assert_non_null(x);
+    uint32_t st = 777u + (uint32_t)len;
+    for (int64_t i = 0; i < ROWS * len; i++) x[i] = pseudo(&st);
+    float kernel[ROWS], rows[ROWS], init = 0.25f;
+    int64_t xd[2] = {ROWS, len}, od[1] = {ROWS};
+    assert_int_equal(reduce_f32(x, 2, xd, 1, (int64_t[]){1}, init, kernel, 1, od), AV_OK);
+    assert_true(av_reduce_rows(AV_OP_ADD, AV_DT_F32, x, ROWS, len, &init, rows));
+    for (int r = 0; r < ROWS; r++) {
+      double ref = init, scale = fabs(init);
+      for (int64_t j = 0; j < len; j++) {
+        ref += x[r * len + j];
+        scale += fabs(x[r * len + j]);
+      }
+      assert_close(kernel[r], ref, scale, 1e-6);
+      assert_memory_equal(&kernel[r], &rows[r], sizeof(float));
+    }
+    free(x);
+  }
+  /* a row of -0s sums to -0 through the lanes too */
+  float z[128], out, init = -0.0f;
+  for (int i = 0; i < 128; i++) z[i] = -0.0f;
+  assert_true(av_reduce_rows(AV_OP_ADD, AV_DT_F32, z, 1, 128, &init, &out));
+  assert_true(out == 0.0f && signbit(out));
+}
+
 /* f64: 1e6 copies of 0.1 along the last axis and 1e6 x 2 along the leading axis (a running
  * double sum there: ~1e-11 relative error). */
 static void test_f64_long_sums(void **state) {
@@ -153,6 +188,7 @@ int main(void) {
       cmocka_unit_test(test_leading_axis_random),
       cmocka_unit_test(test_outer_and_inner_axes),
       cmocka_unit_test(test_zeros_and_non_finite),
+      cmocka_unit_test(test_short_and_odd_rows),
       cmocka_unit_test(test_f64_long_sums),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -218,18 +218,23 @@ DEFINE_FOLD(fold_min_s64, int64_t, IMIN)
 #define SUM_BLOCK 256
 #define SUM_COLS 64 /* kept columns summed at a time down the rows */
 
+/* A last block shorter than SUM_BLOCK still goes through the lanes when it holds SUM_LANES or
+ * more elements (attention's 128-long softmax rows were one serial chain of double adds);
+ * fewer than SUM_LANES left are added one by one. */
 #define DEFINE_SUM_RUN(name, T)                                                               \
   static inline double name(const T *restrict src, int64_t n) {                               \
     double total = -0.0; /* -0 is the additive identity: a sum of -0s stays -0 */             \
     int64_t j = 0;                                                                            \
-    for (; j + SUM_BLOCK <= n; j += SUM_BLOCK) {                                              \
+    while (n - j >= SUM_LANES) {                                                              \
+      int64_t m = n - j >= SUM_BLOCK ? SUM_BLOCK : (n - j) / SUM_LANES * SUM_LANES;           \
       T lane[SUM_LANES];                                                                      \
       for (int k = 0; k < SUM_LANES; k++) lane[k] = (T)-0.0;                                  \
-      for (int b = 0; b < SUM_BLOCK; b += SUM_LANES)                                          \
+      for (int64_t b = 0; b < m; b += SUM_LANES)                                              \
         for (int k = 0; k < SUM_LANES; k++) lane[k] += src[j + b + k];                        \
       for (int w = SUM_LANES / 2; w > 0; w /= 2) /* pairwise across lanes */                  \
         for (int k = 0; k < w; k++) lane[k] += lane[k + w];                                   \
       total += (double)lane[0];                                                               \
+      j += m;                                                                                 \
     }                                                                                         \
     for (; j < n; j++) total += (double)src[j];                                               \
     return total;                                                                             \

@@ -129,3 +129,19 @@ def test_rows_times_transposed(b, m, n, k):
     ref = np.einsum("...mk,...nk->...mn", a.astype(np.float64), w.astype(np.float64))
     check(lambda a, w: jnp.einsum("...mk,...nk->...mn", a, w), ref, a, w)
     check(lambda a, w: a @ jnp.swapaxes(w, -1, -2), ref, a, w)
+
+
+@pytest.mark.parametrize("m,k,n", [(1024, 256, 768), (300, 7, 500)])
+def test_bf16_product_converted_over_the_pool(m, k, n):
+    # bf16 operands widen to f32 and the f32 result narrows back in chunks across the pool
+    # (kernels/dot.c convert16_parallel; 1024x256 and 768x1024 outputs are split, the
+    # second case's operands are not). Every element: within one bf16 rounding of the f64
+    # product of the same bf16 inputs, and as close to XLA:CPU.
+    a = jnp.asarray(rng.standard_normal((m, k)), jnp.bfloat16)
+    b = jnp.asarray(rng.standard_normal((k, n)), jnp.bfloat16)
+    ref = np.asarray(a, np.float64) @ np.asarray(b, np.float64)
+    got = run("anvil", lambda a, b: a @ b, a, b).astype(np.float64)
+    want = run("cpu", lambda a, b: a @ b, a, b).astype(np.float64)
+    tol = 2.0 ** -8 * np.abs(ref) + 1e-3
+    assert np.all(np.abs(got - ref) <= tol)
+    assert np.all(np.abs(got - want) <= 2 * tol)

@@ -151,10 +151,35 @@ AV_CLONES static void f32_to_narrow16(av_dtype t, void *dst, const float *src, i
     for (int64_t i = 0; i < n; i++) o[i] = av_f32_to_f16(src[i]);
 }
 
+/* The two conversions above over the pool: a bf16 product's widening and narrowing ran on one
+ * thread while the other waited (3M elements around a 1024x1024x1024 GEMM). Chunks hold
+ * whole cache lines of both sides; each element converts alone, so the bits never depend
+ * on the split. */
+typedef struct convert16 {
+  av_dtype t;
+  bool widen;
+  void *dst;
+  const void *src;
+} convert16;
+
+static void convert16_range(void *ctx, int64_t begin, int64_t end) {
+  const convert16 *c = ctx;
+  if (c->widen)
+    narrow16_to_f32(c->t, (float *)c->dst + begin, (const uint16_t *)c->src + begin, end - begin);
+  else
+    f32_to_narrow16(c->t, (uint16_t *)c->dst + begin, (const float *)c->src + begin, end - begin);
+}
+
+static void convert16_parallel(struct av_thread_pool *pool, av_dtype t, bool widen, void *dst,
+                               const void *src, int64_t n) {
+  convert16 c = {t, widen, dst, src};
+  av_parallel_for(pool, n, 32, 64 * 1024, convert16_range, &c);
+}
+
 /* batched_trans: a transposed layout may be read in place with batch dimensions too (the
  * GEMM paths take each batch's matrix as it lies; the small loops and integers do not). */
 static av_code prepare(const av_view *v, const int *perm, int nb, int g1, int g2, av_dtype ct,
-                       bool batched_trans, operand_src *s, av_diag *d) {
+                       bool batched_trans, struct av_thread_pool *pool, operand_src *s, av_diag *d) {
   s->owned = NULL;
   s->trans = false;
   int64_t n = av_view_num_elements(v);
@@ -165,7 +190,7 @@ static av_code prepare(const av_view *v, const int *perm, int nb, int g1, int g2
     /* widen the whole operand with a tight loop first; layout handling then sees f32 */
     widened = malloc((size_t)(n ? n : 1) * sizeof(float));
     if (!widened) return av_diag_set(d, AV_RESOURCE_EXHAUSTED, "dot_general: out of memory widening operand");
-    narrow16_to_f32(dt, widened, v->data, n);
+    convert16_parallel(pool, dt, true, widened, v->data, n);
     data = widened;
     dt = AV_DT_F32;
   }
@@ -699,8 +724,8 @@ av_code av_kernel_dot_general(const av_dot_params *p, const av_view *lhs, const 
   int nb = p->nbatch;
   if (is_int) {
     /* convert to the result type first so the wrap happens in it, then widen */
-    c = prepare(lhs, pl.lperm, nb, pl.nlfree, p->ncontract, ot, false, &a, d);
-    if (!c) c = prepare(rhs, pl.rperm, nb, p->ncontract, pl.nrfree, ot, false, &b, d);
+    c = prepare(lhs, pl.lperm, nb, pl.nlfree, p->ncontract, ot, false, p->pool, &a, d);
+    if (!c) c = prepare(rhs, pl.rperm, nb, p->ncontract, pl.nrfree, ot, false, p->pool, &b, d);
     /* widen (and pack, if prepare kept the original layout) into u64 */
     uint64_t *wa = NULL, *wb = NULL;
     if (!c) {
@@ -736,8 +761,8 @@ av_code av_kernel_dot_general(const av_dot_params *p, const av_view *lhs, const 
     /* products past the small loops' size go to GEMM (gemm_blas), which reads transposed
      * batches in place */
     bool gemm = (double)pl.M * (double)pl.N * (double)pl.K > 65536.0;
-    c = prepare(lhs, pl.lperm, nb, pl.nlfree, p->ncontract, ct, gemm, &a, d);
-    if (!c) c = prepare(rhs, pl.rperm, nb, p->ncontract, pl.nrfree, ct, gemm, &b, d);
+    c = prepare(lhs, pl.lperm, nb, pl.nlfree, p->ncontract, ct, gemm, p->pool, &a, d);
+    if (!c) c = prepare(rhs, pl.rperm, nb, p->ncontract, pl.nrfree, ct, gemm, p->pool, &b, d);
     if (!c) {
       void *dst = out->data;
       if (ct != ot) {
@@ -749,7 +774,7 @@ av_code av_kernel_dot_general(const av_dot_params *p, const av_view *lhs, const 
         gemm_blas(ct, &pl, &a, &b, dst, p->dnnl_gemm, p->pool);
         if (ct != ot) {
           size_t ces = av_dtype_size(ct);
-          if (ct == AV_DT_F32 && is_narrow16(ot)) f32_to_narrow16(ot, out->data, cbuf, on);
+          if (ct == AV_DT_F32 && is_narrow16(ot)) convert16_parallel(p->pool, ot, false, out->data, cbuf, on);
           else
             for (int64_t i = 0; i < on; i++)
               av_kel_convert(ot, (char *)out->data + i * (int64_t)oes, ct, (const char *)cbuf + i * (int64_t)ces);

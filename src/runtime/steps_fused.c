@@ -315,7 +315,13 @@ static void gen_range(fused_run *fr, int64_t begin, int64_t end) {
   _Alignas(64) char local_buf[FUSED_TILE_BYTES];
   char *boxes = box_bytes <= sizeof local_buf ? local_buf : malloc(box_bytes);
   bool ok = at && boxes;
-  int64_t step = nbox ? fr->tile : end - begin;
+  /* Tiles only when some box must be gathered; boxes that are runs of their inputs over the
+   * whole share (rows of a state array, as a scan body slices them) are read in place in one
+   * call (an RK4 body's 27 row reads cost more per 1024-element tile than its arithmetic). */
+  bool all_runs = true;
+  for (uint32_t r = 0; r < p->nregs && at && all_runs; r++)
+    if (p->regs[r].kind == AV_FUSED_BOX && box_run(p->regs[r].box, begin, end - begin) < 0) all_runs = false;
+  int64_t step = nbox && !all_runs ? fr->tile : end - begin;
   for (int64_t t = begin; ok && t < end; t += step) {
     int64_t m = end - t < step ? end - t : step;
     size_t off = 0;

@@ -47,7 +47,7 @@ static void run_shape(const char *shape, const av_opcode *cycle, int ncycle, av_
     uint32_t a = out - 1, b = o % 3 == 2 ? 2 : out >= 4 ? out - 2 : 1;
     ops[o] = (av_fused_op){&k[o], k[o].nin, {a, b, 0}, out, NULL, 0};
   }
-  av_fused_params p = {1 << 20, NOPS + 3, NOPS, regs, ops, NULL, NULL};
+  av_fused_params p = {1 << 20, NOPS + 3, NOPS, regs, ops, NULL, NULL, 0};
   av_cg_region_desc d = {&p, ops, NOPS, dt, NULL, NULL, NULL, shape};
   static const char *const isas[] = {"avx512", "avx2"};
   for (int i = 0; i < 2; i++) {

@@ -330,6 +330,7 @@ static uint32_t build_fused(av_lower *c, const av_step *v, uint32_t nv, const ui
   p->regs = regs;
   p->ops = ops;
   p->reuse = reuse;
+  p->tile = av_fused_tile(p);
   av_step *fs = &out[nwritten++];
   memset(fs, 0, sizeof *fs);
   fs->run = av_step_fused;

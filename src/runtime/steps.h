@@ -64,7 +64,12 @@ typedef struct av_fused_params {
   /* the region as generated native code (runtime/codegen_abi.h), or NULL: the interpreter
    * runs the ops above */
   const struct av_cg_kernel *gen;
+  /* elements per tile (av_fused_tile), set once by the compiler; 0: worked out per run */
+  int64_t tile;
 } av_fused_params;
+/* The tile length of a fused step's passes: a function of its registers and ops only, which
+ * costs O(registers x ops) to work out (a loop body runs the step every iteration). */
+int64_t av_fused_tile(const av_fused_params *p);
 av_code av_step_fused(const av_step *s, av_frame *f, av_diag *d);
 /* A fused step in pieces (row groups below): its outputs allocated (taking over a dying
  * input's storage where the compiler allowed it), then elements [begin, end) computed on the

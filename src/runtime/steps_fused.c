@@ -26,18 +26,21 @@ enum {
   FUSED_STREAM_TILE = 128,
 };
 
-/* Whether register r is read as a tile (not only as the one value of a broadcast). */
-static bool needs_tile(const av_fused_params *p, uint32_t r) {
+/* Per register: whether some op reads it as a tile (not only as the one value of a
+ * broadcast). One pass over the ops: a loop body runs a fused step every iteration. */
+static void mark_tiled(const av_fused_params *p, bool *tiled) {
+  for (uint32_t r = 0; r < p->nregs; r++) tiled[r] = false;
   for (uint32_t o = 0; o < p->nops; o++)
     for (int i = 0; i < p->ops[o].nin; i++)
-      if (p->ops[o].in[i] == r && (!p->ops[o].with_scalar || i != p->ops[o].scalar_side)) return true;
-  return false;
+      if (!p->ops[o].with_scalar || i != p->ops[o].scalar_side) tiled[p->ops[o].in[i]] = true;
 }
 
 /* Bytes per element of the tiles one pass touches: inputs and outputs (slices of the arrays),
  * temporaries (registers share a tile when their lifetimes do not overlap: the index the
  * compiler gave them), broadcasts, and scalars that some op reads as a tile. */
 static size_t bytes_per_element(const av_fused_params *p) {
+  bool *tiled = malloc(sizeof *tiled * (p->nregs ? p->nregs : 1));
+  if (tiled) mark_tiled(p, tiled);
   size_t per_elem = 0;
   uint32_t ntemp = 0;
   for (uint32_t r = 0; r < p->nregs; r++) {
@@ -47,21 +50,24 @@ static size_t bytes_per_element(const av_fused_params *p) {
         ntemp = g->index + 1;
         per_elem += g->esize;
       }
-    } else if (g->kind != AV_FUSED_SCALAR || needs_tile(p, r)) {
-      per_elem += g->esize;
+    } else if (g->kind != AV_FUSED_SCALAR || !tiled || tiled[r]) {
+      per_elem += g->esize; /* (out of memory: counted as tiled, a shorter tile) */
     }
   }
+  free(tiled);
   return per_elem;
 }
 
 /* Elements per tile: as many as keep the tiles of one pass within FUSED_TILE_BYTES (long
  * chains have many registers), a multiple of 64. Tiling never changes results: every op is
  * elementwise. */
-static int64_t fused_tile(const av_fused_params *p) {
+int64_t av_fused_tile(const av_fused_params *p) {
   size_t per_elem = bytes_per_element(p);
   int64_t t = per_elem ? (int64_t)(FUSED_TILE_BYTES / per_elem) & ~(int64_t)63 : FUSED_TILE;
   return t < FUSED_TILE_MIN ? FUSED_TILE_MIN : t > FUSED_TILE ? FUSED_TILE : t;
 }
+
+static int64_t fused_tile(const av_fused_params *p) { return p->tile > 0 ? p->tile : av_fused_tile(p); }
 
 /* dst[0..n) = the element at v (esize bytes): plain stores for 4- and 8-byte elements (a
  * loop body over small arrays fills its scalar tiles every iteration, where a chain of
@@ -407,10 +413,10 @@ static void fused_range(void *ctx, int64_t begin, int64_t end) {
   }
   size_t at = 0;
   ntemp = 0;
+  mark_tiled(p, needs);
   for (uint32_t r = 0; r < p->nregs; r++) {
     const av_fused_reg *g = &p->regs[r];
     one[r] = NULL;
-    needs[r] = needs_tile(p, r);
     fixed[r] = false;
     size_t bytes = (g->esize * (size_t)tile + 63) & ~(size_t)63;
     switch (g->kind) {

@@ -218,7 +218,7 @@ static bool run_case(const char *isa, const char *what, const av_ew_kernel *k, c
   regs[nin] = (av_fused_reg){AV_FUSED_OUT, 0, av_dtype_size(out_dt), NULL};
   dtype[nin] = out_dt;
   av_fused_op op = {k, nin, {0, 1, 2}, (uint32_t)nin, NULL, 0};
-  av_fused_params p = {n, (uint32_t)nin + 1, 1, regs, &op, NULL, NULL};
+  av_fused_params p = {n, (uint32_t)nin + 1, 1, regs, &op, NULL, NULL, 0};
   av_cg_region_desc d = {&p, &op, 1, dtype, value, NULL, NULL, what};
   ncases++;
   if (getenv("CG_TRACE")) fprintf(stderr, "case %s %s scalar %d%s n %lld\n", isa, what, scalar, known ? " known" : "", (long long)n);
@@ -306,7 +306,7 @@ static bool isa_available(const char *isa) {
   av_ew_kernel k;
   av_ew_prepare(AV_OP_NEGATE, AV_DT_S32, AV_DT_S32, AV_CMP_EQ, AV_CMP_DEFAULT, &k);
   av_fused_op op = {&k, 1, {0}, 1, NULL, 0};
-  av_fused_params p = {64, 2, 1, regs, &op, NULL, NULL};
+  av_fused_params p = {64, 2, 1, regs, &op, NULL, NULL, 0};
   av_dtype dt[2] = {AV_DT_S32, AV_DT_S32};
   av_cg_region_desc d = {&p, &op, 1, dt, NULL, NULL, NULL, "probe"};
   av_cg_kernel *g = av_codegen_fused_isa(&d, isa);
@@ -482,7 +482,7 @@ static void test_erfinv_sweep(void **state) {
     av_dtype dtype[2] = {AV_DT_F32, AV_DT_F32};
     const void *value[2] = {0};
     av_fused_op op = {&k, 1, {0, 1, 2}, 1, NULL, 0};
-    av_fused_params p = {N, 2, 1, regs, &op, NULL, NULL};
+    av_fused_params p = {N, 2, 1, regs, &op, NULL, NULL, 0};
     av_cg_region_desc d = {&p, &op, 1, dtype, value, NULL, NULL, "erf_inv sweep"};
     av_cg_kernel *g = av_codegen_fused_isa(&d, isas[ii]);
     assert_non_null(g);

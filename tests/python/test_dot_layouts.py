@@ -145,3 +145,17 @@ def test_bf16_product_converted_over_the_pool(m, k, n):
     tol = 2.0 ** -8 * np.abs(ref) + 1e-3
     assert np.all(np.abs(got - ref) <= tol)
     assert np.all(np.abs(got - want) <= 2 * tol)
+
+
+@pytest.mark.parametrize("m,k", [(20, 100), (37, 512), (64, 33)])
+def test_matrix_vector_rows_alike(m, k):
+    # kernels/dot.c sums sixteen rows at a time (rows16_dots_f32), then four, then one: every
+    # row must come out with the bits it has alone (a one-row product takes the one-row loop),
+    # and close to the f64 product
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    v = rng.standard_normal((k,)).astype(np.float32)
+    whole = run("anvil", lambda a, v: a @ v, a, v)
+    alone = np.concatenate([run("anvil", lambda a, v: a @ v, a[r:r + 1], v) for r in range(m)])
+    np.testing.assert_array_equal(whole.view(np.uint32), alone.view(np.uint32))
+    ref = a.astype(np.float64) @ v.astype(np.float64)
+    np.testing.assert_allclose(whole, ref, rtol=1e-5, atol=1e-5 * np.abs(ref).max())

@@ -250,7 +250,50 @@ static av_code prepare(const av_view *v, const int *perm, int nb, int g1, int g2
  * blocks the row loop. The operations per element are the same, so the bits are too. */
 #define DOT_LANES 16
 #define SMALL_GEMM_PANEL 16384 /* bytes of each stack buffer below */
-#define DEFINE_SMALL_GEMM(name, T)                                                             \
+
+typedef float rows4_vec __attribute__((vector_size(64), aligned(sizeof(float))));
+
+/* lane sums of 16 blocks at once, in the scalar pairwise order (simd_transpose.h) */
+AV_DEFINE_PAIRWISE_SUMS16(rows4_reduce16, rows4_vec)
+
+/* The row-dot path below for f32, sixteen rows of A at a time: sixteen chains of lane sums
+ * in registers, whose pairwise lane sums rows4_reduce16 adds for all sixteen rows in 15
+ * vector adds. Adding each row's 16 lanes one by one cost as much as its multiplies for a
+ * 512-long row (a conjugate-gradient solve's 512x512 matrix-vector products). Each row's
+ * operations are those of the single-row loop, so the bits are the same. Returns the rows
+ * done (a multiple of 16). */
+AV_CLONES static int64_t rows16_dots_f32(int64_t M, int64_t N, int64_t K, const float *Ab,
+                                         const float *Bb, float *Cb) {
+  int64_t kv = K / DOT_LANES * DOT_LANES, i16 = 0;
+  for (; i16 + 16 <= M; i16 += 16)
+    for (int64_t j = 0; j < N; j++) {
+      const float *y = Bb + j * K;
+      rows4_vec s[16], xv, yv;
+      memset(s, 0, sizeof s);
+      for (int64_t k = 0; k < kv; k += DOT_LANES) {
+        memcpy(&yv, y + k, sizeof yv);
+        for (int r = 0; r < 16; r++) {
+          memcpy(&xv, Ab + (i16 + r) * K + k, sizeof xv);
+          s[r] = s[r] + xv * yv;
+        }
+      }
+      float sums[16];
+      rows4_reduce16(s, sums);
+      for (int r = 0; r < 16; r++) {
+        const float *x = Ab + (i16 + r) * K;
+        float acc = sums[r];
+        for (int64_t k = kv; k < K; k++) acc = acc + x[k] * y[k];
+        Cb[(i16 + r) * N + j] = acc;
+      }
+    }
+  return i16;
+}
+
+static int64_t rows16_dots_none(int64_t M, int64_t N, int64_t K, const double *Ab, const double *Bb,
+                                double *Cb) {
+  return 0; /* f64's 8-lane vectors: the four-row loop */
+}
+#define DEFINE_SMALL_GEMM(name, T, ROWS16)                                                     \
   typedef T name##_vec __attribute__((vector_size(64), aligned(sizeof(T))));                  \
   AV_CLONES static bool name(int64_t B, int64_t M, int64_t N, int64_t K, const T *A, bool at,   \
                              const T *Bm, bool bt, T *C) {                                     \
@@ -351,7 +394,7 @@ static av_code prepare(const av_view *v, const int *perm, int nb, int g1, int g2
        * add's latency per step), each row's sums exactly those of the single-row loop after  \
        * it */                                                                                 \
       enum { NV = DOT_LANES * sizeof(T) / sizeof(name##_vec) };                                \
-      int64_t i4 = 0;                                                                          \
+      int64_t i4 = ROWS16(M, N, K, Ab, Bb, Cb);                                                \
       for (; i4 + 4 <= M; i4 += 4)                                                             \
         for (int64_t j = 0; j < N; j++) {                                                      \
           const T *y = Bb + j * K;                                                             \
@@ -394,8 +437,8 @@ static av_code prepare(const av_view *v, const int *perm, int nb, int g1, int g2
     }                                                                                          \
     return true;                                                                               \
   }
-DEFINE_SMALL_GEMM(small_gemm_f32, float)
-DEFINE_SMALL_GEMM(small_gemm_f64, double)
+DEFINE_SMALL_GEMM(small_gemm_f32, float, rows16_dots_f32)
+DEFINE_SMALL_GEMM(small_gemm_f64, double, rows16_dots_none)
 
 /* A few rows times a transposed matrix (an RNN's backward dg @ W.T: 16x512 by 128x512): every
  * element the dot product of two contiguous rows, accumulated with fused multiply-adds in 16
@@ -404,10 +447,6 @@ DEFINE_SMALL_GEMM(small_gemm_f64, double)
  * kernel took 1.5x XLA:CPU's time on these shapes. The multiply-adds are contracted in this
  * function only (the rest of anvil builds with -ffp-contract=off): a multiply then an add
  * took twice the time, and every copy of it (AVX-512, AVX2 with FMA) fuses the same ones. */
-typedef float rows4_vec __attribute__((vector_size(64), aligned(sizeof(float))));
-
-/* lane sums of 16 blocks at once, in the scalar pairwise order (simd_transpose.h) */
-AV_DEFINE_PAIRWISE_SUMS16(rows4_reduce16, rows4_vec)
 
 #if defined(__clang__)
 #define ROWS_CONTRACT

@@ -13,6 +13,9 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <stdlib.h>
+#include <string.h>
+
 #include "runtime/kernels/gather.h"
 #include "runtime/kernels/scatter.h"
 #include "test_kernels_util.h"
@@ -114,12 +117,47 @@ static void test_scatter_order_and_partial_window_skip(void **state) {
   assert_true(in[0] == 0 && in[1] == 3 && in[2] == 4 && in[3] == 0);
 }
 
+/* Replacing rows of four bytes (jnp.insert / x.at[rows].set on uint8, bool, and 16-bit pairs):
+ * the path for four bytes per scatter position placed row 2 at byte 32 of a 16-byte uint8
+ * operand (its element offset taken as 32-bit elements), past the buffer's end. The operand
+ * is heap memory of its exact size, so AddressSanitizer reports any byte written past it. */
+static void test_scatter_replace_four_byte_rows(void **state) {
+  (void)state;
+  static const av_dtype types[3] = {AV_DT_U8, AV_DT_U16, AV_DT_S32};
+  for (int t = 0; t < 3; t++) {
+    size_t es = av_dtype_size(types[t]);
+    int64_t row = (int64_t)(4 / es); /* elements per 4-byte row */
+    int64_t od[2] = {4, row}, id[2] = {3, 1}, ud[2] = {3, row};
+    unsigned char *op = malloc(16), *out = malloc(16), upd[12];
+    assert_non_null(op);
+    assert_non_null(out);
+    memset(op, 0xAA, 16);
+    for (int i = 0; i < 12; i++) upd[i] = (unsigned char)(i + 1);
+    int32_t idx[3] = {0, 2, 3};
+    av_view In = tk_view(op, types[t], 2, od), I = tk_view(idx, AV_DT_S32, 2, id),
+            U = tk_view(upd, types[t], 2, ud), R = tk_view(out, types[t], 2, od);
+    av_scatter_params p = {.ninputs = 1, .n_update_window_dims = 1, .update_window_dims = {1},
+                           .n_inserted_window_dims = 1, .inserted_window_dims = {0},
+                           .n_scatter_dims_to_operand_dims = 1, .scatter_dims_to_operand_dims = {0},
+                           .index_vector_dim = 1, .update_is_replace = true};
+    av_diag d;
+    av_diag_init(&d);
+    assert_int_equal(av_kernel_scatter(&p, &In, &I, &U, &R, &d), AV_OK);
+    static const int dest[3] = {0, 2, 3};
+    for (int r = 0; r < 3; r++) assert_memory_equal(out + 4 * dest[r], upd + 4 * r, 4);
+    for (int b = 4; b < 8; b++) assert_int_equal(out[b], 0xAA); /* row 1 kept the operand's */
+    free(op);
+    free(out);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_gather_batching_spec_example),
       cmocka_unit_test(test_gather_implicit_index_vector_and_clamp),
       cmocka_unit_test(test_scatter_add_batching_drops_oob),
       cmocka_unit_test(test_scatter_order_and_partial_window_skip),
+      cmocka_unit_test(test_scatter_replace_four_byte_rows),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -119,3 +119,17 @@ def test_gaussian_kde_integrate_box(anvil_device, cpu_device):
             w = r.standard_normal(shape[-1:]).astype(dtype)
             got, want = _run(anvil_device, jax.jit(f), data, w), _run(cpu_device, jax.jit(f), data, w)
             assert_close(np.float32(got), np.float32(want), rtol=2e-3, atol=1e-3)
+
+def test_insert_rows_of_four_bytes(anvil_device, cpu_device):
+    """lax_numpy_test testInsertInteger0 / testInsertSlice0: jnp.insert on a (3, 4) uint8
+    array along axis -2 scatters whole rows of four bytes. The scatter's path for four bytes
+    per position took a row's element offset as 32-bit elements: rows after the first went
+    past the 16-byte result (zeros came back, and memory beyond it was overwritten)."""
+    x = np.array([[1, 2, 1, 5], [1, 3, 1, 4], [2, 2, 2, 2]], np.uint8)
+    for dt in (np.uint8, np.int8, np.bool_, np.int16):
+        xx = x.astype(dt) if dt != np.int16 else x[:, :2].astype(dt)
+        for i in (0, 1, 3, -1):
+            f = jax.jit(lambda x, i: jnp.insert(x, i, x[0], axis=-2))
+            want = np.insert(xx, i, xx[0], axis=-2)
+            np.testing.assert_array_equal(_run(anvil_device, f, xx, np.int32(i)), want)
+            np.testing.assert_array_equal(_run(cpu_device, f, xx, np.int32(i)), want)

@@ -266,9 +266,10 @@ av_code av_kernel_scatter(const av_scatter_params *p, const av_view *inputs,
       char *out = outputs[0].data;
       const char *upd = updates[0].data;
       int64_t e = (int64_t)es[0];
-      if (comb.replace && wn * e == 4) { /* one 32-bit element per position (x.at[i, j].set) */
+      if (comb.replace && wn * e == 4) { /* four bytes per position (x.at[i, j].set of a 32-bit
+                                             * element, or a row of four bytes) */
         for (int64_t b = 0; b < nsbt; b++)
-          if (base[b] >= 0) memcpy(out + base[b] * 4, upd + b * 4, 4);
+          if (base[b] >= 0) memcpy(out + base[b] * e, upd + b * 4, 4); /* base: in elements */
         goto done;
       }
       for (int64_t b = 0; b < nsbt; b++) {

@@ -311,23 +311,22 @@ static void gen_range(fused_run *fr, int64_t begin, int64_t end) {
   const av_fused_params *p = fr->p;
   void *local_at[FUSED_LOCAL_REGS];
   void **at = p->nregs <= FUSED_LOCAL_REGS ? local_at : malloc(sizeof *at * p->nregs);
-  uint32_t nbox = 0;
+  /* Tiles only when some box must be gathered; boxes that are runs of their inputs over the
+   * whole share (rows of a state array, as a scan body slices them) are read in place in one
+   * call, with no scratch (an RK4 body's 27 row reads cost more per 1024-element tile than
+   * its arithmetic). */
+  bool all_runs = true;
   size_t box_bytes = 0;
-  for (uint32_t r = 0; r < p->nregs && at; r++)
+  for (uint32_t r = 0; r < p->nregs; r++)
     if (p->regs[r].kind == AV_FUSED_BOX) {
-      nbox++;
       box_bytes += ((size_t)fr->tile * p->regs[r].esize + 63) & ~(size_t)63;
+      if (all_runs && box_run(p->regs[r].box, begin, end - begin) < 0) all_runs = false;
     }
+  if (all_runs) box_bytes = 0;
   _Alignas(64) char local_buf[FUSED_TILE_BYTES];
   char *boxes = box_bytes <= sizeof local_buf ? local_buf : malloc(box_bytes);
   bool ok = at && boxes;
-  /* Tiles only when some box must be gathered; boxes that are runs of their inputs over the
-   * whole share (rows of a state array, as a scan body slices them) are read in place in one
-   * call (an RK4 body's 27 row reads cost more per 1024-element tile than its arithmetic). */
-  bool all_runs = true;
-  for (uint32_t r = 0; r < p->nregs && at && all_runs; r++)
-    if (p->regs[r].kind == AV_FUSED_BOX && box_run(p->regs[r].box, begin, end - begin) < 0) all_runs = false;
-  int64_t step = nbox && !all_runs ? fr->tile : end - begin;
+  int64_t step = all_runs ? end - begin : fr->tile;
   for (int64_t t = begin; ok && t < end; t += step) {
     int64_t m = end - t < step ? end - t : step;
     size_t off = 0;

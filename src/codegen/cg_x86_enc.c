@@ -256,21 +256,21 @@ static void gp_mem(x86_buf *b, uint8_t opc, int reg, x86_mem m) {
 void x86_mov_load(x86_buf *b, int dst, x86_mem m) {
   gp_mem(b, 0x8B, dst, m);
   char ms[64];
-  fmt_mem(ms, sizeof ms, m);
+  if (b->captext) fmt_mem(ms, sizeof ms, m);
   list_line(b, "%-14s %s, %s", "mov", gpr_names[dst], ms);
 }
 
 void x86_mov_store(x86_buf *b, x86_mem m, int src) {
   gp_mem(b, 0x89, src, m);
   char ms[64];
-  fmt_mem(ms, sizeof ms, m);
+  if (b->captext) fmt_mem(ms, sizeof ms, m);
   list_line(b, "%-14s %s, %s", "mov", ms, gpr_names[src]);
 }
 
 void x86_lea(x86_buf *b, int dst, x86_mem m) {
   gp_mem(b, 0x8D, dst, m);
   char ms[64];
-  fmt_mem(ms, sizeof ms, m);
+  if (b->captext) fmt_mem(ms, sizeof ms, m);
   list_line(b, "%-14s %s, %s", "lea", gpr_names[dst], ms);
 }
 

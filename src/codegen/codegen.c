@@ -4,6 +4,7 @@
 #include "codegen/codegen.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -21,9 +22,24 @@ typedef struct cg_kernel_obj {
     av_cg_kernel k;
     av_cg_nest_kernel nest;
   };
-  void *map;
-  size_t len;
+  av_cg_code *own; /* the code store of a kernel generated alone (tests), freed with it */
 } cg_kernel_obj;
+
+/* Pages of generated code: written while mapped read + write, then made read + execute at
+ * once by av_codegen_seal, never both. A chunk holds many kernels, each 64-byte aligned (the
+ * most any kernel's constant pool asks of its start). */
+typedef struct cg_chunk {
+  struct cg_chunk *next;
+  uint8_t *map;
+  size_t len, used;
+} cg_chunk;
+
+struct av_cg_code {
+  cg_chunk *chunks; /* newest first: the one being filled */
+  bool sealed;
+};
+
+enum { CG_CHUNK_BYTES = 64 * 1024, CG_KERNEL_ALIGN = 64 };
 
 static const cg_isa *isa_named(const char *name) {
 #if defined(__x86_64__)
@@ -43,7 +59,6 @@ static const cg_isa *isa_named(const char *name) {
 /* The ISA of this process: 0 not decided, 1 off, 2 on (chosen_isa set). */
 static atomic_int state;
 static _Atomic(const cg_isa *) chosen_isa;
-static atomic_bool exec_refused;
 
 static _Atomic(const char *) forced_mode;
 
@@ -51,6 +66,8 @@ void av_codegen_set_mode(const char *mode) {
   atomic_store(&forced_mode, mode);
   atomic_store(&state, 0);
 }
+
+static bool exec_allowed(void);
 
 static const cg_isa *process_isa(void) {
   int s = atomic_load_explicit(&state, memory_order_acquire);
@@ -67,7 +84,7 @@ static const cg_isa *process_isa(void) {
     atomic_store_explicit(&state, isa ? 2 : 1, memory_order_release);
     s = isa ? 2 : 1;
   }
-  if (s != 2 || atomic_load_explicit(&exec_refused, memory_order_relaxed)) return NULL;
+  if (s != 2 || !exec_allowed()) return NULL;
   return atomic_load(&chosen_isa);
 }
 
@@ -78,29 +95,92 @@ const char *av_codegen_isa(void) {
   return isa ? isa->name : NULL;
 }
 
-/* Copies code into fresh pages: mapped writable, filled, then made read + execute. NULL when
- * the system refuses executable memory (SELinux execmem, seccomp...): generation is then off
- * for the process, with one warning. */
-static void *exec_copy(const uint8_t *code, size_t n, size_t *len) {
+static size_t page_size(void) {
   long page = sysconf(_SC_PAGESIZE);
-  if (page <= 0) page = 4096;
-  *len = (n + (size_t)page - 1) & ~((size_t)page - 1);
-  void *m = mmap(NULL, *len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (m == MAP_FAILED) return NULL;
-  memcpy(m, code, n);
-  if (mprotect(m, *len, PROT_READ | PROT_EXEC) != 0) {
-    int err = errno;
-    munmap(m, *len);
-    if (err == EACCES || err == EPERM) {
-      bool was = atomic_exchange(&exec_refused, true);
-      if (!was)
-        fprintf(stderr, "anvil: executable memory refused (%s): generated code is off, the "
-                        "interpreter runs every fused region\n", strerror(err));
+  return page > 0 ? (size_t)page : 4096;
+}
+
+/* Whether this process may make memory executable (SELinux execmem, seccomp... may refuse):
+ * tried once, on one page, before the first kernel is generated, and known again when a seal
+ * is refused. Refused, generation is off for the process with one warning, and the
+ * interpreter runs every fused region. */
+static atomic_bool exec_refused;
+
+static void refuse_exec(int err) {
+  if (!atomic_exchange(&exec_refused, true))
+    fprintf(stderr, "anvil: executable memory refused (%s): generated code is off, the "
+                    "interpreter runs every fused region\n", strerror(err));
+}
+
+static void probe_exec(void) {
+  size_t len = page_size();
+  void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  int err = 0;
+  if (m == MAP_FAILED) err = errno;
+  else if (mprotect(m, len, PROT_READ | PROT_EXEC) != 0) err = errno;
+  if (m != MAP_FAILED) munmap(m, len);
+  if (err) refuse_exec(err);
+}
+
+static bool exec_allowed(void) {
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, probe_exec);
+  return !atomic_load_explicit(&exec_refused, memory_order_relaxed);
+}
+
+av_cg_code *av_codegen_code_new(void) { return calloc(1, sizeof(av_cg_code)); }
+
+/* Copies n bytes of code into the store's writable pages; their address, or NULL. */
+static void *code_add(av_cg_code *code, const uint8_t *bytes, size_t n) {
+  if (!code || code->sealed) return NULL;
+  cg_chunk *c = code->chunks;
+  size_t at = c ? (c->used + CG_KERNEL_ALIGN - 1) & ~(size_t)(CG_KERNEL_ALIGN - 1) : 0;
+  if (!c || at + n > c->len) {
+    size_t page = page_size(), len = n > CG_CHUNK_BYTES ? n : CG_CHUNK_BYTES;
+    len = (len + page - 1) & ~(page - 1);
+    cg_chunk *fresh = calloc(1, sizeof *fresh);
+    void *m = fresh ? mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+                    : MAP_FAILED;
+    if (m == MAP_FAILED) {
+      free(fresh);
+      return NULL;
     }
-    return NULL;
+    fresh->map = m;
+    fresh->len = len;
+    fresh->next = code->chunks;
+    code->chunks = c = fresh;
+    at = 0;
   }
-  __builtin___clear_cache((char *)m, (char *)m + n);
-  return m;
+  memcpy(c->map + at, bytes, n);
+  c->used = at + n;
+  return c->map + at;
+}
+
+bool av_codegen_seal(av_cg_code *code, int *err) {
+  *err = 0;
+  if (!code || code->sealed) return true;
+  for (cg_chunk *c = code->chunks; c; c = c->next) {
+    if (mprotect(c->map, c->len, PROT_READ | PROT_EXEC) != 0) {
+      *err = errno;
+      /* refused after the probe allowed it (a policy set since: prctl, seccomp) */
+      if (*err == EACCES || *err == EPERM) refuse_exec(*err);
+      return false;
+    }
+    __builtin___clear_cache((char *)c->map, (char *)c->map + c->used);
+  }
+  code->sealed = true;
+  return true;
+}
+
+void av_codegen_code_free(void *p) {
+  av_cg_code *code = p;
+  if (!code) return;
+  for (cg_chunk *c = code->chunks, *next; c; c = next) {
+    next = c->next;
+    munmap(c->map, c->len);
+    free(c);
+  }
+  free(code);
 }
 
 /* With ANVIL_PERF_MAP=1, names each generated kernel in /tmp/perf-PID.map, where `perf report`
@@ -178,8 +258,19 @@ static bool worth_generating(const cg_region *r) {
   return native >= 4 * calls;
 }
 
+/* The kernel object for b's code, copied into `code`; NULL when out of memory. */
+static cg_kernel_obj *place(av_cg_code *code, const x86_buf *b, void **entry) {
+  cg_kernel_obj *o = calloc(1, sizeof *o);
+  *entry = o ? code_add(code, b->p, b->n) : NULL;
+  if (!*entry) {
+    free(o);
+    return NULL;
+  }
+  return o;
+}
+
 /* `any`: also a region of mostly calls (tests exercise the calls one op at a time) */
-static av_cg_kernel *generate(const av_cg_region_desc *d, const cg_isa *isa, bool any) {
+static av_cg_kernel *generate(av_cg_code *code, const av_cg_region_desc *d, const cg_isa *isa, bool any) {
   if (!isa || !d || !d->p || d->p->n < 1) return NULL;
   cg_region r = {0};
   cg_target tg = {isa->native, isa->vl / 4};
@@ -209,29 +300,24 @@ static av_cg_kernel *generate(const av_cg_region_desc *d, const cg_isa *isa, boo
   const char *dir = getenv("ANVIL_DUMP_DIR");
   x86_buf b = {0};
   cg_kernel_obj *o = NULL;
-  if (cg_x86_generate(&r, isa, dir && *dir, &b)) {
-    o = calloc(1, sizeof *o);
-    void *code = o ? exec_copy(b.p, b.n, &o->len) : NULL;
-    if (code) {
-      o->map = code;
-      o->k.entry = (av_cg_entry)code;
-      o->k.lanes = cg_loop_lanes(&r);
-      o->k.isa = isa->name;
-      dump_listing(d->name, d->p, &r, isa, &b);
-      perf_map_note(code, b.n, "region", d->name);
-    } else {
-      free(o);
-      o = NULL;
-    }
+  void *entry = NULL;
+  if (cg_x86_generate(&r, isa, dir && *dir, &b) && (o = place(code, &b, &entry))) {
+    o->k.entry = (av_cg_entry)entry;
+    o->k.lanes = cg_loop_lanes(&r);
+    o->k.isa = isa->name;
+    dump_listing(d->name, d->p, &r, isa, &b);
+    perf_map_note(entry, b.n, "region", d->name);
   }
   x86_buf_free(&b);
   cg_region_free(&r);
   return o ? &o->k : NULL;
 }
 
-av_cg_kernel *av_codegen_fused(const av_cg_region_desc *d) { return generate(d, process_isa(), false); }
+av_cg_kernel *av_codegen_fused(av_cg_code *code, const av_cg_region_desc *d) {
+  return generate(code, d, process_isa(), false);
+}
 
-static av_cg_nest_kernel *generate_nest(const av_cg_nest_desc *d, const cg_isa *isa) {
+static av_cg_nest_kernel *generate_nest(av_cg_code *code, const av_cg_nest_desc *d, const cg_isa *isa) {
   if (!isa || !d) return NULL;
   cg_region r = {0};
   int lanes = isa->vl / 4;
@@ -239,39 +325,54 @@ static av_cg_nest_kernel *generate_nest(const av_cg_nest_desc *d, const cg_isa *
   const char *dir = getenv("ANVIL_DUMP_DIR");
   x86_buf b = {0};
   cg_kernel_obj *o = NULL;
-  if (cg_lower_nest(d, &tg, lanes, &r) && cg_x86_generate(&r, isa, dir && *dir, &b)) {
-    o = calloc(1, sizeof *o);
-    void *code = o ? exec_copy(b.p, b.n, &o->len) : NULL;
-    if (code) {
-      o->map = code;
-      o->nest.entry = (av_cg_nest_entry)code;
-      o->nest.lanes = lanes;
-      o->nest.isa = isa->name;
-      dump_listing(d->name, NULL, &r, isa, &b);
-      perf_map_note(code, b.n, "nest", d->name);
-    } else {
-      free(o);
-      o = NULL;
-    }
+  void *entry = NULL;
+  if (cg_lower_nest(d, &tg, lanes, &r) && cg_x86_generate(&r, isa, dir && *dir, &b) &&
+      (o = place(code, &b, &entry))) {
+    o->nest.entry = (av_cg_nest_entry)entry;
+    o->nest.lanes = lanes;
+    o->nest.isa = isa->name;
+    dump_listing(d->name, NULL, &r, isa, &b);
+    perf_map_note(entry, b.n, "nest", d->name);
   }
   x86_buf_free(&b);
   cg_region_free(&r);
   return o ? &o->nest : NULL;
 }
 
-av_cg_nest_kernel *av_codegen_nest(const av_cg_nest_desc *d) { return generate_nest(d, process_isa()); }
+av_cg_nest_kernel *av_codegen_nest(av_cg_code *code, const av_cg_nest_desc *d) {
+  return generate_nest(code, d, process_isa());
+}
+
+/* A kernel generated alone (tests, benchmarks): its own code store, sealed at once. */
+static cg_kernel_obj *alone(av_cg_code *code, void *kernel) {
+  int err;
+  cg_kernel_obj *o = kernel;
+  if (!o || !av_codegen_seal(code, &err)) {
+    free(o);
+    av_codegen_code_free(code);
+    return NULL;
+  }
+  o->own = code;
+  return o;
+}
 
 av_cg_nest_kernel *av_codegen_nest_isa(const av_cg_nest_desc *d, const char *isa) {
-  return atomic_load(&exec_refused) ? NULL : generate_nest(d, isa_named(isa));
+  if (!exec_allowed()) return NULL;
+  av_cg_code *code = av_codegen_code_new();
+  cg_kernel_obj *o = alone(code, code ? generate_nest(code, d, isa_named(isa)) : NULL);
+  return o ? &o->nest : NULL;
 }
 
 av_cg_kernel *av_codegen_fused_isa(const av_cg_region_desc *d, const char *isa) {
-  return atomic_load(&exec_refused) ? NULL : generate(d, isa_named(isa), true);
+  if (!exec_allowed()) return NULL;
+  av_cg_code *code = av_codegen_code_new();
+  cg_kernel_obj *o = alone(code, code ? generate(code, d, isa_named(isa), true) : NULL);
+  return o ? &o->k : NULL;
 }
 
 void av_codegen_free(void *kernel) {
   cg_kernel_obj *o = kernel;
   if (!o) return;
-  if (o->map) munmap(o->map, o->len);
+  av_codegen_code_free(o->own);
   free(o);
 }

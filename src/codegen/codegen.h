@@ -23,6 +23,19 @@
 #include "runtime/codegen_abi.h"
 #include "runtime/steps.h"
 
+/* The generated code of one compile. Kernels are written to its pages while they are
+ * writable; av_codegen_seal then makes them executable, all at once (one mapping per 64 KiB,
+ * not one per kernel: the mmap, mprotect and munmap of 62 page-sized regions, with the TLB
+ * shootdowns they send, were a quarter of a GPT forward's compile). After the seal nothing
+ * more is written. Seal fails (false, errno in *err) when the system refuses; then, for
+ * EACCES/EPERM, generation is off for the rest of the process (av_codegen_enabled), and the
+ * compiler lowers the program again without it. av_codegen_code_free unmaps the store
+ * (after the kernels' last run). */
+typedef struct av_cg_code av_cg_code;
+av_cg_code *av_codegen_code_new(void);
+bool av_codegen_seal(av_cg_code *code, int *err);
+void av_codegen_code_free(void *code);
+
 /* A fused region as the compiler built it. */
 typedef struct av_cg_region_desc {
   const av_fused_params *p; /* registers, element count (p->ops are not read) */
@@ -66,12 +79,13 @@ typedef struct av_cg_nest_desc {
   const char *name;
 } av_cg_nest_desc;
 /* The nest's kernel, or NULL (as av_codegen_fused); free with av_codegen_free. */
-av_cg_nest_kernel *av_codegen_nest(const av_cg_nest_desc *d);
+av_cg_nest_kernel *av_codegen_nest(av_cg_code *code, const av_cg_nest_desc *d);
 av_cg_nest_kernel *av_codegen_nest_isa(const av_cg_nest_desc *d, const char *isa); /* tests */
 
 /* The generated kernel of a region, or NULL (generation off or unavailable, or the region has
- * something the generator does not take). Free with av_codegen_free. */
-av_cg_kernel *av_codegen_fused(const av_cg_region_desc *d);
+ * something the generator does not take). Its code lies in `code`'s pages and may run only
+ * after av_codegen_seal. Free with av_codegen_free (the kernel), then av_codegen_code_free. */
+av_cg_kernel *av_codegen_fused(av_cg_code *code, const av_cg_region_desc *d);
 void av_codegen_free(void *kernel);
 
 /* Whether generation is on in this process (ANVIL_CODEGEN, the CPU, executable memory). */

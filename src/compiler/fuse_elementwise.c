@@ -177,7 +177,7 @@ static void generate(av_lower *c, const av_step *v, uint32_t nv, fuse_builder *b
     }
   }
   av_cg_region_desc d = {p, ops, nops, b->dtype, b->value, b->iota_inner, b->iota_size, name};
-  av_cg_kernel *k = av_codegen_fused(&d);
+  av_cg_kernel *k = av_codegen_fused(av_lower_code(c), &d);
   if (k && av_lower_own(c, k, av_codegen_free)) p->gen = k;
 }
 

@@ -297,7 +297,7 @@ static bool build(nest_build *nb, const av_op *root, av_nest_params *p) {
     }
     if (!bcast || nb->ninputs == 0) return false;
     av_cg_nest_desc d = {p->nv, p->nr, p->nk, nb->nodes, nb->nnodes, x, init, root->loc};
-    av_cg_nest_kernel *k = av_codegen_nest(&d);
+    av_cg_nest_kernel *k = av_codegen_nest(av_lower_code(nb->c), &d);
     if (!k) return false;
     if (!av_lower_own(nb->c, k, av_codegen_free)) return false;
     p->gen = k;

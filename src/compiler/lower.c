@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "codegen/codegen.h"
 #include "compiler/cost.h"
 #include "compiler/lower_internal.h"
 #include "compiler/sharding_lower.h"
@@ -321,6 +322,14 @@ av_storage *av_lower_const_storage(av_lower *c, size_t nbytes) {
   }
   p->consts[p->nconsts++] = st;
   return st;
+}
+
+struct av_cg_code *av_lower_code(av_lower *c) {
+  if (!c->code) {
+    av_cg_code *code = av_codegen_code_new();
+    if (code && av_lower_own(c, code, av_codegen_code_free)) c->code = code;
+  }
+  return c->code;
 }
 
 bool av_lower_own(av_lower *c, void *obj, void (*free_fn)(void *)) {
@@ -778,7 +787,8 @@ void av_plan_free(av_plan *p) {
   free(p);
 }
 
-av_plan *av_lower_module(const av_module *m, av_diag *d) {
+/* One lowering; *refused: its generated code could not be made executable. */
+static av_plan *lower_module(const av_module *m, av_diag *d, bool *refused) {
   av_plan *plan = calloc(1, sizeof *plan);
   if (!plan) {
     av_diag_set(d, AV_RESOURCE_EXHAUSTED, "out of memory");
@@ -833,10 +843,27 @@ av_plan *av_lower_module(const av_module *m, av_diag *d) {
   free(c.owner);
   for (uint32_t i = 0; i < c.nchunks; i++) free(c.type_chunks[i]);
   free(c.type_chunks);
+  int err = 0;
+  if (!c.nerrors && c.code && !av_codegen_seal(c.code, &err)) {
+    av_diag_set(d, AV_RESOURCE_EXHAUSTED, "generated code could not be made executable: %s",
+                strerror(err));
+    c.nerrors++;
+    *refused = !av_codegen_enabled();
+  }
   if (c.nerrors || !plan->entry) {
     if (!c.nerrors) av_diag_set(d, AV_INTERNAL, "entry function was not lowered");
     av_plan_free(plan);
     return NULL;
+  }
+  return plan;
+}
+
+av_plan *av_lower_module(const av_module *m, av_diag *d) {
+  bool refused = false;
+  av_plan *plan = lower_module(m, d, &refused);
+  if (!plan && refused) { /* executable memory refused since the last compile: interpreted */
+    av_diag_init(d);
+    plan = lower_module(m, d, &refused);
   }
   return plan;
 }

@@ -59,6 +59,8 @@ typedef struct av_lower {
   const struct av_block *splice_block;
   const int32_t *splice_args;
   bool spliced;
+  /* the generated code of this compile (codegen/codegen.h), made executable at its end */
+  struct av_cg_code *code;
 } av_lower;
 
 /* Records a problem with the current op; returns false for `return av_lower_fail(...)`. */
@@ -105,6 +107,9 @@ av_storage *av_lower_const_storage(av_lower *c, size_t nbytes);
 /* Hands `obj` to the plan: free_fn(obj) runs when the plan is freed (also right away, with
  * an error set, when out of memory). */
 bool av_lower_own(av_lower *c, void *obj, void (*free_fn)(void *));
+/* The compile's generated-code store, made on first use (the plan owns it); NULL when out of
+ * memory (then nothing is generated). */
+struct av_cg_code *av_lower_code(av_lower *c);
 /* Materialises a DENSE attribute of slot type t into storage (splats expanded). */
 av_storage *av_lower_dense(av_lower *c, const av_attr *dense, const av_slot_type *t);
 

@@ -164,6 +164,8 @@ def small_linalg_cases():
 
 def matmul_case(n, dtype):
     a, b = arr(n, n, dtype=np.float32), arr(n, n, dtype=np.float32)
+    if dtype == "f64":  # OpenBLAS's dgemm (scientists' default precision, under x64)
+        a, b = a.astype(np.float64), b.astype(np.float64)
     if dtype == "bf16":
         a, b = a.astype(jnp.bfloat16), b.astype(jnp.bfloat16)
     return (lambda x, y: x @ y), (a, b), 2.0 * n ** 3
@@ -198,6 +200,7 @@ def cases(quick):
                 continue
             fn, args, flops = matmul_case(n, dt)
             c[f"matmul_{dt}_{n}"] = (fn, args, flops)
+    c["matmul_f64_1024"] = matmul_case(1024, "f64")
     c.update(fft_cases())
     c.update(small_linalg_cases())
     c.update(science.cases())

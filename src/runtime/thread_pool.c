@@ -8,6 +8,7 @@
  * Between loops, workers also run detached tasks (av_thread_pool_schedule), first come first
  * served. */
 #include "runtime/thread_pool.h"
+#include "runtime/blas_cores.h"
 
 #include <cblas.h>
 #include <errno.h>
@@ -156,6 +157,7 @@ av_thread_pool *av_thread_pool_create(int nthreads) {
   if (!p) return NULL;
   p->nthreads = nthreads;
   p->root_threads = nthreads;
+  av_blas_choose_kernels(); /* before any BLAS call (and it links blas_cores.c in) */
   p->blas_max = openblas_get_num_threads();
   if (p->blas_max < 1) p->blas_max = 1;
   atomic_init(&p->refs, 1);

@@ -180,6 +180,19 @@ void av_box_copy(const av_box *b, const void *src, void *dst, size_t esize) {
   }
   int64_t idx[AV_BOX_MAX_RANK] = {0};
   int inner = r - 1;
+  /* The order the axes are walked in does not change the copy: make the destination's
+   * contiguous axis the inner one, so that a copy into a transposed layout (a row-major
+   * matrix into LAPACK's column-major) takes the tiled path below instead of writing one
+   * element per cache line (a 1024^2 f64 matrix: about 5 ms). */
+  if (ds[inner] != 1)
+    for (int k = 0; k < inner; k++)
+      if (ds[k] == 1) {
+        int64_t t;
+        t = dims[k], dims[k] = dims[inner], dims[inner] = t;
+        t = ss[k], ss[k] = ss[inner], ss[inner] = t;
+        t = ds[k], ds[k] = ds[inner], ds[inner] = t;
+        break;
+      }
   /* a transpose: the destination runs along `inner`, the source along another axis (also for
    * small planes: a batch of 4x4 matrices transposed is 4096 planes) */
   int tj = -1;

@@ -215,6 +215,10 @@ static bool lower_select_and_scatter(av_lower *c, const av_op *op) {
 const char *av_dot_params_of(const av_op *op, const av_type *l, const av_type *r,
                              const av_type *res, av_dot_params *dp) {
   memset(dp, 0, sizeof *dp);
+  /* f32 GEMMs on oneDNN, also in loop programs: a product gives the same bits whether its
+   * loop runs as steps or as a loop program (and oneDNN's sgemm is the faster per core) */
+  const char *onednn = getenv("ANVIL_ONEDNN");
+  dp->dnnl_gemm = !onednn || strcmp(onednn, "0") != 0;
   if (op->code == AV_OP_DOT) {
     if (l->rank < 1 || l->rank > 2 || r->rank < 1 || r->rank > 2) return "dot takes vectors or matrices";
     dp->ncontract = 1;
@@ -271,8 +275,6 @@ static bool lower_dot(av_lower *c, const av_op *op) {
   const char *why = av_dot_params_of(op, op->operands[0]->type, op->operands[1]->type,
                                      op->results[0].type, &p->u.dot);
   if (why) return AV_INVALID(c, "%s", why);
-  const char *onednn = getenv("ANVIL_ONEDNN");
-  p->u.dot.dnnl_gemm = !onednn || strcmp(onednn, "0") != 0;
   return av_emit_op(c, av_step_kernel, p) != NULL;
 }
 

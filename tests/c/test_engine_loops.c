@@ -7,6 +7,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -557,6 +558,64 @@ static void test_loop_program_with_dot(void **state) {
   }
 }
 
+/* An f32 product large enough for GEMM inside a loop program runs on the same library path
+ * as the same product as a step (oneDNN's sgemm in the same tiles), so a loop gives the bits
+ * it would give unrolled: acc <- acc + x @ w once from zeros, against zeros + x @ w. Loop
+ * programs ran their products on OpenBLAS (on one CPU model its SSE3 kernels: 4.4x slower
+ * than XLA:CPU), whose sums round differently. */
+static void test_loop_program_dot_matches_step(void **state) {
+  (void)state;
+  static const char loop[] =
+      "func.func public @main(%x: tensor<16x128xf32>, %w: tensor<128x96xf32>) -> tensor<16x96xf32> {\n"
+      "  %z = \"stablehlo.constant\"() {value = dense<0> : tensor<i32>} : () -> tensor<i32>\n"
+      "  %a0 = \"stablehlo.constant\"() {value = dense<0.0> : tensor<16x96xf32>} : () -> tensor<16x96xf32>\n"
+      "  %r:2 = \"stablehlo.while\"(%z, %a0) ({\n"
+      "  ^bb0(%i: tensor<i32>, %a: tensor<16x96xf32>):\n"
+      "    %n = \"stablehlo.constant\"() {value = dense<1> : tensor<i32>} : () -> tensor<i32>\n"
+      "    %lt = \"stablehlo.compare\"(%i, %n) {comparison_direction = #stablehlo<comparison_direction LT>} : (tensor<i32>, tensor<i32>) -> tensor<i1>\n"
+      "    \"stablehlo.return\"(%lt) : (tensor<i1>) -> ()\n"
+      "  }, {\n"
+      "  ^bb0(%i: tensor<i32>, %a: tensor<16x96xf32>):\n"
+      "    %one = \"stablehlo.constant\"() {value = dense<1> : tensor<i32>} : () -> tensor<i32>\n"
+      "    %p = \"stablehlo.dot_general\"(%x, %w) {dot_dimension_numbers = #stablehlo.dot<lhs_contracting_dimensions = [1], rhs_contracting_dimensions = [0]>} : (tensor<16x128xf32>, tensor<128x96xf32>) -> tensor<16x96xf32>\n"
+      "    %s = \"stablehlo.add\"(%a, %p) : (tensor<16x96xf32>, tensor<16x96xf32>) -> tensor<16x96xf32>\n"
+      "    %i1 = \"stablehlo.add\"(%i, %one) : (tensor<i32>, tensor<i32>) -> tensor<i32>\n"
+      "    \"stablehlo.return\"(%i1, %s) : (tensor<i32>, tensor<16x96xf32>) -> ()\n"
+      "  }) : (tensor<i32>, tensor<16x96xf32>) -> (tensor<i32>, tensor<16x96xf32>)\n"
+      "  \"func.return\"(%r#1) : (tensor<16x96xf32>) -> ()\n"
+      "}\n";
+  static const char step[] =
+      "func.func public @main(%x: tensor<16x128xf32>, %w: tensor<128x96xf32>) -> tensor<16x96xf32> {\n"
+      "  %a0 = \"stablehlo.constant\"() {value = dense<0.0> : tensor<16x96xf32>} : () -> tensor<16x96xf32>\n"
+      "  %p = \"stablehlo.dot_general\"(%x, %w) {dot_dimension_numbers = #stablehlo.dot<lhs_contracting_dimensions = [1], rhs_contracting_dimensions = [0]>} : (tensor<16x128xf32>, tensor<128x96xf32>) -> tensor<16x96xf32>\n"
+      "  %s = \"stablehlo.add\"(%a0, %p) : (tensor<16x96xf32>, tensor<16x96xf32>) -> tensor<16x96xf32>\n"
+      "  \"func.return\"(%s) : (tensor<16x96xf32>) -> ()\n"
+      "}\n";
+  static float x[16 * 128], w[128 * 96];
+  uint32_t s = 7;
+  for (size_t i = 0; i < sizeof x / sizeof *x; i++) x[i] = (float)((s = s * 1664525u + 1013904223u) >> 8) / (1 << 24) - 0.5f;
+  for (size_t i = 0; i < sizeof w / sizeof *w; i++) w[i] = (float)((s = s * 1664525u + 1013904223u) >> 8) / (1 << 24) - 0.5f;
+  av_tensor in[2] = {input(AV_DT_F32, 2, 16, x, sizeof x), input(AV_DT_F32, 2, 128, w, sizeof w)};
+  in[0].dims[1] = 128;
+  in[1].dims[1] = 96;
+  av_tensor a[1], b[1];
+  av_program *pl = compile(loop), *ps = compile(step);
+  run(pl, in, a);
+  run(ps, in, b);
+  const float *fa = a[0].storage->data, *fb = b[0].storage->data;
+  for (int i = 0; i < 16 * 96; i++) {
+    double want = 0; /* and both near the f64 product */
+    for (int k = 0; k < 128; k++) want += (double)x[(i / 96) * 128 + k] * (double)w[k * 96 + i % 96];
+    if (fabs(fa[i] - want) > 1e-4) fail_msg("element %d: %.9g, want %.9g", i, fa[i], want);
+    if (memcmp(&fa[i], &fb[i], 4)) fail_msg("element %d: loop %.9g, step %.9g", i, fa[i], fb[i]);
+  }
+  av_storage_release(a[0].storage);
+  av_storage_release(b[0].storage);
+  for (int k = 0; k < 2; k++) av_storage_release(in[k].storage);
+  av_program_free(pl);
+  av_program_free(ps);
+}
+
 /* A dot of two scalars (rank 0: the type has no dims array) inside a function the loop body
  * calls, as JAX's jnp.dot(x, x) of a scalar under remat in a scan gives: x <- x * x + 1 from
  * x = 1, five times: 1 -> 2 -> 5 -> 26 -> 677 -> 458330. The loop program copied rank + 1
@@ -848,6 +907,7 @@ int main(void) {
       cmocka_unit_test(test_fused_pairs_in_loops),
       cmocka_unit_test(test_iterated_pair_loops),
       cmocka_unit_test(test_loop_program_with_dot),
+      cmocka_unit_test(test_loop_program_dot_matches_step),
       cmocka_unit_test(test_loop_program_with_scalar_dot_in_call),
       cmocka_unit_test(test_array_loop_with_calls),
       cmocka_unit_test(test_block_condition_and_swaps),

@@ -15,6 +15,7 @@
  * (gotoblas_dynamic_quit + gotoblas_dynamic_init), which no call may be using. */
 #include "runtime/blas_cores.h"
 
+#include <cblas.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,6 +57,13 @@ static void choose(void) {
   if (!gotoblas_dynamic_init || !gotoblas_dynamic_quit) return;
   const char *want = cpu_kernels();
   if (!want) return;
+  /* OpenBLAS's first buffer allocation runs its own kernel choice (under its lock) when it
+   * finds none: its server threads, starting up, make that first allocation, and one that
+   * did it in the moment between quit and init below crashed (1 in ~1000 loads). One
+   * product made here first ends that start-up: the allocation is done, waiting on the
+   * lock for any thread still in it, and no later one chooses again. */
+  static float a[256 * 256], c[256 * 256];
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, 256, 256, 256, 1.0f, a, 256, a, 256, 0.0f, c, 256);
   setenv("OPENBLAS_CORETYPE", want, 0);
   gotoblas_dynamic_quit();
   gotoblas_dynamic_init();

@@ -163,8 +163,13 @@ av_code av_kernel_triangular_solve(const av_triangular_solve_params *p, const av
     return run_batched(&x, p->pool) ? AV_OK : av_diag_set(d, AV_RESOURCE_EXHAUSTED, "triangular_solve: out of memory");
   }
   size_t ces = av_dtype_size(ct), es = av_dtype_size(b->dtype);
-  char *am = malloc((size_t)(an ? an : 1) * ces), *bm = malloc((size_t)bn * ces);
-  if (!am || !bm) {
+  /* f16/bf16 are solved in f32 copies; other types in place: a read where it is, b copied
+   * into the result, which trsm overwrites (copying a 1024^2 f64 `a` into fresh memory took
+   * a millisecond per solve, as long as the solve itself) */
+  bool convert = ct != b->dtype;
+  char *am = convert ? malloc((size_t)(an ? an : 1) * ces) : NULL;
+  char *bm = convert ? malloc((size_t)bn * ces) : NULL;
+  if (convert && (!am || !bm)) {
     free(am);
     free(bm);
     return av_diag_set(d, AV_RESOURCE_EXHAUSTED, "triangular_solve: out of memory");
@@ -177,36 +182,44 @@ av_code av_kernel_triangular_solve(const av_triangular_solve_params *p, const av
   CBLAS_DIAG diag = p->unit_diagonal ? CblasUnit : CblasNonUnit;
   int im = (int)M, in = (int)N, lda = (int)(n ? n : 1);
   for (int64_t bi = 0; bi < batch; bi++) {
-    convert_block(ct, am, a->dtype, (const char *)a->data + bi * an * (int64_t)es, an);
-    convert_block(ct, bm, b->dtype, (const char *)b->data + bi * bn * (int64_t)es, bn);
+    const char *ab = (const char *)a->data + bi * an * (int64_t)es, *bb = (const char *)b->data + bi * bn * (int64_t)es;
+    char *ob = (char *)out->data + bi * bn * (int64_t)es;
+    void *sa = (void *)ab, *sb = ob; /* what trsm reads and solves in */
+    if (convert) {
+      convert_block(ct, am, a->dtype, ab, an);
+      convert_block(ct, bm, b->dtype, bb, bn);
+      sa = am;
+      sb = bm;
+    } else if (ob != bb) {
+      memmove(ob, bb, (size_t)bn * es);
+    }
     /* real systems up to XLA's block size: XLA:CPU's own algorithm, for the same rounding */
     bool real = ct == AV_DT_F32 || ct == AV_DT_F64;
     if (real && av_trsm_xla_applies(n)) {
-      bool ok = ct == AV_DT_F32 ? av_trsm_xla_f32(p, (const float *)am, n, (float *)bm, M, N, batch)
-                                : av_trsm_xla_f64(p, (const double *)am, n, (double *)bm, M, N, batch);
+      bool ok = ct == AV_DT_F32 ? av_trsm_xla_f32(p, (const float *)sa, n, (float *)sb, M, N, batch)
+                                : av_trsm_xla_f64(p, (const double *)sa, n, (double *)sb, M, N, batch);
       if (!ok) {
         free(am);
         free(bm);
         return av_diag_set(d, AV_RESOURCE_EXHAUSTED, "triangular_solve: out of memory");
       }
-      convert_block(out->dtype, (char *)out->data + bi * bn * (int64_t)es, ct, bm, bn);
-      continue;
-    }
-    switch (ct) {
-      case AV_DT_F32: cblas_strsm(CblasRowMajor, side, uplo, tr, diag, im, in, 1.0f, (float *)am, lda, (float *)bm, in); break;
-      case AV_DT_F64: cblas_dtrsm(CblasRowMajor, side, uplo, tr, diag, im, in, 1.0, (double *)am, lda, (double *)bm, in); break;
-      case AV_DT_C64: {
-        const float one[2] = {1, 0};
-        cblas_ctrsm(CblasRowMajor, side, uplo, tr, diag, im, in, one, am, lda, bm, in);
-        break;
+    } else {
+      switch (ct) {
+        case AV_DT_F32: cblas_strsm(CblasRowMajor, side, uplo, tr, diag, im, in, 1.0f, (const float *)sa, lda, (float *)sb, in); break;
+        case AV_DT_F64: cblas_dtrsm(CblasRowMajor, side, uplo, tr, diag, im, in, 1.0, (const double *)sa, lda, (double *)sb, in); break;
+        case AV_DT_C64: {
+          const float one[2] = {1, 0};
+          cblas_ctrsm(CblasRowMajor, side, uplo, tr, diag, im, in, one, sa, lda, sb, in);
+          break;
+        }
+        default: {
+          const double one[2] = {1, 0};
+          cblas_ztrsm(CblasRowMajor, side, uplo, tr, diag, im, in, one, sa, lda, sb, in);
+          break;
+        }
       }
-      default: {
-        const double one[2] = {1, 0};
-        cblas_ztrsm(CblasRowMajor, side, uplo, tr, diag, im, in, one, am, lda, bm, in);
-        break;
-      }
     }
-    convert_block(out->dtype, (char *)out->data + bi * bn * (int64_t)es, ct, bm, bn);
+    if (convert) convert_block(out->dtype, ob, ct, bm, bn);
   }
   free(am);
   free(bm);

@@ -237,6 +237,82 @@ static bool slice_op(lbuild *b, const av_op *op, bool update) {
   return emit(b, ins, 2, &op->results[0], (size_t)n * p->esize);
 }
 
+/* The window of `want` sizes of a replacing scatter with a single index vector:
+ * operand dims in inserted_window_dims have size 1, the others take the update's dims in
+ * order (update_window_dims = every update dim); no batching dims. False otherwise. */
+static bool scatter_window(const av_op *op, const av_type *ot, const av_type *ut, int64_t nidx,
+                           av_lscatter *sc) {
+  int64_t uw[AV_BOX_MAX_RANK], iw[AV_BOX_MAX_RANK], sd[AV_BOX_MAX_RANK], ivd;
+  size_t nuw = 0, niw = 0, nsd = 0, nb = 0;
+  int64_t unused[AV_BOX_MAX_RANK];
+  const char *const batching[] = {"input_batching_dims", "scatter_indices_batching_dims"};
+  for (int k = 0; k < 2; k++)
+    if (av_op_attr(op, batching[k]) && (!av_attr_get_ints(op, batching[k], unused, AV_BOX_MAX_RANK, &nb) || nb))
+      return false;
+  if ((av_op_attr(op, "update_window_dims") && !av_attr_get_ints(op, "update_window_dims", uw, AV_BOX_MAX_RANK, &nuw)) ||
+      (av_op_attr(op, "inserted_window_dims") && !av_attr_get_ints(op, "inserted_window_dims", iw, AV_BOX_MAX_RANK, &niw)) ||
+      !av_attr_get_ints(op, "scatter_dims_to_operand_dims", sd, AV_BOX_MAX_RANK, &nsd) ||
+      !av_attr_get_int(op, "index_vector_dim", &ivd) || ivd != 0 || (int64_t)nsd != nidx)
+    return false;
+  int r = ot->rank;
+  if ((int)nuw != ut->rank || (int)(nuw + niw) != r) return false;
+  for (size_t k = 0; k < nuw; k++)
+    if (uw[k] != (int64_t)k) return false;
+  bool inserted[AV_BOX_MAX_RANK] = {false};
+  for (size_t k = 0; k < niw; k++) {
+    if (iw[k] < 0 || iw[k] >= r || inserted[iw[k]]) return false;
+    inserted[iw[k]] = true;
+  }
+  memset(sc, 0, sizeof *sc);
+  for (int d = 0, u = 0; d < r; d++) {
+    sc->ds.dims[d] = ot->dims[d];
+    sc->ds.sizes[d] = inserted[d] ? 1 : ut->dims[u++];
+    if (sc->ds.sizes[d] < 0 || sc->ds.sizes[d] > sc->ds.dims[d]) return false;
+    sc->comp[d] = -1;
+  }
+  for (size_t j = 0; j < nsd; j++) {
+    if (sd[j] < 0 || sd[j] >= r || sc->comp[sd[j]] >= 0) return false;
+    sc->comp[sd[j]] = (int8_t)j;
+  }
+  sc->ds.rank = r;
+  av_row_major_strides(r, ot->dims, sc->ds.strides);
+  return true;
+}
+
+/* x.at[i].set(v) and x.at[i, j].set(row): a scatter of one window whose update computation
+ * only returns the update (the pivots-to-permutation loop of an LU solve, an array filled
+ * one entry per iteration), run as AV_LI_SCATTER. */
+static bool scatter_op(lbuild *b, const av_op *op) {
+  if (op->noperands != 3 || op->nresults != 1 || op->nregions != 1 ||
+      !av_scatter_returns_updates(&op->regions[0], 1))
+    return false;
+  const av_type *ot = op->operands[0]->type, *it = op->operands[1]->type, *ut = op->operands[2]->type;
+  av_dtype dt, idt, udt, rt;
+  int64_t n = value_elems(op->operands[0], &dt), nidx = value_elems(op->operands[1], &idt);
+  if (n < 0 || nidx < 1 || ot->rank < 1 || ot->rank > AV_LOOP_MAX_INDICES || it->rank != 1 ||
+      !av_dtype_is_int(idt) || value_elems(op->operands[2], &udt) < 0 || udt != dt ||
+      value_elems(&op->results[0], &rt) < 0 || !av_type_equal(op->results[0].type, ot))
+    return false;
+  av_lscatter *sc = av_arena_alloc(b->c->a, sizeof *sc);
+  if (!sc || !scatter_window(op, ot, ut, nidx, sc)) return false;
+  sc->index_dtype = idt;
+  sc->ds.esize = av_dtype_size(dt);
+  int in = operand(b, op->operands[0]), iv = operand(b, op->operands[1]), u = operand(b, op->operands[2]);
+  if (in < 0 || iv < 0 || u < 0) return false;
+  av_linstr ins = {.kind = AV_LI_SCATTER, .scatter = sc, .esize = (uint32_t)sc->ds.esize, .n = n,
+                   .in = {(uint16_t)in, (uint16_t)u, (uint16_t)iv}};
+  const av_lreg *g = &b->regs[in];
+  uint32_t j = g->carried;
+  if (b->cur == &b->body && g->kind == AV_LR_CARRIED && j < 64 && (b->inplace_ok >> j & 1) &&
+      b->inplace_at[j] < 0 && b->body.n < MAX_INSTRS) {
+    ins.out = (uint16_t)in; /* the carried buffer itself */
+    b->inplace_at[j] = (int)b->body.n;
+    b->body.v[b->body.n++] = ins;
+    return bind(b, &op->results[0], in);
+  }
+  return emit(b, ins, 3, &op->results[0], (size_t)n * sc->ds.esize);
+}
+
 static bool elementwise(lbuild *b, const av_op *op) {
   int arity = av_ew_arity(op->code);
   if (arity < 1 || arity > 3 || op->noperands != (uint32_t)arity || op->nresults != 1) return false;
@@ -342,6 +418,10 @@ static const av_op *walk_block(lbuild *b, const av_block *blk, int depth) {
       for (uint32_t i = 0; i < op->noperands; i++)
         if (operand(b, op->operands[i]) < 0) return NULL;
       return op->next ? NULL : op;
+    }
+    if (op->code == AV_OP_SCATTER) {
+      if (!scatter_op(b, op)) return NULL;
+      continue;
     }
     if (op->nregions) return NULL;
     bool ok;

@@ -411,8 +411,7 @@ static bool lower_gather(av_lower *c, const av_op *op) {
   return av_emit_op(c, av_step_kernel, p) != NULL;
 }
 
-/* A scatter body that only returns its last n block arguments (the updates). */
-static bool returns_updates(const av_region *r, uint32_t n) {
+bool av_scatter_returns_updates(const av_region *r, uint32_t n) {
   if (r->nblocks != 1) return false;
   const av_block *b = &r->blocks[0];
   const av_op *ret = b->first;
@@ -462,7 +461,7 @@ static bool lower_scatter(av_lower *c, const av_op *op) {
   av_diag_init(&kd);
   if (av_scatter_check(s, ins, &idx, ups, &kd) != AV_OK) return AV_INVALID(c, "%s", kd.msg);
   if (!region_fn(c, op, 0, 2 * op->nresults, p, &s->update)) return false;
-  s->update_is_replace = returns_updates(&op->regions[0], op->nresults);
+  s->update_is_replace = av_scatter_returns_updates(&op->regions[0], op->nresults);
   return av_emit_op(c, av_step_kernel, p);
 }
 

@@ -78,6 +78,21 @@ static inline __attribute__((always_inline)) av_code exec(const av_linstr *ins, 
         av_dyn_slice_copy(s->ds, (char *)r[s->out] + off * (int64_t)s->ds->esize, r[s->in[1]], true);
         break;
       }
+      case AV_LI_SCATTER: {
+        const av_lscatter *sc = s->scatter;
+        const char *iv = r[s->in[2]];
+        size_t isz = av_dtype_size(sc->index_dtype);
+        int64_t off = 0;
+        bool inside = true;
+        for (int k = 0; k < sc->ds.rank && inside; k++) {
+          int64_t st = sc->comp[k] < 0 ? 0 : av_read_index(iv + (size_t)sc->comp[k] * isz, sc->index_dtype);
+          inside = st >= 0 && st <= sc->ds.dims[k] - sc->ds.sizes[k];
+          if (inside) off += st * sc->ds.strides[k];
+        }
+        if (r[s->out] != r[s->in[0]]) memcpy(r[s->out], r[s->in[0]], (size_t)s->n * s->esize);
+        if (inside) av_dyn_slice_copy(&sc->ds, (char *)r[s->out] + off * (int64_t)s->esize, r[s->in[1]], true);
+        break;
+      }
       case AV_LI_DOT: {
         const av_ldot *t = s->dot;
         av_view v[3];

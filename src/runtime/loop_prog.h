@@ -20,6 +20,7 @@
 #include "runtime/kernels/convert.h"
 #include "runtime/kernels/elementwise.h"
 #include "runtime/plan.h"
+#include "runtime/steps.h"
 
 enum {
   AV_LOOP_MAX_REGS = 256,
@@ -58,6 +59,10 @@ typedef enum av_linstr_kind {
   AV_LI_UPDATE,  /* dynamic_update_slice: in[0] operand, in[1] update, idx the starts; out is
                     in[0] itself when updated in place, else a copy is made first */
   AV_LI_DOT,     /* dot_general of in[0] and in[1] (the kernel, through `dot`) */
+  AV_LI_SCATTER, /* a scatter of one window that replaces (x.at[i].set(v)): in[0] operand,
+                    in[1] the window's values, in[2] the index vector (`scatter`); the window
+                    is dropped when not wholly inside, as the scatter kernel does; out as for
+                    UPDATE */
   AV_LI_FAST_BASE, /* AV_LI_FAST_BASE + f: the inline scalar op f (an av_sfast), decoded by
                       the interpreter's one dispatch */
   /* AV_LI_PAIR_BASE + c: two inline arithmetic ops of class c (AV_LPAIR_*), the second
@@ -70,6 +75,15 @@ typedef enum av_linstr_kind {
 /* Classes of inline pairs; op1 / op2 index add, sub, mul (and div for floats), in the order
  * of av_sfast's ops of that type. */
 enum { AV_LPAIR_F32, AV_LPAIR_F64, AV_LPAIR_I32, AV_LPAIR_I64 };
+
+/* A one-window replacing scatter: the window (ds: the operand's dims and strides, the
+ * window's sizes) starts, along operand dim k, at component comp[k] of the index vector
+ * (of index_dtype), or at 0 where comp[k] < 0. */
+typedef struct av_lscatter {
+  struct av_dyn_slice_params ds;
+  int8_t comp[AV_LOOP_MAX_INDICES];
+  av_dtype index_dtype;
+} av_lscatter;
 
 /* A dot's parameters and the shapes of its operands and result. */
 typedef struct av_ldot {
@@ -92,6 +106,7 @@ typedef struct av_linstr {
   const av_convert *cv;
   const struct av_dyn_slice_params *ds; /* SLICE / UPDATE (runtime/steps.h) */
   const av_ldot *dot;                   /* DOT */
+  const av_lscatter *scatter;           /* SCATTER */
   const struct av_box *box;             /* BOX */
   uint16_t idx[AV_LOOP_MAX_INDICES];     /* SLICE / UPDATE: registers of the start indices */
 } av_linstr;

@@ -616,6 +616,73 @@ static void test_loop_program_dot_matches_step(void **state) {
   av_program_free(ps);
 }
 
+/* x.at[j].set(v) and ys.at[k].set(row) in a loop (scatters of one window that replace, run
+ * by the loop program): a window not wholly inside is dropped, never clamped. i = 0..7:
+ * x[2i - 5] = i * i lands at 1, 3, 5 (i = 3, 4, 5); -5, -3, -1, 7 and 9 are dropped (a clamp
+ * would write x[0] and overwrite x[5] with 36 and 49). ys[i - 3] = row * i sets rows 0..3
+ * (i = 3..6); i = 7 is dropped (a clamp would overwrite row 3 with row * 7). */
+static void test_loop_scatters_drop_outside_windows(void **state) {
+  (void)state;
+  static const char text[] =
+      "func.func public @main(%x0: tensor<6xi32>, %ys0: tensor<4x3xf32>, %row: tensor<3xf32>) -> (tensor<6xi32>, tensor<4x3xf32>) {\n"
+      "  %z = stablehlo.constant dense<0> : tensor<i32>\n"
+      "  %r:3 = stablehlo.while(%i = %z, %x = %x0, %ys = %ys0) : tensor<i32>, tensor<6xi32>, tensor<4x3xf32>\n"
+      "  cond {\n"
+      "    %n = stablehlo.constant dense<8> : tensor<i32>\n"
+      "    %lt = stablehlo.compare LT, %i, %n, SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>\n"
+      "    stablehlo.return %lt : tensor<i1>\n"
+      "  } do {\n"
+      "    %one = stablehlo.constant dense<1> : tensor<i32>\n"
+      "    %two = stablehlo.constant dense<2> : tensor<i32>\n"
+      "    %three = stablehlo.constant dense<3> : tensor<i32>\n"
+      "    %five = stablehlo.constant dense<5> : tensor<i32>\n"
+      "    %i2 = stablehlo.multiply %i, %two : tensor<i32>\n"
+      "    %j = stablehlo.subtract %i2, %five : tensor<i32>\n"
+      "    %jv = stablehlo.reshape %j : (tensor<i32>) -> tensor<1xi32>\n"
+      "    %v = stablehlo.multiply %i, %i : tensor<i32>\n"
+      "    %x1 = \"stablehlo.scatter\"(%x, %jv, %v) ({\n"
+      "    ^bb0(%a: tensor<i32>, %b: tensor<i32>):\n"
+      "      stablehlo.return %b : tensor<i32>\n"
+      "    }) {scatter_dimension_numbers = #stablehlo.scatter<inserted_window_dims = [0], "
+      "scatter_dims_to_operand_dims = [0]>, indices_are_sorted = true, unique_indices = true} "
+      ": (tensor<6xi32>, tensor<1xi32>, tensor<i32>) -> tensor<6xi32>\n"
+      "    %k = stablehlo.subtract %i, %three : tensor<i32>\n"
+      "    %kv = stablehlo.reshape %k : (tensor<i32>) -> tensor<1xi32>\n"
+      "    %fi = stablehlo.convert %i : (tensor<i32>) -> tensor<f32>\n"
+      "    %fib = stablehlo.broadcast_in_dim %fi, dims = [] : (tensor<f32>) -> tensor<3xf32>\n"
+      "    %rv = stablehlo.multiply %row, %fib : tensor<3xf32>\n"
+      "    %ys1 = \"stablehlo.scatter\"(%ys, %kv, %rv) ({\n"
+      "    ^bb0(%a: tensor<f32>, %b: tensor<f32>):\n"
+      "      stablehlo.return %b : tensor<f32>\n"
+      "    }) {scatter_dimension_numbers = #stablehlo.scatter<update_window_dims = [0], "
+      "inserted_window_dims = [0], scatter_dims_to_operand_dims = [0]>} "
+      ": (tensor<4x3xf32>, tensor<1xi32>, tensor<3xf32>) -> tensor<4x3xf32>\n"
+      "    %i1 = stablehlo.add %i, %one : tensor<i32>\n"
+      "    stablehlo.return %i1, %x1, %ys1 : tensor<i32>, tensor<6xi32>, tensor<4x3xf32>\n"
+      "  }\n"
+      "  return %r#1, %r#2 : tensor<6xi32>, tensor<4x3xf32>\n"
+      "}\n";
+  av_program *p = compile(text);
+  int32_t x0[6] = {-1, -2, -3, -4, -5, -6};
+  float ys0[12], row[3] = {1.5f, -2.0f, 0.25f};
+  for (int k = 0; k < 12; k++) ys0[k] = 100.0f + (float)k;
+  av_tensor in[3] = {input(AV_DT_S32, 1, 6, x0, sizeof x0), input(AV_DT_F32, 2, 4, ys0, sizeof ys0),
+                     input(AV_DT_F32, 1, 3, row, sizeof row)};
+  in[1].dims[1] = 3;
+  av_tensor out[2];
+  run(p, in, out);
+  const int32_t want_x[6] = {-1, 9, -3, 16, -5, 25};
+  assert_memory_equal(out[0].storage->data, want_x, sizeof want_x);
+  const float *ys = out[1].storage->data;
+  for (int r = 0; r < 4; r++)
+    for (int c = 0; c < 3; c++)
+      if (ys[r * 3 + c] != row[c] * (float)(r + 3)) fail_msg("ys[%d][%d] = %g", r, c, ys[r * 3 + c]);
+  assert_memory_equal(in[0].storage->data, x0, sizeof x0); /* the inputs are not written */
+  for (int k = 0; k < 2; k++) av_storage_release(out[k].storage);
+  for (int k = 0; k < 3; k++) av_storage_release(in[k].storage);
+  av_program_free(p);
+}
+
 /* A dot of two scalars (rank 0: the type has no dims array) inside a function the loop body
  * calls, as JAX's jnp.dot(x, x) of a scalar under remat in a scan gives: x <- x * x + 1 from
  * x = 1, five times: 1 -> 2 -> 5 -> 26 -> 677 -> 458330. The loop program copied rank + 1
@@ -908,6 +975,7 @@ int main(void) {
       cmocka_unit_test(test_iterated_pair_loops),
       cmocka_unit_test(test_loop_program_with_dot),
       cmocka_unit_test(test_loop_program_dot_matches_step),
+      cmocka_unit_test(test_loop_scatters_drop_outside_windows),
       cmocka_unit_test(test_loop_program_with_scalar_dot_in_call),
       cmocka_unit_test(test_array_loop_with_calls),
       cmocka_unit_test(test_block_condition_and_swaps),

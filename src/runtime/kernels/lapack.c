@@ -200,6 +200,22 @@ static void relayout(const av_lapack_arg *a, void *rm, void *phys, bool to_phys)
   av_box_copy(&b, to_phys ? rm : phys, to_phys ? phys : rm, es);
 }
 
+/* Whether two arguments lie the same way in memory (dtype, dims and layout). */
+static bool same_layout(const av_lapack_arg *a, const av_lapack_arg *b) {
+  if (a->dtype != b->dtype || a->rank != b->rank) return false;
+  for (int k = 0; k < a->rank; k++)
+    if (a->dims[k] != b->dims[k] || a->minor_to_major[k] != b->minor_to_major[k]) return false;
+  return true;
+}
+
+/* Routines whose first result starts as a copy of their first operand and which never read
+ * the operand again: a relayout can write it straight into the result's buffer, and the
+ * routine's copy (lapack_copy_in, skipped when the two are one buffer) disappears. */
+static bool factors_in_place(const av_lapack_call *c) {
+  return (c->routine == AV_LAPACK_GETRF || c->routine == AV_LAPACK_POTRF) && c->nin >= 1 &&
+         c->nout >= 1 && same_layout(&c->in[0], &c->out[0]);
+}
+
 av_code av_step_lapack(const av_step *s, av_frame *f, av_diag *d) {
   const av_lapack_call *c = s->params;
   void *pin[AV_LAPACK_MAX_ARGS] = {NULL}, *pout[AV_LAPACK_MAX_ARGS] = {NULL};
@@ -208,11 +224,15 @@ av_code av_step_lapack(const av_step *s, av_frame *f, av_diag *d) {
   if (s->nin != c->nin || s->nout != c->nout)
     return av_diag_set(d, AV_INTERNAL, "LAPACK step: operand counts differ from the call");
   lapack_ctx x = {.d = d};
+  /* getrf / potrf of a column-major operand: relayout into the result's scratch, factor
+   * there (a 1024^2 f64 lu: one 8 MB buffer and copy fewer) */
+  bool into_out = factors_in_place(c) && !is_row_major(&c->in[0]) && lapack_elems(&c->in[0]) > 0;
   for (uint32_t i = 0; i < c->nin && rc == AV_OK; i++) {
     if (is_row_major(&c->in[i]) && lapack_elems(&c->in[i]) > 0) {
       pin[i] = av_in(s, f, i); /* read only: the routines copy what they modify */
       continue;
     }
+    if (i == 0 && into_out) continue; /* below, once the result's buffer exists */
     if (!(pin[i] = lapack_scratch(&x, lapack_elems(&c->in[i]), av_dtype_size(c->in[i].dtype)))) {
       rc = d->code;
       break;
@@ -232,6 +252,10 @@ av_code av_step_lapack(const av_step *s, av_frame *f, av_diag *d) {
       break;
     }
     own_out[k] = true;
+  }
+  if (rc == AV_OK && into_out) {
+    relayout(&c->in[0], av_in(s, f, 0), pout[0], true);
+    pin[0] = pout[0];
   }
   if (rc == AV_OK) rc = av_lapack_run(c, f->plan->lapack, f->pool, pin, pout, d);
   for (uint32_t k = 0; k < c->nout; k++) {

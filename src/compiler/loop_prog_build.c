@@ -177,6 +177,23 @@ static bool broadcast(lbuild *b, const av_op *op) {
 
 /* dynamic_slice, or dynamic_update_slice (in place when its operand is a carried value that
  * may be updated so: the checks that make that safe run once the body is known). */
+/* An op that writes a copy of its operand in[0] with part replaced (UPDATE, SCATTER): on a
+ * carried array in the body, the first such op updates the carried buffer in place (checked
+ * later by unsafe_updates); otherwise a new register, as emit. */
+static bool emit_update(lbuild *b, av_linstr ins, int nin, const av_value *result, size_t bytes) {
+  uint16_t in = ins.in[0];
+  const av_lreg *g = &b->regs[in];
+  uint32_t j = g->carried;
+  if (b->cur == &b->body && g->kind == AV_LR_CARRIED && j < 64 && (b->inplace_ok >> j & 1) &&
+      b->inplace_at[j] < 0 && b->body.n < MAX_INSTRS) {
+    ins.out = in; /* the carried buffer itself */
+    b->inplace_at[j] = (int)b->body.n;
+    b->body.v[b->body.n++] = ins;
+    return bind(b, result, in);
+  }
+  return emit(b, ins, nin, result, bytes);
+}
+
 static bool slice_op(lbuild *b, const av_op *op, bool update) {
   uint32_t first = update ? 2 : 1;
   const av_type *ot = op->operands[0]->type;
@@ -225,32 +242,26 @@ static bool slice_op(lbuild *b, const av_op *op, bool update) {
   int u = operand(b, op->operands[1]);
   if (u < 0) return false;
   ins.in[1] = (uint16_t)u;
-  const av_lreg *g = &b->regs[in];
-  uint32_t j = g->carried;
-  if (b->cur == &b->body && g->kind == AV_LR_CARRIED && j < 64 && (b->inplace_ok >> j & 1) &&
-      b->inplace_at[j] < 0 && b->body.n < MAX_INSTRS) {
-    ins.out = ins.in[2] = (uint16_t)in; /* the carried buffer itself */
-    b->inplace_at[j] = (int)b->body.n;
-    b->body.v[b->body.n++] = ins;
-    return bind(b, &op->results[0], in);
-  }
-  return emit(b, ins, 2, &op->results[0], (size_t)n * p->esize);
+  ins.in[2] = (uint16_t)in;
+  return emit_update(b, ins, 2, &op->results[0], (size_t)n * p->esize);
 }
 
 /* The window of `want` sizes of a replacing scatter with a single index vector:
  * operand dims in inserted_window_dims have size 1, the others take the update's dims in
  * order (update_window_dims = every update dim); no batching dims. False otherwise. */
+/* A list attribute that may be absent (then empty); false when present but unreadable. */
+static bool ints_or_none(const av_op *op, const char *name, int64_t *out, size_t *n) {
+  *n = 0;
+  return !av_op_attr(op, name) || av_attr_get_ints(op, name, out, AV_BOX_MAX_RANK, n);
+}
+
 static bool scatter_window(const av_op *op, const av_type *ot, const av_type *ut, int64_t nidx,
                            av_lscatter *sc) {
-  int64_t uw[AV_BOX_MAX_RANK], iw[AV_BOX_MAX_RANK], sd[AV_BOX_MAX_RANK], ivd;
-  size_t nuw = 0, niw = 0, nsd = 0, nb = 0;
-  int64_t unused[AV_BOX_MAX_RANK];
-  const char *const batching[] = {"input_batching_dims", "scatter_indices_batching_dims"};
-  for (int k = 0; k < 2; k++)
-    if (av_op_attr(op, batching[k]) && (!av_attr_get_ints(op, batching[k], unused, AV_BOX_MAX_RANK, &nb) || nb))
-      return false;
-  if ((av_op_attr(op, "update_window_dims") && !av_attr_get_ints(op, "update_window_dims", uw, AV_BOX_MAX_RANK, &nuw)) ||
-      (av_op_attr(op, "inserted_window_dims") && !av_attr_get_ints(op, "inserted_window_dims", iw, AV_BOX_MAX_RANK, &niw)) ||
+  int64_t uw[AV_BOX_MAX_RANK], iw[AV_BOX_MAX_RANK], sd[AV_BOX_MAX_RANK], bd[AV_BOX_MAX_RANK], ivd;
+  size_t nuw, niw, nsd, nb, nbi;
+  if (!ints_or_none(op, "input_batching_dims", bd, &nb) || nb ||
+      !ints_or_none(op, "scatter_indices_batching_dims", bd, &nbi) || nbi ||
+      !ints_or_none(op, "update_window_dims", uw, &nuw) || !ints_or_none(op, "inserted_window_dims", iw, &niw) ||
       !av_attr_get_ints(op, "scatter_dims_to_operand_dims", sd, AV_BOX_MAX_RANK, &nsd) ||
       !av_attr_get_int(op, "index_vector_dim", &ivd) || ivd != 0 || (int64_t)nsd != nidx)
     return false;
@@ -287,11 +298,11 @@ static bool scatter_op(lbuild *b, const av_op *op) {
       !av_scatter_returns_updates(&op->regions[0], 1))
     return false;
   const av_type *ot = op->operands[0]->type, *it = op->operands[1]->type, *ut = op->operands[2]->type;
-  av_dtype dt, idt, udt, rt;
+  av_dtype dt, idt, udt;
   int64_t n = value_elems(op->operands[0], &dt), nidx = value_elems(op->operands[1], &idt);
   if (n < 0 || nidx < 1 || ot->rank < 1 || ot->rank > AV_LOOP_MAX_INDICES || it->rank != 1 ||
       !av_dtype_is_int(idt) || value_elems(op->operands[2], &udt) < 0 || udt != dt ||
-      value_elems(&op->results[0], &rt) < 0 || !av_type_equal(op->results[0].type, ot))
+      !av_type_equal(op->results[0].type, ot))
     return false;
   av_lscatter *sc = av_arena_alloc(b->c->a, sizeof *sc);
   if (!sc || !scatter_window(op, ot, ut, nidx, sc)) return false;
@@ -301,16 +312,7 @@ static bool scatter_op(lbuild *b, const av_op *op) {
   if (in < 0 || iv < 0 || u < 0) return false;
   av_linstr ins = {.kind = AV_LI_SCATTER, .scatter = sc, .esize = (uint32_t)sc->ds.esize, .n = n,
                    .in = {(uint16_t)in, (uint16_t)u, (uint16_t)iv}};
-  const av_lreg *g = &b->regs[in];
-  uint32_t j = g->carried;
-  if (b->cur == &b->body && g->kind == AV_LR_CARRIED && j < 64 && (b->inplace_ok >> j & 1) &&
-      b->inplace_at[j] < 0 && b->body.n < MAX_INSTRS) {
-    ins.out = (uint16_t)in; /* the carried buffer itself */
-    b->inplace_at[j] = (int)b->body.n;
-    b->body.v[b->body.n++] = ins;
-    return bind(b, &op->results[0], in);
-  }
-  return emit(b, ins, 3, &op->results[0], (size_t)n * sc->ds.esize);
+  return emit_update(b, ins, 3, &op->results[0], (size_t)n * sc->ds.esize);
 }
 
 static bool elementwise(lbuild *b, const av_op *op) {

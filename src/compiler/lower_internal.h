@@ -158,11 +158,11 @@ av_cmp_type av_parse_cmp_type(const char *s);
 /* A register program for a region of scalar elementwise ops; NULL when it does not qualify. */
 struct av_scalar_prog;
 const struct av_scalar_prog *av_build_scalar_prog(av_lower *c, const av_region *r);
-/* dot / dot_general dimension numbers checked against the types; NULL, or what is wrong
- * (nothing reported: lower_kernels.c reports it, loop programs just decline). */
 /* Whether a scatter's update computation only returns its last n block arguments (the
  * updates: a replacing scatter). */
 bool av_scatter_returns_updates(const av_region *r, uint32_t n);
+/* dot / dot_general dimension numbers checked against the types; NULL, or what is wrong
+ * (nothing reported: lower_kernels.c reports it, loop programs just decline). */
 const char *av_dot_params_of(const av_op *op, const av_type *l, const av_type *r,
                              const av_type *res, av_dot_params *dp);
 /* The inline form (an av_sfast) of a scalar binary op or comparison, or -1. */

@@ -184,7 +184,8 @@ av_code av_kernel_triangular_solve(const av_triangular_solve_params *p, const av
   for (int64_t bi = 0; bi < batch; bi++) {
     const char *ab = (const char *)a->data + bi * an * (int64_t)es, *bb = (const char *)b->data + bi * bn * (int64_t)es;
     char *ob = (char *)out->data + bi * bn * (int64_t)es;
-    void *sa = (void *)ab, *sb = ob; /* what trsm reads and solves in */
+    const void *sa = ab; /* what trsm reads */
+    void *sb = ob;       /* and solves in */
     if (convert) {
       convert_block(ct, am, a->dtype, ab, an);
       convert_block(ct, bm, b->dtype, bb, bn);

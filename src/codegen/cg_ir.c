@@ -55,6 +55,122 @@ static bool rehash(cg_region *r, uint32_t cap) {
   return true;
 }
 
+/* ---- value ranges (cg_node.lo / hi) */
+
+static double const_value(const cg_node *n) {
+  if (n->type == CG_F32) {
+    uint32_t u = (uint32_t)n->imm;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+  }
+  double d;
+  memcpy(&d, &n->imm, 8);
+  return d;
+}
+
+/* Moves a bound outward past the rounding of a result of type t (and of the bound's own double
+ * arithmetic), and past zero when it is below the smallest normal (flush-to-zero). A bound
+ * beyond the largest finite value becomes infinite: the result may have overflowed. */
+static double widen(double v, cg_type t, int dir) {
+  if (isinf(v)) return v;
+  bool f32 = t == CG_F32;
+  double w = v + dir * (fabs(v) * (f32 ? 0x1p-20 : 0x1p-48) + (f32 ? 0x1p-126 : 0x1p-1022));
+  double big = f32 ? 0x1.fffffep127 : 0x1.fffffffffffffp1023;
+  return w > big ? INFINITY : w < -big ? -INFINITY : w;
+}
+
+/* the smallest and largest of the four products of two ranges (NaN when one is 0 * inf) */
+static void products(const cg_node *a, const cg_node *b, double *lo, double *hi) {
+  double p[4] = {a->lo * b->lo, a->lo * b->hi, a->hi * b->lo, a->hi * b->hi};
+  *lo = *hi = p[0];
+  for (int i = 1; i < 4; i++) {
+    if (isnan(p[i])) *lo = *hi = NAN;
+    *lo = fmin(*lo, p[i]);
+    *hi = fmax(*hi, p[i]);
+  }
+  if (isnan(p[0])) *lo = *hi = NAN;
+}
+
+/* A new node's range from its operands'; only float arithmetic, conversions between floats,
+ * selects and constants are followed, and everything else is unknown. */
+static void derive_range(const cg_region *r, cg_node *n) {
+  n->lo = -INFINITY;
+  n->hi = INFINITY;
+  cg_type t = (cg_type)n->type;
+  if (!cg_is_float(t)) return;
+  const cg_node *a = n->nin > 0 ? &r->v[n->in[0]] : NULL, *b = n->nin > 1 ? &r->v[n->in[1]] : NULL;
+  double lo, hi;
+  switch (n->op) {
+    case CG_CONST: lo = hi = const_value(n); break;
+    case CG_FADD: lo = a->lo + b->lo, hi = a->hi + b->hi; break;
+    case CG_FSUB: lo = a->lo - b->hi, hi = a->hi - b->lo; break;
+    case CG_FMUL: products(a, b, &lo, &hi); break;
+    case CG_FMA: {
+      const cg_node *c = &r->v[n->in[2]];
+      products(a, b, &lo, &hi);
+      lo += c->lo;
+      hi += c->hi;
+      break;
+    }
+    case CG_FDIV: {
+      if (!(b->lo > 0 || b->hi < 0)) return;
+      double q[4] = {a->lo / b->lo, a->lo / b->hi, a->hi / b->lo, a->hi / b->hi};
+      lo = hi = q[0];
+      for (int i = 1; i < 4; i++) lo = fmin(lo, q[i]), hi = fmax(hi, q[i]);
+      for (int i = 0; i < 4; i++)
+        if (isnan(q[i])) return;
+      break;
+    }
+    case CG_FSQRT:
+      if (!(a->hi >= 0)) return;
+      lo = sqrt(fmax(a->lo, 0.0)), hi = sqrt(a->hi);
+      break;
+    case CG_FROUND: lo = floor(a->lo), hi = ceil(a->hi); break;
+    case CG_CVT:
+      if (n->imm != CG_CVT_FLOAT || !cg_is_float((cg_type)n->atype)) return;
+      lo = a->lo, hi = a->hi;
+      break;
+    case CG_SELECT: {
+      const cg_node *c = &r->v[n->in[2]];
+      lo = fmin(b->lo, c->lo), hi = fmax(b->hi, c->hi);
+      break;
+    }
+    default: return;
+  }
+  if (isnan(lo) || isnan(hi)) return;
+  n->lo = widen(lo, t, -1);
+  n->hi = widen(hi, t, 1);
+}
+
+uint32_t cg_range_fact(cg_region *r, uint32_t i, double lo, double hi) {
+  if (r->failed || i >= r->n || isnan(lo) || isnan(hi)) return i;
+  cg_node *n = &r->v[i];
+  double nlo = fmax(n->lo, lo), nhi = fmin(n->hi, hi);
+  if (nlo <= nhi) n->lo = nlo, n->hi = nhi;
+  return i;
+}
+
+/* A float compare that the operands' ranges decide for every lane, NaN lanes included: 0 or 1;
+ * -1 when they do not. Only "false" is ever certain for the ordered compares (a NaN lane makes
+ * them false too), and only "true" for NE (a NaN lane makes it true). */
+static int decided(const cg_node *x, const cg_node *y, cg_cmp_kind how) {
+  bool apart = x->hi < y->lo || y->hi < x->lo;
+  switch (how) {
+    case CG_CMP_EQ: return apart ? 0 : -1;
+    case CG_CMP_NE: return apart ? 1 : -1;
+    case CG_CMP_LT: return x->lo >= y->hi ? 0 : -1;
+    case CG_CMP_LE: return x->lo > y->hi ? 0 : -1;
+    case CG_CMP_GT: return x->hi <= y->lo ? 0 : -1;
+    case CG_CMP_GE: return x->hi < y->lo ? 0 : -1;
+    default: return -1;
+  }
+}
+
+static bool is_pred_const(const cg_region *r, uint32_t i) {
+  return i < r->n && r->v[i].op == CG_CONST && r->v[i].type == CG_PRED;
+}
+
 uint32_t cg_add(cg_region *r, cg_node n) {
   if (r->failed) return CG_NO_NODE;
   for (int i = 0; i < n.nin; i++)
@@ -94,6 +210,7 @@ uint32_t cg_add(cg_region *r, cg_node n) {
       if (same(&r->v[e - 1], &n)) return e - 1;
     }
   }
+  derive_range(r, &n);
   r->v[r->n] = n;
   if (free_slot != UINT32_MAX) {
     r->hused += r->hash[free_slot] == 0;
@@ -187,6 +304,7 @@ uint32_t cg_constf(cg_region *r, cg_type t, double v) {
 }
 
 uint32_t cg_op1(cg_region *r, cg_opc op, cg_type t, uint32_t a) {
+  if (op == CG_PNOT && !r->failed && is_pred_const(r, a)) return cg_const(r, CG_PRED, !r->v[a].imm);
   return cg_add(r, (cg_node){.op = (uint8_t)op, .type = (uint8_t)t, .nin = 1, .in = {a}});
 }
 /* or(x << c, x >> (width - c)): a rotate (threefry's mixing rounds) */
@@ -229,6 +347,13 @@ uint32_t cg_op2(cg_region *r, cg_opc op, cg_type t, uint32_t a, uint32_t b) {
       }
     }
   }
+  /* predicates that ranges decided (cg_cmp) */
+  if ((op == CG_PAND || op == CG_POR) && !r->failed && (is_pred_const(r, a) || is_pred_const(r, b))) {
+    uint32_t k = is_pred_const(r, a) ? a : b, other = k == a ? b : a;
+    bool set = r->v[k].imm != 0;
+    if (op == CG_PAND) return set ? other : k;
+    return set ? k : other;
+  }
   if (op == CG_OR && !r->failed) {
     uint32_t rot = rotate_of(r, t, a, b);
     if (rot != CG_NO_NODE) return rot;
@@ -243,6 +368,10 @@ uint32_t cg_opi(cg_region *r, cg_opc op, cg_type t, uint32_t a, uint64_t imm) {
 }
 uint32_t cg_cmp(cg_region *r, cg_cmp_kind how, uint32_t a, uint32_t b) {
   if (r->failed) return CG_NO_NODE;
+  if (cg_is_float((cg_type)r->v[a].type)) {
+    int known = decided(&r->v[a], &r->v[b], how);
+    if (known >= 0) return cg_const(r, CG_PRED, (uint64_t)known);
+  }
   return cg_add(r, (cg_node){.op = CG_CMP, .type = CG_PRED, .atype = r->v[a].type, .nin = 2,
                              .in = {a, b}, .imm = (uint64_t)how});
 }
@@ -262,6 +391,7 @@ uint32_t cg_bitcast(cg_region *r, cg_type to, uint32_t a) {
 uint32_t cg_select(cg_region *r, uint32_t pred, uint32_t a, uint32_t b) {
   if (r->failed) return CG_NO_NODE;
   if (a == b) return a;
+  if (is_pred_const(r, pred)) return r->v[pred].imm ? a : b;
   return cg_op3(r, CG_SELECT, (cg_type)r->v[a].type, pred, a, b);
 }
 

@@ -116,6 +116,11 @@ typedef struct cg_node {
                       (the later copies of an unrolled body, cg_unroll.c) */
   const void *aux; /* CALL*: the kernel */
   uint32_t uses; /* how many node operands read it (filled by cg_finish) */
+  /* Float values: every lane that is not a NaN lies in [lo, hi] (-inf, +inf: nothing known).
+   * Set by cg_add from the operands' ranges, narrowed by cg_range_fact; compares that the
+   * ranges decide fold to constants while the region is built (cg_cmp), so a transcendental's
+   * special-case selects vanish where its argument cannot reach them (exp of a sine). */
+  double lo, hi;
 } cg_node;
 
 enum { CG_NEST_OUT = 0xFFFFFFFEu }; /* STORE `reg` of a nest: the staging output */
@@ -154,6 +159,9 @@ uint32_t cg_cmp(cg_region *r, cg_cmp_kind how, uint32_t a, uint32_t b);
 uint32_t cg_cvt(cg_region *r, cg_cvt_kind how, cg_type to, uint32_t a);
 uint32_t cg_bitcast(cg_region *r, cg_type to, uint32_t a);
 uint32_t cg_select(cg_region *r, uint32_t pred, uint32_t a, uint32_t b);
+/* Records that node i's non-NaN lanes lie in [lo, hi] (a fact its builder knows, such as a
+ * sine's range); returns i. The node's range becomes the intersection. */
+uint32_t cg_range_fact(cg_region *r, uint32_t i, double lo, double hi);
 static inline cg_type cg_type_of(const cg_region *r, uint32_t i) { return (cg_type)r->v[i].type; }
 /* Elements one iteration of the region's loop covers. */
 static inline int cg_loop_lanes(const cg_region *r) {

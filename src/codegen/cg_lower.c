@@ -56,7 +56,11 @@ static uint32_t fminmax(cg_region *r, uint32_t a, uint32_t b, bool max) {
   cg_cmp_kind gt = max ? CG_CMP_GT : CG_CMP_LT;
   uint32_t ab = cg_select(r, cg_cmp(r, gt, a, b), a, b), ba = cg_select(r, cg_cmp(r, gt, b, a), b, a);
   uint32_t res = cg_op2(r, max ? CG_AND : CG_OR, t, ab, ba);
-  return cg_select(r, cg_cmp(r, CG_CMP_UNORD, a, b), cg_op2(r, CG_FADD, t, a, b), res);
+  res = cg_select(r, cg_cmp(r, CG_CMP_UNORD, a, b), cg_op2(r, CG_FADD, t, a, b), res);
+  if (r->failed) return res;
+  const cg_node *x = &r->v[a], *y = &r->v[b];
+  return max ? cg_range_fact(r, res, fmax(x->lo, y->lo), fmax(x->hi, y->hi))
+             : cg_range_fact(r, res, fmin(x->lo, y->lo), fmin(x->hi, y->hi));
 }
 
 /* roundf / round: half away from zero */
@@ -158,7 +162,8 @@ static uint32_t float_op(lower *L, const av_ew_kernel *k, const uint32_t *in) {
       uint32_t fast = cg_math_sincosf_reduced(r, x, k->op == AV_OP_COSINE);
       /* |x| > AV_FM_TRIG_MAX, inf and NaN: the kernel's libm path, for the whole vector */
       uint32_t big = cg_op1(r, CG_PNOT, CG_PRED, cg_cmp(r, CG_CMP_LE, cg_fabs(r, x), cg_fconst(r, t, AV_FM_TRIG_MAX)));
-      return cg_add(r, (cg_node){.op = CG_CALL_IF, .type = CG_F32, .nin = 3, .in = {big, x, fast}, .aux = k});
+      uint32_t res = cg_add(r, (cg_node){.op = CG_CALL_IF, .type = CG_F32, .nin = 3, .in = {big, x, fast}, .aux = k});
+      return cg_range_fact(r, res, -1 - 0x1p-20, 1 + 0x1p-20);
     }
     default: return CG_NO_NODE;
   }

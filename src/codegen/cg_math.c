@@ -3,6 +3,7 @@
  * the interpreter agree to the bit. Comments name the fast_math.h function each follows. */
 #include "codegen/cg_math.h"
 
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -14,21 +15,40 @@ static uint32_t sign_mask(cg_region *r, cg_type t) {
   return cg_const(r, t, t == CG_F64 ? UINT64_C(0x8000000000000000) : 0x80000000u);
 }
 
+/* the largest magnitude in x's range */
+static double max_abs(const cg_region *r, uint32_t x) { return fmax(fabs(r->v[x].lo), fabs(r->v[x].hi)); }
+
 uint32_t cg_fneg(cg_region *r, uint32_t x) {
   cg_type t = cg_type_of(r, x);
-  return cg_op2(r, CG_XOR, t, x, sign_mask(r, t));
+  uint32_t y = cg_op2(r, CG_XOR, t, x, sign_mask(r, t));
+  return r->failed ? y : cg_range_fact(r, y, -r->v[x].hi, -r->v[x].lo);
 }
 
 uint32_t cg_fabs(cg_region *r, uint32_t x) {
   cg_type t = cg_type_of(r, x);
-  return cg_op2(r, CG_ANDN, t, sign_mask(r, t), x);
+  uint32_t y = cg_op2(r, CG_ANDN, t, sign_mask(r, t), x);
+  if (r->failed) return y;
+  double lo = r->v[x].lo, hi = r->v[x].hi;
+  return cg_range_fact(r, y, lo >= 0 ? lo : hi <= 0 ? -hi : 0.0, max_abs(r, x));
 }
 
 uint32_t cg_copysign(cg_region *r, uint32_t mag, uint32_t sgn) {
   cg_type t = cg_type_of(r, mag);
   uint32_t m = sign_mask(r, t);
-  return cg_op2(r, CG_OR, t, cg_op2(r, CG_ANDN, t, m, mag), cg_op2(r, CG_AND, t, m, sgn));
+  uint32_t y = cg_op2(r, CG_OR, t, cg_op2(r, CG_ANDN, t, m, mag), cg_op2(r, CG_AND, t, m, sgn));
+  return r->failed ? y : cg_range_fact(r, y, -max_abs(r, mag), max_abs(r, mag));
 }
+
+/* The range of y = f(x) for f increasing, from x's: f at its ends, moved out by far more than
+ * the few ulp by which the expansions below differ from f (and past zero at underflow). */
+static uint32_t increasing(cg_region *r, uint32_t y, uint32_t x, double (*f)(double)) {
+  if (r->failed) return y;
+  double lo = f(r->v[x].lo), hi = f(r->v[x].hi);
+  lo = isnan(lo) ? -INFINITY : lo - (fabs(lo) * 0x1p-16 + 0x1p-126);
+  hi = isnan(hi) ? INFINITY : hi + (fabs(hi) * 0x1p-16 + 0x1p-126);
+  return cg_range_fact(r, y, lo, hi);
+}
+static double logistic(double x) { return 1 / (1 + exp(-x)); }
 
 static uint32_t fma3(cg_region *r, uint32_t a, uint32_t b, uint32_t c) {
   return cg_op3(r, CG_FMA, cg_type_of(r, a), a, b, c);
@@ -79,7 +99,7 @@ uint32_t cg_math_expf(cg_region *r, uint32_t x) {
   uint32_t res = bin(r, CG_FMUL, bin(r, CG_FMUL, bin(r, CG_FADD, cg_constf(r, CG_F32, 1.0), em1), s1), s2);
   res = select_if(r, CG_CMP_GT, x, cg_constf(r, CG_F32, 100.0), cg_const(r, CG_F32, 0x7f800000u), res);
   res = select_if(r, CG_CMP_LT, x, cg_constf(r, CG_F32, -120.0), cg_constf(r, CG_F32, 0.0), res);
-  return select_if(r, CG_CMP_UNORD, x, x, x, res);
+  return increasing(r, select_if(r, CG_CMP_UNORD, x, x, x, res), x, exp);
 }
 
 uint32_t cg_math_tanhf(cg_region *r, uint32_t x) {
@@ -90,7 +110,7 @@ uint32_t cg_math_tanhf(cg_region *r, uint32_t x) {
   uint32_t q = bin(r, CG_FDIV, e, bin(r, CG_FADD, e, cg_constf(r, CG_F32, 2.0)));
   uint32_t res = cg_copysign(r, q, x);
   res = select_if(r, CG_CMP_GT, a, cg_constf(r, CG_F32, 10.0), cg_copysign(r, cg_constf(r, CG_F32, 1.0), x), res);
-  return select_if(r, CG_CMP_UNORD, x, x, x, res);
+  return increasing(r, select_if(r, CG_CMP_UNORD, x, x, x, res), x, tanh);
 }
 
 /* av_fm_expm1_small */
@@ -118,7 +138,7 @@ uint32_t cg_math_logisticf(cg_region *r, uint32_t x) {
   uint32_t res = cg_cvt(r, CG_CVT_FLOAT, CG_F32, bin(r, CG_FDIV, cg_constf(r, CG_F64, 1.0), den));
   res = select_if(r, CG_CMP_GT, x, cg_constf(r, CG_F32, 200.0), cg_constf(r, CG_F32, 1.0), res);
   res = select_if(r, CG_CMP_LT, x, cg_constf(r, CG_F32, -200.0), cg_constf(r, CG_F32, 0.0), res);
-  return select_if(r, CG_CMP_UNORD, x, x, x, res);
+  return increasing(r, select_if(r, CG_CMP_UNORD, x, x, x, res), x, logistic);
 }
 
 uint32_t cg_math_sincosf_reduced(cg_region *r, uint32_t x, int cos_shift) {
@@ -205,7 +225,7 @@ static uint32_t safe_log_arg(cg_region *r, uint32_t u) {
 uint32_t cg_math_logf(cg_region *r, uint32_t x) {
   uint32_t u = cg_cvt(r, CG_CVT_FLOAT, CG_F64, x);
   uint32_t res = cg_cvt(r, CG_CVT_FLOAT, CG_F32, log_pos_f64(r, u));
-  return log_specials(r, x, u, res);
+  return increasing(r, log_specials(r, x, u, res), x, log);
 }
 
 /* log1p(x) = log(u) with u = 1 + x in f64, which is exact for an f32 x of |x| >= 2^-29 (its
@@ -217,7 +237,7 @@ uint32_t cg_math_log1pf(cg_region *r, uint32_t x) {
   uint32_t u = bin(r, CG_FADD, one, xd);
   uint32_t res = cg_cvt(r, CG_CVT_FLOAT, CG_F32, log_pos_f64(r, u));
   res = log_specials(r, x, u, res);
-  return select_if(r, CG_CMP_LT, cg_fabs(r, x), cg_constf(r, CG_F32, 0x1p-29), x, res);
+  return increasing(r, select_if(r, CG_CMP_LT, cg_fabs(r, x), cg_constf(r, CG_F32, 0x1p-29), x, res), x, log1p);
 }
 
 /* expm1(x) = 2^n * (1 + q) - 1 = 2^n * q + (2^n - 1), in f64 with av_fm_exp_split's reduction
@@ -237,7 +257,7 @@ uint32_t cg_math_expm1f(cg_region *r, uint32_t x) {
   uint32_t em1 = fma3(r, sc, q, bin(r, CG_FSUB, sc, cg_constf(r, CG_F64, 1.0)));
   uint32_t res = cg_cvt(r, CG_CVT_FLOAT, CG_F32, em1);
   res = select_if(r, CG_CMP_EQ, x, cg_constf(r, CG_F32, 0.0), x, res); /* +-0 */
-  return select_if(r, CG_CMP_UNORD, x, x, bin(r, CG_FADD, x, x), res);
+  return increasing(r, select_if(r, CG_CMP_UNORD, x, x, bin(r, CG_FADD, x, x), res), x, expm1);
 }
 
 /* ---- erf_inv of f32 in f64: erfinv(y) = y * P(w), w = -log((1 - y)(1 + y)), with P a

@@ -507,11 +507,126 @@ static void test_erfinv_sweep(void **state) {
   gfree(&y);
 }
 
+/* ---- value ranges: a region of three ops (g, then f, then a compare of f's result with a
+ * constant) against the same three ops generated one region each. In the three-op region
+ * each op's argument has a known range (a sine's [-1, 1], exp of that in [e^-1, e]...), and
+ * the selects and compares that it decides are folded away (cg_node.lo / hi); alone, an op's
+ * argument is an unknown array and nothing folds. Both must give the same bits (each alone
+ * matches the interpreter: test_every_op). */
+
+typedef struct stage {
+  av_opcode op;
+  float scalar;      /* the known operand of a binary op */
+  bool scalar_first; /* it is the first operand */
+} stage;
+
+/* Generates the ops ks[0..nk) as one region over IN register 0: op i reads register r_i (the
+ * previous op's result, the input for the first) and scalar register 1 + i when binary, and
+ * writes register 1 + nk + i (TEMP for the first of several ops, else OUT). Runs it over n
+ * elements of x into outs (one per OUT register, in order). false: not generated. */
+static bool run_chain(const char *isa, const av_ew_kernel *const *ks, const stage *st, int nk, const float *x,
+                      void *const *outs, int64_t n) {
+  enum { MAXK = 3 };
+  av_fused_reg regs[1 + 2 * MAXK];
+  av_dtype dt[1 + 2 * MAXK];
+  const void *value[1 + 2 * MAXK] = {0};
+  av_fused_op ops[MAXK];
+  void *at[1 + 2 * MAXK] = {0};
+  regs[0] = (av_fused_reg){AV_FUSED_IN, 0, 4, NULL};
+  dt[0] = AV_DT_F32;
+  at[0] = (void *)x;
+  uint32_t prev = 0, nout = 0, ntemp = 0;
+  for (int i = 0; i < nk; i++) {
+    uint32_t sr = 1 + (uint32_t)i, rr = 1 + (uint32_t)nk + (uint32_t)i;
+    regs[sr] = (av_fused_reg){AV_FUSED_SCALAR, sr, 4, NULL};
+    dt[sr] = AV_DT_F32;
+    value[sr] = &st[i].scalar;
+    at[sr] = (void *)&st[i].scalar;
+    bool pred = st[i].op == AV_OP_COMPARE, out = i > 0 || nk == 1;
+    regs[rr] = (av_fused_reg){out ? AV_FUSED_OUT : AV_FUSED_TEMP, out ? nout : ntemp, pred ? 1 : 4, NULL};
+    dt[rr] = pred ? AV_DT_PRED : AV_DT_F32;
+    if (out) at[rr] = outs[nout++];
+    else ntemp++;
+    ops[i] = (av_fused_op){ks[i], ks[i]->nin, {prev}, rr, NULL, 0};
+    if (ks[i]->nin == 2) {
+      ops[i].in[st[i].scalar_first ? 0 : 1] = sr;
+      ops[i].in[st[i].scalar_first ? 1 : 0] = prev;
+    }
+    if (!pred) prev = rr;
+  }
+  av_fused_params p = {n, 1 + 2 * (uint32_t)nk, (uint32_t)nk, regs, ops, NULL, NULL, 0};
+  av_cg_region_desc d = {&p, ops, (uint32_t)nk, dt, value, NULL, NULL, "ranges"};
+  av_cg_kernel *g = av_codegen_fused_isa(&d, isa);
+  if (!g) return false;
+  p.gen = g;
+  assert_true(av_fused_gen_run(&p, at, n, 0));
+  av_codegen_free(g);
+  return true;
+}
+
+static void test_ranges_fold_nothing_visible(void **state) {
+  (void)state;
+  static const stage stages[] = {
+      {AV_OP_SINE, 0, false}, {AV_OP_COSINE, 0, false}, {AV_OP_EXPONENTIAL, 0, false},
+      {AV_OP_EXPONENTIAL_MINUS_ONE, 0, false}, {AV_OP_LOG, 0, false}, {AV_OP_LOG_PLUS_ONE, 0, false},
+      {AV_OP_TANH, 0, false}, {AV_OP_LOGISTIC, 0, false}, {AV_OP_SQRT, 0, false}, {AV_OP_RSQRT, 0, false},
+      {AV_OP_ABS, 0, false}, {AV_OP_NEGATE, 0, false}, {AV_OP_FLOOR, 0, false}, {AV_OP_ADD, 1.0f, false},
+      {AV_OP_MULTIPLY, -3.0f, false}, {AV_OP_DIVIDE, 4.0f, false}, {AV_OP_SUBTRACT, 1.0f, true},
+      {AV_OP_DIVIDE, 2.0f, true}, {AV_OP_MAXIMUM, 0.0f, false}, {AV_OP_MINIMUM, 100.0f, false},
+  };
+  /* the thresholds of the expansions' special cases */
+  static const float limits[] = {0.0f, 1.0f, -1.0f, 10.0f, 100.0f, -120.0f, 0x1p-29f, 262144.0f, INFINITY, 0.5f, 2.0f};
+  enum { NS = sizeof stages / sizeof *stages, NL = sizeof limits / sizeof *limits, N = 1037 };
+  av_ew_kernel ks[NS], cmp[6];
+  for (int i = 0; i < NS; i++)
+    assert_true(av_ew_prepare(stages[i].op, AV_DT_F32, AV_DT_F32, AV_CMP_EQ, AV_CMP_DEFAULT, &ks[i]));
+  for (int dir = 0; dir < 6; dir++)
+    assert_true(av_ew_prepare(AV_OP_COMPARE, AV_DT_F32, AV_DT_PRED, (av_cmp_dir)dir, AV_CMP_DEFAULT, &cmp[dir]));
+  guarded x = galloc(N * 4);
+  fill(AV_DT_F32, x.data, N, 11);
+  float *chain_y = malloc(N * 4), *one_a = malloc(N * 4), *one_b = malloc(N * 4);
+  unsigned char *chain_p = malloc(N), *one_p = malloc(N);
+  int cases = 0, differ = 0;
+  for (unsigned ii = 0; ii < sizeof isas / sizeof *isas; ii++) {
+    if (!isa_available(isas[ii])) continue;
+    for (int a = 0; a < NS; a++)
+      for (int b = 0; b < NS; b++) {
+        int li = (a * NS + b) % NL, dir = (a + b) % 6;
+        stage st[3] = {stages[a], stages[b], {AV_OP_COMPARE, limits[li], false}};
+        const av_ew_kernel *chain[3] = {&ks[a], &ks[b], &cmp[dir]};
+        if (!run_chain(isas[ii], chain, st, 3, x.data, (void *[]){chain_y, chain_p}, N)) continue;
+        /* the same ops one region each */
+        assert_true(run_chain(isas[ii], chain, st, 1, x.data, (void *[]){one_a}, N));
+        assert_true(run_chain(isas[ii], chain + 1, st + 1, 1, one_a, (void *[]){one_b}, N));
+        assert_true(run_chain(isas[ii], chain + 2, st + 2, 1, one_b, (void *[]){one_p}, N));
+        cases++;
+        for (int i = 0; i < N; i++) {
+          if (memcmp(&chain_y[i], &one_b[i], 4) == 0 && chain_p[i] == one_p[i]) continue;
+          print_error("%s: %s then %s, compare %d with %a: element %d: x %a: chained %a %d, one by one %a %d\n",
+                      isas[ii], av_opcode_name(stages[a].op), av_opcode_name(stages[b].op), dir, limits[li], i,
+                      ((float *)x.data)[i], chain_y[i], chain_p[i], one_b[i], one_p[i]);
+          differ++;
+          break;
+        }
+      }
+  }
+  print_message("ranges: %d three-op regions, %d differ from their ops one by one\n", cases, differ);
+  assert_true(cases >= NS * NS); /* at least one ISA generated every chain */
+  gfree(&x);
+  free(chain_y);
+  free(one_a);
+  free(one_b);
+  free(chain_p);
+  free(one_p);
+  assert_int_equal(differ, 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_nest_nbody),
       cmocka_unit_test(test_every_op),
       cmocka_unit_test(test_erfinv_sweep),
+      cmocka_unit_test(test_ranges_fold_nothing_visible),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

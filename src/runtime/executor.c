@@ -249,7 +249,9 @@ static av_code run_func(const av_plan *plan, const av_func_plan *fn, int device_
                                                     memory_order_acquire),
                                plan, fn, device_index);
   }
+  if (depth == 0) av_thread_pool_hot(pool, true);
   av_code c = av_run_block(&fn->body, &f, args, results, d);
+  if (depth == 0) av_thread_pool_hot(pool, false);
   if (depth == 0) av_prof_run_end(f.prof);
   if (c == AV_OK) {
     /* Results must own their bytes: the frame's borrowed data does not outlive the call. */

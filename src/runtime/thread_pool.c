@@ -16,6 +16,7 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <time.h>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -26,6 +27,7 @@
 
 enum {
   SPIN_WORKER = 1000, /* pause iterations an idle worker polls before sleeping (~10-50 us) */
+  HOT_SPIN_US = 1000, /* ... and how long while an execution runs (av_thread_pool_hot) */
   SPIN_CALLER = 4000, /* ... and the caller before sleeping on the last chunks */
   CHUNKS_PER_THREAD = 4,
 };
@@ -68,6 +70,8 @@ struct av_thread_pool {
   atomic_llong next;  /* next chunk to take */
   atomic_uint gen;    /* bumped for every loop published */
   atomic_int active;  /* workers inside the current loop */
+  atomic_int hot;     /* executions running on the pool (av_thread_pool_hot) */
+  atomic_int ntasks;  /* detached tasks queued (mirrors `tasks` for the polling workers) */
 
   pool_task *tasks, *tasks_tail; /* under mu: scheduled, not started */
 
@@ -105,21 +109,49 @@ static void run_chunks(av_thread_pool *p, av_parallel_fn fn, void *ctx, int64_t 
   }
 }
 
+static int64_t now_us(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (int64_t)t.tv_sec * 1000000 + t.tv_nsec / 1000;
+}
+
+/* An idle worker's polling for a new loop or task before it sleeps: SPIN_WORKER pauses, then
+ * while an execution runs on the pool, up to HOT_SPIN_US more. */
+static void poll_for_work(av_thread_pool *p, unsigned seen) {
+  int64_t deadline = 0;
+  for (int i = 0;; i++) {
+    if (atomic_load_explicit(&p->gen, memory_order_acquire) != seen ||
+        atomic_load_explicit(&p->ntasks, memory_order_relaxed) > 0)
+      return;
+    if (i >= SPIN_WORKER) {
+      if (atomic_load_explicit(&p->hot, memory_order_relaxed) <= 0) return;
+      if (i % 64 == 0) { /* the clock now and then: a pause takes 10-150 cycles by CPU */
+        int64_t now = now_us();
+        if (!deadline) deadline = now + HOT_SPIN_US;
+        else if (now > deadline) return;
+      }
+    }
+    cpu_relax();
+  }
+}
+
+void av_thread_pool_hot(av_thread_pool *p, bool running) {
+  if (p) atomic_fetch_add_explicit(&p->hot, running ? 1 : -1, memory_order_relaxed);
+}
+
 static void *worker_main(void *arg) {
   av_thread_pool *p = arg;
   unsigned seen = 0;
   tl_pool_worker = true;
   av_fp_enter(p->denormals); /* for the thread's life */
   for (;;) {
-    for (int i = 0; i < SPIN_WORKER; i++) {
-      if (atomic_load_explicit(&p->gen, memory_order_acquire) != seen) break;
-      cpu_relax();
-    }
+    poll_for_work(p, seen);
     pthread_mutex_lock(&p->mu);
     while (atomic_load_explicit(&p->gen, memory_order_relaxed) == seen && !p->stop && !p->tasks)
       pthread_cond_wait(&p->wake, &p->mu);
     if (p->tasks) { /* a detached task: run it, then look again */
       pool_task *t = p->tasks;
+      atomic_fetch_sub_explicit(&p->ntasks, 1, memory_order_relaxed);
       p->tasks = t->next;
       if (!p->tasks) p->tasks_tail = NULL;
       pthread_mutex_unlock(&p->mu);
@@ -165,6 +197,8 @@ av_thread_pool *av_thread_pool_create(int nthreads) {
   atomic_init(&p->next, 0);
   atomic_init(&p->gen, 0);
   atomic_init(&p->active, 0);
+  atomic_init(&p->hot, 0);
+  atomic_init(&p->ntasks, 0);
   pthread_mutex_init(&p->mu, NULL);
   pthread_cond_init(&p->wake, NULL);
   pthread_cond_init(&p->left, NULL);
@@ -356,6 +390,7 @@ void av_thread_pool_schedule(av_thread_pool *p, void (*task)(void *), void *data
       if (p->tasks_tail) p->tasks_tail->next = t;
       else p->tasks = t;
       p->tasks_tail = t;
+      atomic_fetch_add_explicit(&p->ntasks, 1, memory_order_relaxed);
       pthread_cond_broadcast(&p->wake);
       queued = true;
     }

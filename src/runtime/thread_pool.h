@@ -65,6 +65,13 @@ int av_thread_pool_size(const av_thread_pool *pool);
 void av_parallel_for(av_thread_pool *pool, int64_t n, int64_t grain, int64_t min_items,
                      av_parallel_fn fn, void *ctx);
 
+/* Marks a program execution on the pool as started (true) or ended (false). While one runs,
+ * idle workers poll for the next loop for up to ~1 ms instead of a few microseconds before
+ * they sleep: a program's parallel steps come back to back, with short serial steps between
+ * them, and a sleeping worker takes tens of microseconds to wake (more on a virtual machine).
+ * Outside executions they go back to sleep at once, taking no CPU from other work. */
+void av_thread_pool_hot(av_thread_pool *pool, bool running);
+
 /* Runs task(data) on one of the pool's workers, soon, detached from any loop (what XLA FFI
  * handlers' ThreadPool_Schedule asks for; the pool finishes queued tasks before it stops).
  * Runs it on the calling thread instead, before returning, when the pool is NULL or has no

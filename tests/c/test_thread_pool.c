@@ -12,6 +12,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "compiler/program.h"
 #include "runtime/kernels/shape.h"
@@ -224,6 +225,38 @@ static void test_schedule(void **state) {
   av_thread_pool_schedule(one, probe_task, &solo);
   assert_true(atomic_load(&solo.done) && pthread_equal(solo.ran_on, pthread_self()));
   av_thread_pool_release(one);
+}
+
+/* A pool marked as running an execution (its idle workers keep polling) still covers every
+ * item once across serial gaps, runs detached tasks queued while its workers poll, and is
+ * released (workers joined) both after the execution ends and while one is still marked. */
+static void test_hot_pool(void **state) {
+  (void)state;
+  for (int end_first = 0; end_first < 2; end_first++) {
+    av_thread_pool *pool = av_thread_pool_create(3);
+    assert_non_null(pool);
+    av_thread_pool_hot(pool, true);
+    for (int r = 0; r < 20; r++) {
+      check_cover(pool, 100000 + r, 64, 256, 0);
+      usleep((useconds_t)(r * 150)); /* serial gaps around the polling time */
+    }
+    sched_probe probe[4], inner[4];
+    for (int i = 0; i < 4; i++) {
+      memset(&probe[i], 0, sizeof probe[i]);
+      memset(&inner[i], 0, sizeof inner[i]);
+      probe[i].inner = &inner[i];
+      probe[i].pool = pool;
+      av_thread_pool_schedule(pool, probe_task, &probe[i]);
+    }
+    for (int i = 0; i < 4; i++)
+      while (!atomic_load(&probe[i].done)) sched_yield();
+    if (end_first) {
+      av_thread_pool_hot(pool, false);
+      check_cover(pool, 1 << 18, 1, 1, 0);
+    }
+    av_thread_pool_release(pool);
+  }
+  av_thread_pool_hot(NULL, true); /* no pool: nothing */
 }
 
 static void test_parse_num_threads(void **state) {
@@ -514,6 +547,7 @@ int main(void) {
       cmocka_unit_test(test_lanes),
       cmocka_unit_test(test_parse_num_threads),
       cmocka_unit_test(test_schedule),
+      cmocka_unit_test(test_hot_pool),
       cmocka_unit_test(test_program_same_bytes),
       cmocka_unit_test(test_transposes),
       cmocka_unit_test(test_reduce_window),

@@ -309,8 +309,9 @@ static void gen_range(fused_run *fr, int64_t begin, int64_t end) {
   const av_step *s = fr->s;
   const av_frame *f = fr->f;
   const av_fused_params *p = fr->p;
-  void *local_at[FUSED_LOCAL_REGS];
-  void **at = p->nregs <= FUSED_LOCAL_REGS ? local_at : malloc(sizeof *at * p->nregs);
+  void *local_at[2 * FUSED_LOCAL_REGS];
+  void **at = p->nregs <= FUSED_LOCAL_REGS ? local_at : malloc(2 * sizeof *at * p->nregs);
+  void **fixed = at ? at + p->nregs : NULL; /* per box: its tile when every tile is the same */
   /* Tiles only when some box must be gathered; boxes that are runs of their inputs over the
    * whole share (rows of a state array, as a scan body slices them) are read in place in one
    * call, with no scratch (an RK4 body's 27 row reads cost more per 1024-element tile than
@@ -327,11 +328,29 @@ static void gen_range(fused_run *fr, int64_t begin, int64_t end) {
   char *boxes = box_bytes <= sizeof local_buf ? local_buf : malloc(box_bytes);
   bool ok = at && boxes;
   int64_t step = all_runs ? end - begin : fr->tile;
+  /* A box repeating with a period that divides the tile (NHWC's bias and batch-norm
+   * vectors), over a share starting at a multiple of it, is the same in every tile: gathered
+   * once here (its first m elements serve the shorter last tile too). */
+  size_t off0 = 0;
+  for (uint32_t r = 0; ok && r < p->nregs; r++) {
+    const av_fused_reg *g = &p->regs[r];
+    fixed[r] = NULL;
+    int64_t period = g->kind == AV_FUSED_BOX && !all_runs ? box_period(g->box) : 0;
+    if (period > 0 && step % period == 0 && begin % period == 0 && box_run(g->box, begin, step) < 0) {
+      fixed[r] = boxes + off0;
+      off0 += ((size_t)fr->tile * g->esize + 63) & ~(size_t)63;
+      gather_box(g->box, av_in(s, f, g->index), fixed[r], begin, end - begin < step ? end - begin : step);
+    }
+  }
   for (int64_t t = begin; ok && t < end; t += step) {
     int64_t m = end - t < step ? end - t : step;
-    size_t off = 0;
+    size_t off = off0;
     for (uint32_t r = 0; r < p->nregs; r++) {
       const av_fused_reg *g = &p->regs[r];
+      if (fixed[r]) {
+        at[r] = fixed[r];
+        continue;
+      }
       switch (g->kind) {
         case AV_FUSED_IN: at[r] = (char *)av_in(s, f, g->index) + (size_t)t * g->esize; break;
         case AV_FUSED_OUT: at[r] = (char *)av_out(s, f, g->index) + (size_t)t * g->esize; break;

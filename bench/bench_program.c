@@ -108,7 +108,7 @@ int main(int argc, char **argv) {
     p = q;
   }
   double ml = median(tl, compiles) * 1e3, mc = median(tc, compiles) * 1e3;
-  printf("%s: compile %.3f ms (load %.3f + lower %.3f), median of %d; min %.3f + %.3f\n", argv[1],
+  printf("%s: compile %.3f ms (load %.3f + lower %.3f), median of %d; first %.3f + %.3f\n", argv[1],
          ml + mc, ml, mc, compiles, tl[0] * 1e3, tc[0] * 1e3);
   av_thread_pool *pool = threads > 1 ? av_thread_pool_create(threads) : NULL;
   if (pool) av_program_use_thread_pool(p, pool); /* the program takes its own reference */

@@ -129,6 +129,9 @@ static void poll_for_work(av_thread_pool *p, unsigned seen) {
         int64_t now = now_us();
         if (!deadline) deadline = now + HOT_SPIN_US;
         else if (now > deadline) return;
+        /* and the CPU to any other runnable thread (more threads than cores: processes of
+         * one job on one host); with none, this returns at once */
+        sched_yield();
       }
     }
     cpu_relax();

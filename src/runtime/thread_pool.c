@@ -28,6 +28,7 @@
 enum {
   SPIN_WORKER = 1000, /* pause iterations an idle worker polls before sleeping (~10-50 us) */
   HOT_SPIN_US = 1000, /* ... and how long while an execution runs (av_thread_pool_hot) */
+  HOT_YIELDED_US = 50, /* a sched_yield this long gave the core away: sleep instead */
   SPIN_CALLER = 4000, /* ... and the caller before sleeping on the last chunks */
   CHUNKS_PER_THREAD = 4,
 };
@@ -129,9 +130,11 @@ static void poll_for_work(av_thread_pool *p, unsigned seen) {
         int64_t now = now_us();
         if (!deadline) deadline = now + HOT_SPIN_US;
         else if (now > deadline) return;
-        /* and the CPU to any other runnable thread (more threads than cores: processes of
-         * one job on one host); with none, this returns at once */
+        /* Offers the core to any other runnable thread; with none, this returns at once.
+         * Taking longer means one ran (more threads than cores: processes of one job on one
+         * host, or other programs): polling then only takes cores from them, so sleep. */
         sched_yield();
+        if (now_us() - now > HOT_YIELDED_US) return;
       }
     }
     cpu_relax();

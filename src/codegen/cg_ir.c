@@ -84,12 +84,9 @@ static double widen(double v, cg_type t, int dir) {
 static void products(const cg_node *a, const cg_node *b, double *lo, double *hi) {
   double p[4] = {a->lo * b->lo, a->lo * b->hi, a->hi * b->lo, a->hi * b->hi};
   *lo = *hi = p[0];
-  for (int i = 1; i < 4; i++) {
+  for (int i = 1; i < 4; i++) *lo = fmin(*lo, p[i]), *hi = fmax(*hi, p[i]);
+  for (int i = 0; i < 4; i++) /* (fmin and fmax skip NaNs) */
     if (isnan(p[i])) *lo = *hi = NAN;
-    *lo = fmin(*lo, p[i]);
-    *hi = fmax(*hi, p[i]);
-  }
-  if (isnan(p[0])) *lo = *hi = NAN;
 }
 
 /* A new node's range from its operands'; only float arithmetic, conversions between floats,

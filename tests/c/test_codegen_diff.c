@@ -26,6 +26,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "codegen/cg_ir.h"
 #include "codegen/codegen.h"
 #include "runtime/kernels/convert.h"
 #include "runtime/kernels/elementwise.h"
@@ -573,6 +574,7 @@ static void test_ranges_fold_nothing_visible(void **state) {
       {AV_OP_ABS, 0, false}, {AV_OP_NEGATE, 0, false}, {AV_OP_FLOOR, 0, false}, {AV_OP_ADD, 1.0f, false},
       {AV_OP_MULTIPLY, -3.0f, false}, {AV_OP_DIVIDE, 4.0f, false}, {AV_OP_SUBTRACT, 1.0f, true},
       {AV_OP_DIVIDE, 2.0f, true}, {AV_OP_MAXIMUM, 0.0f, false}, {AV_OP_MINIMUM, 100.0f, false},
+      {AV_OP_CHLO_SQUARE, 0, false}, /* a product of two ranges: 0 * inf at their ends */
   };
   /* the thresholds of the expansions' special cases */
   static const float limits[] = {0.0f, 1.0f, -1.0f, 10.0f, 100.0f, -120.0f, 0x1p-29f, 262144.0f, INFINITY, 0.5f, 2.0f};
@@ -621,11 +623,87 @@ static void test_ranges_fold_nothing_visible(void **state) {
   assert_int_equal(differ, 0);
 }
 
+/* The ranges cg_add derives hold: operand ranges from ends that include zeros, denormals and
+ * infinities, values drawn at and between their ends, and every non-NaN result of each
+ * arithmetic node (computed here in that type with C's operators) inside the node's range. */
+static double draw(double lo, double hi, cg_type t) {
+  static const double picks[] = {-INFINITY, -3e38, -1e30, -3.5, -1, -0.3, -0x1p-130, -0.0, 0.0,
+                                 0x1p-130, 1e-3, 0.5, 1, 2, 7.25, 1e30, 3e38, INFINITY};
+  enum { NP = sizeof picks / sizeof *picks };
+  uint64_t u = rnd();
+  double v;
+  if (u % 3 == 0) v = u % 2 ? lo : hi;
+  else if (u % 3 == 1) v = picks[(u >> 8) % NP];
+  else v = isinf(lo) || isinf(hi) ? ldexp((double)(u >> 40) / 16777216.0, (int)((u >> 8) % 200) - 100) * (u & 4 ? -1 : 1)
+                                  : lo + (hi - lo) * ((double)(u >> 11) / 9007199254740992.0);
+  if (t == CG_F32) { /* the nearest float inside: a value the node can hold */
+    float f = (float)v;
+    if (f < lo) f = nextafterf(f, INFINITY);
+    if (f > hi) f = nextafterf(f, -INFINITY);
+    v = f;
+  }
+  return v >= lo && v <= hi ? v : NAN; /* none: the sample is skipped */
+}
+
+static void test_range_rules_hold(void **state) {
+  (void)state;
+  static const double ends[] = {-INFINITY, -1e30, -3.5, -1, -0x1p-130, 0.0, 0x1p-130, 1e-3, 0.5, 1, 2, 7.25, 1e30, INFINITY};
+  enum { NE = sizeof ends / sizeof *ends, OPS = 9 };
+  int checked = 0;
+  for (int ti = 0; ti < 2; ti++) {
+    cg_type t = ti ? CG_F64 : CG_F32;
+    for (int trial = 0; trial < 3000; trial++) {
+      double lo[3], hi[3];
+      for (int q = 0; q < 3; q++) {
+        double e1 = ends[rnd() % NE], e2 = ends[rnd() % NE];
+        lo[q] = fmin(e1, e2), hi[q] = fmax(e1, e2);
+      }
+      cg_region r = {0};
+      uint32_t in[3];
+      for (int q = 0; q < 3; q++) {
+        in[q] = cg_add(&r, (cg_node){.op = CG_LOAD, .type = (uint8_t)t, .reg = (uint32_t)q});
+        cg_range_fact(&r, in[q], lo[q], hi[q]);
+      }
+      cg_type other = t == CG_F32 ? CG_F64 : CG_F32;
+      uint32_t node[OPS] = {
+          cg_op2(&r, CG_FADD, t, in[0], in[1]), cg_op2(&r, CG_FSUB, t, in[0], in[1]),
+          cg_op2(&r, CG_FMUL, t, in[0], in[1]), cg_op2(&r, CG_FDIV, t, in[0], in[1]),
+          cg_op3(&r, CG_FMA, t, in[0], in[1], in[2]), cg_op1(&r, CG_FSQRT, t, in[0]),
+          cg_opi(&r, CG_FROUND, t, in[0], CG_ROUND_FLOOR), cg_cvt(&r, CG_CVT_FLOAT, other, in[0]),
+          cg_op3(&r, CG_SELECT, t, cg_cmp(&r, CG_CMP_LT, in[2], in[1]), in[0], in[1])};
+      assert_false(r.failed);
+      for (int k = 0; k < OPS; k++) {
+        const cg_node *n = &r.v[node[k]];
+        for (int sample = 0; sample < 20; sample++) {
+          double a = draw(lo[0], hi[0], t), b = draw(lo[1], hi[1], t), c = draw(lo[2], hi[2], t), y;
+          if (isnan(a) || isnan(b) || isnan(c)) continue;
+          if (t == CG_F32) {
+            float fa = (float)a, fb = (float)b, fc = (float)c;
+            float ys[OPS] = {fa + fb, fa - fb, fa * fb, fa / fb, fmaf(fa, fb, fc), sqrtf(fa), floorf(fa), 0, sample % 2 ? fa : fb};
+            y = k == 7 ? (double)fa : ys[k];
+          } else {
+            double ys[OPS] = {a + b, a - b, a * b, a / b, fma(a, b, c), sqrt(a), floor(a), 0, sample % 2 ? a : b};
+            y = k == 7 ? (double)(float)a : ys[k];
+          }
+          checked++;
+          if (isnan(y) || (y >= n->lo && y <= n->hi)) continue;
+          fail_msg("%s %s: operands in [%g, %g] [%g, %g] [%g, %g]: %a, %a, %a gave %a outside [%a, %a]",
+                   cg_type_name(t), cg_op_name((cg_opc)n->op), lo[0], hi[0], lo[1], hi[1], lo[2], hi[2], a, b, c, y,
+                   n->lo, n->hi);
+        }
+      }
+      cg_region_free(&r);
+    }
+  }
+  print_message("range rules: %d results inside their ranges\n", checked);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_nest_nbody),
       cmocka_unit_test(test_every_op),
       cmocka_unit_test(test_erfinv_sweep),
+      cmocka_unit_test(test_range_rules_hold),
       cmocka_unit_test(test_ranges_fold_nothing_visible),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -217,9 +217,10 @@ void cg_x86_emit_fma(cg_x86 *x, uint32_t i, cg_x86_v3 v, const x86_insn *const f
       v(x, f[2], w, dst, cg_x86_opnd_reg(x, i, 0, p, 0), b, -1);
     } else if (!b.mem && b.reg == dst) { /* 213: dst = a * dst + c */
       v(x, f[1], w, dst, cg_x86_opnd_reg(x, i, 0, p, 0), c, -1);
-    } else if (!a.mem && b.mem && c.mem) {
+    } else if (!a.mem && a.reg != dst && b.mem && c.mem) {
       /* dst = b, then a * dst + c (213): a Horner step's first one, fma(x, c1, c0), without
-       * copying x and loading c1 into a scratch register (a * b and b * a are the same) */
+       * copying x and loading c1 into a scratch register (a * b and b * a are the same; when
+       * dst is a's own register, a is there already and the general form below does it) */
       move(x, CLS_VEC, w, false, dst, b.m);
       v(x, f[1], w, dst, a.reg, c, -1);
     } else { /* dst = a, then dst * b + c (132: b may be memory) or b * dst + c (213: c may) */
